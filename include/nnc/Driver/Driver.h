@@ -1,0 +1,86 @@
+//===- Driver.h - The logic behind the nnc-jit tool --------------*- C++ -*-===//
+//
+// Everything the tool does lives here so that the tool itself only parses
+// flags: load and verify a file, pick a kernel, build its arguments (random,
+// from files, scalar values), run it, and print or save the outputs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_DRIVER_DRIVER_H
+#define NNC_DRIVER_DRIVER_H
+
+#include "nnc/IR/IR.h"
+#include "nnc/Interp/HostBuffer.h"
+#include "nnc/Support/Diagnostics.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace nnc {
+
+struct DriverOptions {
+  /// The .nnc file, or "-" for standard input.
+  std::string InputPath = "-";
+  /// Which kernel to run when the file holds several.
+  std::string KernelName;
+  /// Seed of the pseudo-random inputs.
+  uint64_t Seed = 0;
+  /// NAME=FILE: raw little-endian input data, in storage order.
+  std::vector<std::string> Inputs;
+  /// NAME=VALUE: scalar parameters.
+  std::vector<std::string> Params;
+  /// NAME=FILE: where to write an output buffer's storage.
+  std::vector<std::string> Outputs;
+  /// Print the parsed kernel instead of running it.
+  bool PrintIR = false;
+  /// Only parse and verify.
+  bool VerifyOnly = false;
+};
+
+/// A loaded and verified file with its diagnostics context.
+struct LoadedModule {
+  std::shared_ptr<SourceFile> File;
+  Module M;
+};
+
+/// Reads, parses and verifies Path ("-" for stdin). Reports to Diags.
+std::optional<LoadedModule> loadModule(const std::string &Path,
+                                       DiagnosticEngine &Diags);
+
+/// Picks the kernel named Name, or the only kernel when Name is empty.
+const Kernel *selectKernel(const Module &M, const std::string &Name,
+                           DiagnosticEngine &Diags);
+
+/// The arguments of one run: owned buffers plus the ArgValue list.
+struct KernelArgs {
+  std::vector<std::unique_ptr<HostBuffer>> Buffers; ///< Per param (or null).
+  std::vector<ArgValue> Values;
+};
+
+/// Builds arguments for K: scalars from NAME=VALUE strings, buffers sized by
+/// the evaluated shapes, filled from NAME=FILE inputs or pseudo-random data
+/// from Seed. Reports bad names, values, files and sizes to Diags.
+std::optional<KernelArgs> buildArgs(const Kernel &K,
+                                    const std::vector<std::string> &Params,
+                                    const std::vector<std::string> &Inputs,
+                                    uint64_t Seed, DiagnosticEngine &Diags);
+
+/// Prints a summary of every out/inout buffer: name, dtype, shape, sum, min,
+/// max and the first values.
+void printOutputSummary(std::ostream &OS, const Kernel &K,
+                        const KernelArgs &Args);
+
+/// Writes the NAME=FILE outputs.
+bool writeOutputs(const Kernel &K, const KernelArgs &Args,
+                  const std::vector<std::string> &Outputs,
+                  DiagnosticEngine &Diags);
+
+/// The whole tool: returns the process exit status (0 ok, 1 user error).
+int runDriver(const DriverOptions &Opts, std::ostream &Out, std::ostream &Err);
+
+} // namespace nnc
+
+#endif // NNC_DRIVER_DRIVER_H

@@ -1,0 +1,36 @@
+//===- ReferenceExternals.h - Plain reference external functions -*- C++ -*-===//
+//
+// Obviously correct implementations of the external functions, used by the
+// interpreter as the oracle. Accumulation is in double. Speed is not their
+// job; correctness is.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_INTERP_REFERENCEEXTERNALS_H
+#define NNC_INTERP_REFERENCEEXTERNALS_H
+
+#include "nnc/IR/ExternalFunctions.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nnc {
+
+/// An f32 tensor as an external function sees it.
+struct TensorRef {
+  float *Data = nullptr;
+  std::vector<int64_t> Sizes;
+  std::vector<int64_t> Strides;
+};
+
+/// Runs the reference implementation of Func. Out is buffer 0, Ins are the
+/// buf_args; IntArgs/FloatArgs are the scalar args. Returns an empty string on
+/// success, else an error message (a shape mismatch found at run time).
+std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,
+                                 const std::vector<TensorRef> &Ins,
+                                 const std::vector<int64_t> &IntArgs,
+                                 const std::vector<double> &FloatArgs);
+
+} // namespace nnc
+
+#endif // NNC_INTERP_REFERENCEEXTERNALS_H

@@ -1,0 +1,346 @@
+//===- Driver.cpp - The logic behind the nnc-jit tool ---------------------===//
+#include "nnc/Driver/Driver.h"
+#include "nnc/IR/Printer.h"
+#include "nnc/IR/Verifier.h"
+#include "nnc/Interp/Interpreter.h"
+#include "nnc/Parse/Parser.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace nnc {
+
+namespace {
+
+/// Largest file or buffer the tool reads or creates (16 GiB).
+constexpr uint64_t kMaxBytes = uint64_t(1) << 34;
+
+bool readFile(const std::string &Path, std::string &Out, std::string &Err) {
+  if (Path == "-") {
+    std::ostringstream SS;
+    SS << std::cin.rdbuf();
+    Out = SS.str();
+    return true;
+  }
+  std::ifstream In(Path, std::ios::binary);
+  if (!In) {
+    Err = std::strerror(errno);
+    return false;
+  }
+  Out.assign(std::istreambuf_iterator<char>(In), {});
+  if (In.bad()) {
+    Err = "read error";
+    return false;
+  }
+  return true;
+}
+
+/// Splits "NAME=VALUE"; false if there is no '='.
+bool splitAssign(const std::string &S, std::string &Name, std::string &Value) {
+  size_t Eq = S.find('=');
+  if (Eq == std::string::npos || Eq == 0)
+    return false;
+  Name = S.substr(0, Eq);
+  Value = S.substr(Eq + 1);
+  return true;
+}
+
+/// splitmix64: a small, well-distributed, deterministic generator.
+struct Rng {
+  uint64_t State;
+  uint64_t next() {
+    uint64_t Z = (State += 0x9e3779b97f4a7c15ull);
+    Z = (Z ^ (Z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    Z = (Z ^ (Z >> 27)) * 0x94d049bb133111ebull;
+    return Z ^ (Z >> 31);
+  }
+  /// Uniform in [-1, 1).
+  double unit() {
+    return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0;
+  }
+};
+
+/// Fills every logical element: floats uniform in [-1, 1), integers in
+/// [-8, 8) (unsigned [0, 16), bool 0/1).
+void fillRandom(HostBuffer &B, uint64_t Seed) {
+  Rng R{Seed};
+  DType T = B.type();
+  B.forEachOffset([&](int64_t Off) {
+    if (isFloat(T)) {
+      B.setDouble(Off, roundFloat(T, R.unit()));
+      return;
+    }
+    uint64_t X = R.next();
+    if (T == DType::Bool)
+      B.setInt(Off, static_cast<int64_t>(X & 1));
+    else if (T == DType::U8)
+      B.setInt(Off, static_cast<int64_t>(X % 16));
+    else
+      B.setInt(Off, static_cast<int64_t>(X % 16) - 8);
+  });
+}
+
+std::string shapeStr(const std::vector<int64_t> &S) {
+  std::string R = "[";
+  for (size_t I = 0; I < S.size(); ++I)
+    R += (I ? ", " : "") + std::to_string(S[I]);
+  return R + "]";
+}
+
+std::string formatValue(const HostBuffer &B, int64_t Off) {
+  char Buf[64];
+  if (isFloat(B.type()))
+    std::snprintf(Buf, sizeof(Buf), "%.9g", B.getDouble(Off));
+  else
+    std::snprintf(Buf, sizeof(Buf), "%lld",
+                  static_cast<long long>(B.getInt(Off)));
+  return Buf;
+}
+
+} // namespace
+
+std::optional<LoadedModule> loadModule(const std::string &Path,
+                                       DiagnosticEngine &Diags) {
+  std::string Text, Err;
+  if (!readFile(Path, Text, Err)) {
+    Diags.error({}, "cannot read '" + Path + "': " + Err);
+    return std::nullopt;
+  }
+  LoadedModule LM;
+  LM.File = std::make_shared<SourceFile>(Path == "-" ? "<stdin>" : Path,
+                                         std::move(Text));
+  Diags.setFile(LM.File);
+  auto M = parseModule(*LM.File, Diags);
+  if (!M || !verifyModule(*M, Diags))
+    return std::nullopt;
+  LM.M = std::move(*M);
+  return LM;
+}
+
+const Kernel *selectKernel(const Module &M, const std::string &Name,
+                           DiagnosticEngine &Diags) {
+  if (Name.empty()) {
+    if (M.Kernels.size() == 1)
+      return &M.Kernels[0];
+    std::string Names;
+    for (const Kernel &K : M.Kernels)
+      Names += (Names.empty() ? "" : ", ") + K.Name;
+    Diags.error({}, "the file holds several kernels (" + Names +
+                        "); choose one with --kernel");
+    return nullptr;
+  }
+  if (const Kernel *K = M.findKernel(Name))
+    return K;
+  Diags.error({}, "no kernel named '" + Name + "' in the file");
+  return nullptr;
+}
+
+std::optional<KernelArgs> buildArgs(const Kernel &K,
+                                    const std::vector<std::string> &Params,
+                                    const std::vector<std::string> &Inputs,
+                                    uint64_t Seed, DiagnosticEngine &Diags) {
+  KernelArgs A;
+  A.Buffers.resize(K.Params.size());
+  A.Values.resize(K.Params.size());
+  std::vector<bool> Given(K.Params.size(), false);
+  auto IndexOf = [&](const std::string &Name) -> int {
+    for (size_t I = 0; I < K.Params.size(); ++I)
+      if (K.Params[I].Name == Name)
+        return static_cast<int>(I);
+    return -1;
+  };
+  for (const std::string &S : Params) {
+    std::string Name, Value;
+    if (!splitAssign(S, Name, Value)) {
+      Diags.error({}, "--param expects NAME=VALUE, got '" + S + "'");
+      return std::nullopt;
+    }
+    int I = IndexOf(Name);
+    if (I < 0 || K.Params[I].isBuffer()) {
+      Diags.error({}, "kernel '" + K.Name + "' has no scalar parameter '" +
+                          Name + "'");
+      return std::nullopt;
+    }
+    DType T = K.Params[I].Type;
+    errno = 0;
+    char *End = nullptr;
+    ScalarValue V;
+    if (isFloat(T)) {
+      V.F = roundFloat(T, std::strtod(Value.c_str(), &End));
+    } else {
+      long long X = std::strtoll(Value.c_str(), &End, 10);
+      V.I = wrapInt(T, X);
+    }
+    if (Value.empty() || *End != '\0' || errno == ERANGE) {
+      Diags.error({}, "invalid value '" + Value + "' for parameter '" + Name +
+                          "' of type " + std::string(dtypeName(T)));
+      return std::nullopt;
+    }
+    A.Values[I].Scalar = V;
+    Given[I] = true;
+  }
+  for (size_t I = 0; I < K.Params.size(); ++I)
+    if (!K.Params[I].isBuffer() && !Given[I]) {
+      Diags.error({}, "scalar parameter '" + K.Params[I].Name +
+                          "' needs a value: --param " + K.Params[I].Name +
+                          "=VALUE");
+      return std::nullopt;
+    }
+
+  std::vector<std::vector<int64_t>> Sizes, Strides;
+  if (!evaluateParamShapes(K, A.Values, Sizes, Strides, Diags))
+    return std::nullopt;
+  for (size_t I = 0; I < K.Params.size(); ++I) {
+    const Param &P = K.Params[I];
+    if (!P.isBuffer())
+      continue;
+    int64_t Elems = storageElemsFor(Sizes[I], Strides[I]);
+    if (Elems < 0 ||
+        static_cast<uint64_t>(Elems) > kMaxBytes / dtypeSize(P.Type)) {
+      Diags.error(P.Loc, "buffer '" + P.Name + "' of shape " +
+                             shapeStr(Sizes[I]) + " is too large");
+      return std::nullopt;
+    }
+    auto B = std::make_unique<HostBuffer>(P.Type, Sizes[I], Strides[I]);
+    if (!B->valid()) {
+      Diags.error(P.Loc, "out of memory allocating buffer '" + P.Name + "'");
+      return std::nullopt;
+    }
+    if (P.Buf->Role != BufferRole::Out)
+      fillRandom(*B, Seed * 1000003u + I);
+    A.Values[I].Buf = B.get();
+    A.Buffers[I] = std::move(B);
+  }
+  for (const std::string &S : Inputs) {
+    std::string Name, Path, Data, Err;
+    if (!splitAssign(S, Name, Path)) {
+      Diags.error({}, "--input expects NAME=FILE, got '" + S + "'");
+      return std::nullopt;
+    }
+    int I = IndexOf(Name);
+    if (I < 0 || !K.Params[I].isBuffer()) {
+      Diags.error({}, "kernel '" + K.Name + "' has no buffer parameter '" +
+                          Name + "'");
+      return std::nullopt;
+    }
+    if (!readFile(Path, Data, Err)) {
+      Diags.error({}, "cannot read input '" + Path + "': " + Err);
+      return std::nullopt;
+    }
+    HostBuffer &B = *A.Buffers[I];
+    if (Data.size() != B.storageBytes()) {
+      Diags.error({}, "input '" + Path + "' for '" + Name + "' has " +
+                          std::to_string(Data.size()) + " bytes, expected " +
+                          std::to_string(B.storageBytes()) + " (" +
+                          std::string(dtypeName(B.type())) +
+                          shapeStr(B.sizes()) + ")");
+      return std::nullopt;
+    }
+    if (!Data.empty())
+      std::memcpy(B.data(), Data.data(), Data.size());
+  }
+  return A;
+}
+
+void printOutputSummary(std::ostream &OS, const Kernel &K,
+                        const KernelArgs &Args) {
+  for (size_t I = 0; I < K.Params.size(); ++I) {
+    const Param &P = K.Params[I];
+    if (!P.isBuffer() || P.Buf->Role == BufferRole::In)
+      continue;
+    const HostBuffer &B = *Args.Buffers[I];
+    double Sum = 0, Min = INFINITY, Max = -INFINITY;
+    int64_t NaNs = 0, Count = 0;
+    std::string First;
+    B.forEachOffset([&](int64_t Off) {
+      double V = isFloat(B.type()) ? B.getDouble(Off)
+                                   : static_cast<double>(B.getInt(Off));
+      if (Count < 8)
+        First += (Count ? ", " : "") + formatValue(B, Off);
+      ++Count;
+      if (std::isnan(V)) {
+        ++NaNs;
+        return;
+      }
+      Sum += V;
+      Min = std::min(Min, V);
+      Max = std::max(Max, V);
+    });
+    char Buf[160];
+    std::snprintf(Buf, sizeof(Buf), "sum=%.9g min=%.9g max=%.9g", Sum,
+                  Count ? Min : 0.0, Count ? Max : 0.0);
+    OS << P.Name << ": " << dtypeName(B.type()) << shapeStr(B.sizes()) << ' '
+       << Buf;
+    if (NaNs)
+      OS << " nan=" << NaNs;
+    OS << " first=[" << First << (Count > 8 ? ", ..." : "") << "]\n";
+  }
+}
+
+bool writeOutputs(const Kernel &K, const KernelArgs &Args,
+                  const std::vector<std::string> &Outputs,
+                  DiagnosticEngine &Diags) {
+  for (const std::string &S : Outputs) {
+    std::string Name, Path;
+    if (!splitAssign(S, Name, Path)) {
+      Diags.error({}, "--output expects NAME=FILE, got '" + S + "'");
+      return false;
+    }
+    const Param *P = K.findParam(Name);
+    if (!P || !P->isBuffer()) {
+      Diags.error({}, "kernel '" + K.Name + "' has no buffer parameter '" +
+                          Name + "'");
+      return false;
+    }
+    const HostBuffer &B = *Args.Buffers[P - K.Params.data()];
+    std::ofstream Out(Path, std::ios::binary);
+    Out.write(static_cast<const char *>(B.data()),
+              static_cast<std::streamsize>(B.storageBytes()));
+    if (!Out) {
+      Diags.error({}, "cannot write output '" + Path + "': " +
+                          std::strerror(errno));
+      return false;
+    }
+  }
+  return true;
+}
+
+int runDriver(const DriverOptions &Opts, std::ostream &Out, std::ostream &Err) {
+  DiagnosticEngine Diags;
+  auto Finish = [&](int Code) {
+    Diags.print(Err);
+    return Code;
+  };
+  auto LM = loadModule(Opts.InputPath, Diags);
+  if (!LM)
+    return Finish(1);
+  if (Opts.VerifyOnly)
+    return Finish(0);
+  if (Opts.PrintIR && Opts.KernelName.empty()) {
+    printModule(Out, LM->M);
+    return Finish(0);
+  }
+  const Kernel *K = selectKernel(LM->M, Opts.KernelName, Diags);
+  if (!K)
+    return Finish(1);
+  if (Opts.PrintIR) {
+    printKernel(Out, *K);
+    return Finish(0);
+  }
+  auto Args = buildArgs(*K, Opts.Params, Opts.Inputs, Opts.Seed, Diags);
+  if (!Args || !interpret(*K, Args->Values, Diags))
+    return Finish(1);
+  if (!writeOutputs(*K, *Args, Opts.Outputs, Diags))
+    return Finish(1);
+  printOutputSummary(Out, *K, *Args);
+  return Finish(0);
+}
+
+} // namespace nnc

@@ -1,0 +1,219 @@
+//===- ExternalFunctions.cpp - Registry and compile-time checks -----------===//
+#include "nnc/IR/ExternalFunctions.h"
+
+namespace nnc {
+
+namespace {
+
+bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags);
+bool verifyMatmul(const ExternalCall &Call, DiagnosticEngine &Diags);
+bool verifyAddmm(const ExternalCall &Call, DiagnosticEngine &Diags);
+
+constexpr ExternalFunctionInfo Table[] = {
+#define NNC_EXTERNAL(Enum, Name, Verifier, Purpose)                            \
+  {ExternalFunc::Enum, Name, Verifier, Purpose},
+#include "nnc/IR/ExternalFunctions.def"
+};
+
+/// Collects the first error of a call and reports it at the call.
+class CallChecker {
+public:
+  CallChecker(const ExternalCall &C, DiagnosticEngine &D) : Call(C), Diags(D) {}
+
+  bool fail(const std::string &Msg) {
+    if (Ok)
+      Diags.error(Call.Loc, Call.Func + ": " + Msg);
+    Ok = false;
+    return false;
+  }
+  bool ok() const { return Ok; }
+
+  bool bufCount(size_t Min, size_t Max) {
+    size_t N = Call.Args.size();
+    if (N < Min || N > Max)
+      return fail("expected " +
+                  (Min == Max ? std::to_string(Min)
+                              : std::to_string(Min) + " or " +
+                                    std::to_string(Max)) +
+                  " buffer arguments, got " + std::to_string(N));
+    return true;
+  }
+
+  /// Checks rank and dtype of a view; Name describes it in messages.
+  bool view(const BufferView &V, const char *Name, unsigned Rank) {
+    if (V.rank() != Rank)
+      return fail(std::string(Name) + " '" + V.Buf->Name + "' must have rank " +
+                  std::to_string(Rank) + ", not " + std::to_string(V.rank()));
+    if (V.Type != DType::F32)
+      return fail(std::string(Name) + " '" + V.Buf->Name +
+                  "' must be f32, not " + std::string(dtypeName(V.Type)));
+    return true;
+  }
+
+  /// Constant sizes of a view (-1 where symbolic).
+  static std::vector<int64_t> sizes(const BufferView &V) {
+    std::vector<int64_t> S;
+    for (const Expr &E : V.Sizes)
+      S.push_back(getConstInt(E).value_or(-1));
+    return S;
+  }
+
+  /// Requires A == B when both are known.
+  bool same(int64_t A, int64_t B, const std::string &What) {
+    if (A >= 0 && B >= 0 && A != B)
+      return fail(What + " (" + std::to_string(A) + " vs " + std::to_string(B) +
+                  ")");
+    return true;
+  }
+
+private:
+  const ExternalCall &Call;
+  DiagnosticEngine &Diags;
+  bool Ok = true;
+};
+
+bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags) {
+  CallChecker C(Call, Diags);
+  if (!C.bufCount(2, 3) || !C.view(Call.Out, "output", 4) ||
+      !C.view(Call.Args[0], "input", 4) || !C.view(Call.Args[1], "weight", 4))
+    return false;
+  if (Call.Args.size() == 3 && !C.view(Call.Args[2], "bias", 1))
+    return false;
+  std::vector<int64_t> Args;
+  for (const Expr &E : Call.ScalarArgs) {
+    auto V = getConstInt(E);
+    if (!V)
+      return C.fail("scalar arguments must be integer constants");
+    Args.push_back(*V);
+  }
+  Conv2dParams P;
+  if (!decodeConv2dParams(Args, P))
+    return C.fail("expected no scalar arguments or 7 (strideH, strideW, padH, "
+                  "padW, dilationH, dilationW, groups), got " +
+                  std::to_string(Args.size()) + " or invalid values");
+  auto X = C.sizes(Call.Args[0]), W = C.sizes(Call.Args[1]),
+       O = C.sizes(Call.Out);
+  if (W[0] >= 0 && W[0] % P.Groups != 0)
+    return C.fail("output channels (" + std::to_string(W[0]) +
+                  ") are not divisible by groups (" +
+                  std::to_string(P.Groups) + ")");
+  if (X[1] >= 0 && W[1] >= 0 && X[1] != W[1] * P.Groups)
+    return C.fail("input has " + std::to_string(X[1]) +
+                  " channels but the weight expects " +
+                  std::to_string(W[1] * P.Groups) + " (" +
+                  std::to_string(W[1]) + " x groups " +
+                  std::to_string(P.Groups) + ")");
+  if (!C.same(O[0], X[0], "output batch differs from input batch") ||
+      !C.same(O[1], W[0], "output channels differ from the weight's"))
+    return false;
+  if (Call.Args.size() == 3 &&
+      !C.same(C.sizes(Call.Args[2])[0], W[0],
+              "bias size differs from the output channels"))
+    return false;
+  int64_t Pads[2] = {P.PadH, P.PadW}, Strides[2] = {P.StrideH, P.StrideW},
+          Dils[2] = {P.DilationH, P.DilationW};
+  for (int D = 0; D < 2; ++D) {
+    int64_t In = X[2 + D], K = W[2 + D];
+    if (In < 0 || K < 0)
+      continue;
+    int64_t Span = Dils[D] * (K - 1) + 1;
+    if (In + 2 * Pads[D] < Span)
+      return C.fail(std::string("the kernel (") + std::to_string(Span) +
+                    ") is larger than the padded input (" +
+                    std::to_string(In + 2 * Pads[D]) + ") in " +
+                    (D ? "width" : "height"));
+    int64_t Expect = (In + 2 * Pads[D] - Span) / Strides[D] + 1;
+    if (!C.same(O[2 + D], Expect,
+                std::string("output ") + (D ? "width" : "height") +
+                    " does not match the convolution"))
+      return false;
+  }
+  return C.ok();
+}
+
+bool verifyMatmul(const ExternalCall &Call, DiagnosticEngine &Diags) {
+  CallChecker C(Call, Diags);
+  if (!C.bufCount(2, 2))
+    return false;
+  if (!Call.ScalarArgs.empty())
+    return C.fail("takes no scalar arguments");
+  unsigned R = Call.Args[0].rank();
+  if (R != 2 && R != 3)
+    return C.fail("operands must have rank 2 (or 3 for a batch), not " +
+                  std::to_string(R));
+  if (!C.view(Call.Args[0], "operand", R) ||
+      !C.view(Call.Args[1], "operand", R) || !C.view(Call.Out, "output", R))
+    return false;
+  auto A = C.sizes(Call.Args[0]), B = C.sizes(Call.Args[1]),
+       O = C.sizes(Call.Out);
+  unsigned Off = R - 2;
+  if (R == 3 && (!C.same(A[0], B[0], "batch sizes differ") ||
+                 !C.same(O[0], A[0], "output batch differs")))
+    return false;
+  C.same(A[Off + 1], B[Off], "inner dimensions differ") &&
+      C.same(O[Off], A[Off], "output rows differ from the left operand's") &&
+      C.same(O[Off + 1], B[Off + 1],
+             "output columns differ from the right operand's");
+  return C.ok();
+}
+
+bool verifyAddmm(const ExternalCall &Call, DiagnosticEngine &Diags) {
+  CallChecker C(Call, Diags);
+  if (!C.bufCount(3, 3))
+    return false;
+  if (Call.ScalarArgs.size() != 0 && Call.ScalarArgs.size() != 2)
+    return C.fail("expected no scalar arguments or 2 (beta, alpha)");
+  for (const Expr &E : Call.ScalarArgs)
+    if (E->Kind != ExprKind::IntImm && E->Kind != ExprKind::FloatImm)
+      return C.fail("scalar arguments must be constants");
+  const BufferView &Self = Call.Args[0];
+  if (Self.rank() != 1 && Self.rank() != 2)
+    return C.fail("self must have rank 1 or 2");
+  if (!C.view(Self, "self", Self.rank()) ||
+      !C.view(Call.Args[1], "operand", 2) ||
+      !C.view(Call.Args[2], "operand", 2) || !C.view(Call.Out, "output", 2))
+    return false;
+  auto A = C.sizes(Call.Args[1]), B = C.sizes(Call.Args[2]),
+       O = C.sizes(Call.Out), S = C.sizes(Self);
+  C.same(A[1], B[0], "inner dimensions differ") &&
+      C.same(O[0], A[0], "output rows differ") &&
+      C.same(O[1], B[1], "output columns differ") &&
+      C.same(S.back(), B[1], "self columns differ from the output's") &&
+      (S.size() == 1 || S[0] == 1 || C.same(S[0], A[0], "self rows differ"));
+  return C.ok();
+}
+
+} // namespace
+
+const ExternalFunctionInfo *lookupExternalFunction(std::string_view Name) {
+  for (const ExternalFunctionInfo &I : Table)
+    if (Name == I.Name)
+      return &I;
+  return nullptr;
+}
+
+std::string knownExternalFunctionNames() {
+  std::string S;
+  for (const ExternalFunctionInfo &I : Table)
+    S += (S.empty() ? "" : ", ") + std::string(I.Name);
+  return S;
+}
+
+bool decodeConv2dParams(const std::vector<int64_t> &Args, Conv2dParams &P) {
+  P = Conv2dParams();
+  if (Args.empty())
+    return true;
+  if (Args.size() != 7)
+    return false;
+  P.StrideH = Args[0];
+  P.StrideW = Args[1];
+  P.PadH = Args[2];
+  P.PadW = Args[3];
+  P.DilationH = Args[4];
+  P.DilationW = Args[5];
+  P.Groups = Args[6];
+  return P.StrideH > 0 && P.StrideW > 0 && P.PadH >= 0 && P.PadW >= 0 &&
+         P.DilationH > 0 && P.DilationW > 0 && P.Groups > 0;
+}
+
+} // namespace nnc

@@ -1,0 +1,303 @@
+//===- IRVisitor.cpp - Default traversals ---------------------------------===//
+#include "nnc/IR/IRVisitor.h"
+
+namespace nnc {
+
+void IRVisitor::visit(const Expr &E) {
+  switch (E->Kind) {
+  case ExprKind::IntImm:
+    return visitIntImm(cast<IntImm>(E));
+  case ExprKind::FloatImm:
+    return visitFloatImm(cast<FloatImm>(E));
+  case ExprKind::Var:
+    return visitVar(cast<Var>(E));
+  case ExprKind::Load:
+    return visitLoad(cast<Load>(E));
+  case ExprKind::Binary:
+    return visitBinary(cast<Binary>(E));
+  case ExprKind::Neg:
+    return visitNeg(cast<Neg>(E));
+  case ExprKind::CompareSelect:
+    return visitCompareSelect(cast<CompareSelect>(E));
+  case ExprKind::IfThenElse:
+    return visitIfThenElse(cast<IfThenElse>(E));
+  case ExprKind::Cast:
+    return visitCast(cast<Cast>(E));
+  case ExprKind::BitCast:
+    return visitBitCast(cast<BitCast>(E));
+  case ExprKind::Intrinsic:
+    return visitIntrinsic(cast<Intrinsic>(E));
+  }
+}
+
+void IRVisitor::visit(const Stmt &S) {
+  switch (S->Kind) {
+  case StmtKind::Block:
+    return visitBlock(cast<Block>(S));
+  case StmtKind::For:
+    return visitFor(cast<For>(S));
+  case StmtKind::Store:
+    return visitStore(cast<Store>(S));
+  case StmtKind::Let:
+    return visitLet(cast<Let>(S));
+  case StmtKind::Cond:
+    return visitCond(cast<Cond>(S));
+  case StmtKind::Allocate:
+    return visitAllocate(cast<Allocate>(S));
+  case StmtKind::Free:
+    return visitFree(cast<Free>(S));
+  case StmtKind::FreeExt:
+    return visitFreeExt(cast<FreeExt>(S));
+  case StmtKind::ExternalCall:
+    return visitExternalCall(cast<ExternalCall>(S));
+  }
+}
+
+void IRVisitor::visitLoad(const Load *Op) {
+  for (const Expr &I : Op->Indices)
+    visit(I);
+}
+void IRVisitor::visitBinary(const Binary *Op) {
+  visit(Op->A);
+  visit(Op->B);
+}
+void IRVisitor::visitNeg(const Neg *Op) { visit(Op->A); }
+void IRVisitor::visitCompareSelect(const CompareSelect *Op) {
+  visit(Op->A);
+  visit(Op->B);
+  visit(Op->T);
+  visit(Op->F);
+}
+void IRVisitor::visitIfThenElse(const IfThenElse *Op) {
+  visit(Op->C);
+  visit(Op->T);
+  visit(Op->F);
+}
+void IRVisitor::visitCast(const Cast *Op) { visit(Op->A); }
+void IRVisitor::visitBitCast(const BitCast *Op) { visit(Op->A); }
+void IRVisitor::visitIntrinsic(const Intrinsic *Op) {
+  for (const Expr &A : Op->Args)
+    visit(A);
+}
+
+void IRVisitor::visitBlock(const Block *Op) {
+  for (const Stmt &S : Op->Stmts)
+    visit(S);
+}
+void IRVisitor::visitFor(const For *Op) {
+  visit(Op->Start);
+  visit(Op->Stop);
+  visit(Op->Body);
+}
+void IRVisitor::visitStore(const Store *Op) {
+  for (const Expr &I : Op->Indices)
+    visit(I);
+  visit(Op->Value);
+}
+void IRVisitor::visitLet(const Let *Op) { visit(Op->Value); }
+void IRVisitor::visitCond(const Cond *Op) {
+  visit(Op->C);
+  if (Op->Then)
+    visit(Op->Then);
+  if (Op->Else)
+    visit(Op->Else);
+}
+void IRVisitor::visitView(const BufferView &V) {
+  if (!V.Explicit)
+    return;
+  for (const Expr &E : V.Sizes)
+    visit(E);
+  for (const Expr &E : V.Strides)
+    visit(E);
+}
+void IRVisitor::visitExternalCall(const ExternalCall *Op) {
+  visitView(Op->Out);
+  for (const BufferView &V : Op->Args)
+    visitView(V);
+  for (const Expr &E : Op->ScalarArgs)
+    visit(E);
+}
+
+//===----------------------------------------------------------------------===//
+
+Expr IRMutator::mutate(const Expr &E) {
+  switch (E->Kind) {
+  case ExprKind::IntImm:
+    return mutateIntImm(cast<IntImm>(E), E);
+  case ExprKind::FloatImm:
+    return mutateFloatImm(cast<FloatImm>(E), E);
+  case ExprKind::Var:
+    return mutateVar(cast<Var>(E), E);
+  case ExprKind::Load:
+    return mutateLoad(cast<Load>(E), E);
+  case ExprKind::Binary:
+    return mutateBinary(cast<Binary>(E), E);
+  case ExprKind::Neg:
+    return mutateNeg(cast<Neg>(E), E);
+  case ExprKind::CompareSelect:
+    return mutateCompareSelect(cast<CompareSelect>(E), E);
+  case ExprKind::IfThenElse:
+    return mutateIfThenElse(cast<IfThenElse>(E), E);
+  case ExprKind::Cast:
+    return mutateCast(cast<Cast>(E), E);
+  case ExprKind::BitCast:
+    return mutateBitCast(cast<BitCast>(E), E);
+  case ExprKind::Intrinsic:
+    return mutateIntrinsic(cast<Intrinsic>(E), E);
+  }
+  return E;
+}
+
+Stmt IRMutator::mutate(const Stmt &S) {
+  switch (S->Kind) {
+  case StmtKind::Block:
+    return mutateBlock(cast<Block>(S), S);
+  case StmtKind::For:
+    return mutateFor(cast<For>(S), S);
+  case StmtKind::Store:
+    return mutateStore(cast<Store>(S), S);
+  case StmtKind::Let:
+    return mutateLet(cast<Let>(S), S);
+  case StmtKind::Cond:
+    return mutateCond(cast<Cond>(S), S);
+  case StmtKind::Allocate:
+    return mutateAllocate(cast<Allocate>(S), S);
+  case StmtKind::Free:
+    return mutateFree(cast<Free>(S), S);
+  case StmtKind::FreeExt:
+    return mutateFreeExt(cast<FreeExt>(S), S);
+  case StmtKind::ExternalCall:
+    return mutateExternalCall(cast<ExternalCall>(S), S);
+  }
+  return S;
+}
+
+std::vector<Expr> IRMutator::mutateAll(const std::vector<Expr> &Es,
+                                       bool &Changed) {
+  std::vector<Expr> Out;
+  Out.reserve(Es.size());
+  for (const Expr &E : Es) {
+    Out.push_back(mutate(E));
+    Changed |= Out.back() != E;
+  }
+  return Out;
+}
+
+Expr IRMutator::mutateLoad(const Load *Op, const Expr &E) {
+  bool Changed = false;
+  auto Idx = mutateAll(Op->Indices, Changed);
+  return Changed ? Load::make(Op->Buf, std::move(Idx), Op->Loc) : E;
+}
+
+Expr IRMutator::mutateBinary(const Binary *Op, const Expr &E) {
+  Expr A = mutate(Op->A), B = mutate(Op->B);
+  if (A == Op->A && B == Op->B)
+    return E;
+  return Binary::make(Op->Op, A, B, Op->Loc, Op->PropagateNaN);
+}
+
+Expr IRMutator::mutateNeg(const Neg *Op, const Expr &E) {
+  Expr A = mutate(Op->A);
+  return A == Op->A ? E : Neg::make(A, Op->Loc);
+}
+
+Expr IRMutator::mutateCompareSelect(const CompareSelect *Op, const Expr &E) {
+  Expr A = mutate(Op->A), B = mutate(Op->B), T = mutate(Op->T),
+       F = mutate(Op->F);
+  if (A == Op->A && B == Op->B && T == Op->T && F == Op->F)
+    return E;
+  return CompareSelect::make(Op->Op, A, B, T, F, Op->Loc);
+}
+
+Expr IRMutator::mutateIfThenElse(const IfThenElse *Op, const Expr &E) {
+  Expr C = mutate(Op->C), T = mutate(Op->T), F = mutate(Op->F);
+  if (C == Op->C && T == Op->T && F == Op->F)
+    return E;
+  return IfThenElse::make(C, T, F, Op->Loc);
+}
+
+Expr IRMutator::mutateCast(const Cast *Op, const Expr &E) {
+  Expr A = mutate(Op->A);
+  return A == Op->A ? E : Cast::make(Op->Type, A, Op->Loc);
+}
+
+Expr IRMutator::mutateBitCast(const BitCast *Op, const Expr &E) {
+  Expr A = mutate(Op->A);
+  return A == Op->A ? E : BitCast::make(Op->Type, A, Op->Loc);
+}
+
+Expr IRMutator::mutateIntrinsic(const Intrinsic *Op, const Expr &E) {
+  bool Changed = false;
+  auto Args = mutateAll(Op->Args, Changed);
+  return Changed ? Intrinsic::make(Op->Op, std::move(Args), Op->Loc) : E;
+}
+
+Stmt IRMutator::mutateBlock(const Block *Op, const Stmt &S) {
+  bool Changed = false;
+  std::vector<Stmt> Out;
+  Out.reserve(Op->Stmts.size());
+  for (const Stmt &C : Op->Stmts) {
+    Stmt N = mutate(C);
+    Changed |= N != C;
+    if (N) // A mutator may delete a statement by returning null.
+      Out.push_back(std::move(N));
+  }
+  return Changed ? Block::make(std::move(Out), Op->Loc) : S;
+}
+
+Stmt IRMutator::mutateFor(const For *Op, const Stmt &S) {
+  Expr A = mutate(Op->Start), B = mutate(Op->Stop);
+  Stmt Body = mutate(Op->Body);
+  if (A == Op->Start && B == Op->Stop && Body == Op->Body)
+    return S;
+  if (!Body)
+    Body = Block::make({}, Op->Loc);
+  return For::make(Op->Var, Op->VarType, A, B, Body, Op->Options, Op->Loc);
+}
+
+Stmt IRMutator::mutateStore(const Store *Op, const Stmt &S) {
+  bool Changed = false;
+  auto Idx = mutateAll(Op->Indices, Changed);
+  Expr V = mutate(Op->Value);
+  if (!Changed && V == Op->Value)
+    return S;
+  return Store::make(Op->Buf, std::move(Idx), V, Op->Loc);
+}
+
+Stmt IRMutator::mutateLet(const Let *Op, const Stmt &S) {
+  Expr V = mutate(Op->Value);
+  return V == Op->Value ? S : Let::make(Op->Name, Op->Type, V, Op->Loc);
+}
+
+Stmt IRMutator::mutateCond(const Cond *Op, const Stmt &S) {
+  Expr C = mutate(Op->C);
+  Stmt T = Op->Then ? mutate(Op->Then) : nullptr;
+  Stmt E = Op->Else ? mutate(Op->Else) : nullptr;
+  if (C == Op->C && T == Op->Then && E == Op->Else)
+    return S;
+  return Cond::make(C, T, E, Op->Loc);
+}
+
+BufferView IRMutator::mutateView(const BufferView &V, bool &Changed) {
+  if (!V.Explicit)
+    return V;
+  BufferView N = V;
+  N.Sizes = mutateAll(V.Sizes, Changed);
+  N.Strides = mutateAll(V.Strides, Changed);
+  return N;
+}
+
+Stmt IRMutator::mutateExternalCall(const ExternalCall *Op, const Stmt &S) {
+  bool Changed = false;
+  BufferView Out = mutateView(Op->Out, Changed);
+  std::vector<BufferView> Args;
+  for (const BufferView &V : Op->Args)
+    Args.push_back(mutateView(V, Changed));
+  auto Scalars = mutateAll(Op->ScalarArgs, Changed);
+  if (!Changed)
+    return S;
+  return ExternalCall::make(std::move(Out), Op->Func, std::move(Args),
+                            std::move(Scalars), Op->DeclaresOut, Op->Loc);
+}
+
+} // namespace nnc

@@ -1,0 +1,489 @@
+//===- Verifier.cpp - IR invariants ---------------------------------------===//
+#include "nnc/IR/Verifier.h"
+#include "nnc/IR/ExternalFunctions.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/IR/Printer.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace nnc {
+
+std::optional<int64_t> constantStorageSize(const std::vector<Expr> &Dims,
+                                           const std::vector<Expr> &Strides) {
+  __int128 Size = 1;
+  bool Empty = false;
+  for (size_t I = 0; I < Dims.size(); ++I) {
+    auto D = getConstInt(Dims[I]);
+    auto S = I < Strides.size() ? getConstInt(Strides[I]) : std::nullopt;
+    if (!D || !S)
+      return std::nullopt;
+    if (*D <= 0) {
+      Empty = true;
+      continue;
+    }
+    Size += static_cast<__int128>(*D - 1) * (*S < 0 ? -*S : *S);
+    if (Size > INT64_MAX)
+      return INT64_MAX;
+  }
+  return Empty ? 0 : static_cast<int64_t>(Size);
+}
+
+namespace {
+
+/// Stops the walk once this many errors are reported.
+constexpr unsigned kMaxErrors = 20;
+
+class Verifier : public IRVisitor {
+public:
+  Verifier(const Kernel &K, DiagnosticEngine &D) : K(K), Diags(D) {}
+
+  bool run() {
+    unsigned Before = Diags.numErrors();
+    Scopes.emplace_back();
+    checkParams();
+    if (K.Body)
+      visit(K.Body);
+    else
+      error(K.Loc, "kernel '" + K.Name + "' has no body");
+    return Diags.numErrors() == Before;
+  }
+
+private:
+  void error(SourceLoc L, std::string Msg) {
+    if (NumErrors++ < kMaxErrors)
+      Diags.error(L, std::move(Msg));
+  }
+
+  static std::string typeStr(DType T) { return std::string(dtypeName(T)); }
+
+  //===--------------------------------------------------------------------===//
+  // Names and scopes
+  //===--------------------------------------------------------------------===//
+
+  const DType *lookupVar(const std::string &N) const {
+    for (auto S = Scopes.rbegin(); S != Scopes.rend(); ++S) {
+      auto It = S->find(N);
+      if (It != S->end())
+        return &It->second;
+    }
+    return nullptr;
+  }
+
+  /// Reports a name that would shadow a variable or buffer in scope.
+  bool checkFreshName(const std::string &N, SourceLoc L, const char *What) {
+    if (lookupVar(N) || Declared.count(N)) {
+      error(L, std::string(What) + " '" + N +
+                   "' reuses a name already in scope");
+      return false;
+    }
+    return true;
+  }
+
+  void checkParams() {
+    std::unordered_set<std::string> Seen;
+    for (const Param &P : K.Params) {
+      if (!Seen.insert(P.Name).second)
+        error(P.Loc, "duplicate parameter '" + P.Name + "'");
+      if (!P.isBuffer())
+        Scopes.back()[P.Name] = P.Type;
+    }
+    for (const Param &P : K.Params) {
+      if (!P.isBuffer())
+        continue;
+      if (P.Buf->Name != P.Name)
+        error(P.Loc, "parameter '" + P.Name + "' names buffer '" +
+                         P.Buf->Name + "'");
+      if (P.Buf->Role == BufferRole::Temp)
+        error(P.Loc, "parameter '" + P.Name + "' cannot be a temporary");
+      Declared[P.Name] = P.Buf;
+      checkShape(*P.Buf, "buffer '" + P.Name + "'");
+    }
+  }
+
+  /// Dims and strides are integer expressions over constants and scalars.
+  void checkShape(const BufferNode &B, const std::string &What) {
+    if (B.Strides.size() != B.Dims.size())
+      error(B.Loc, What + " has " + std::to_string(B.Dims.size()) +
+                       " dims but " + std::to_string(B.Strides.size()) +
+                       " strides");
+    for (const Expr &D : B.Dims)
+      checkShapeExpr(D, What, "dim");
+    for (const Expr &S : B.Strides)
+      checkShapeExpr(S, What, "stride");
+    for (const Expr &D : B.Dims)
+      if (auto C = getConstInt(D); C && *C < 0)
+        error(D->Loc, What + " has a negative dim (" + std::to_string(*C) +
+                          ")");
+  }
+
+  void checkShapeExpr(const Expr &E, const std::string &What,
+                      const char *Part) {
+    visit(E);
+    if (!isIntegral(E->Type))
+      error(E->Loc, std::string("a ") + Part + " of " + What +
+                        " must be an integer, not " + typeStr(E->Type));
+    struct NoLoads : IRVisitor {
+      bool HasLoad = false;
+      void visitLoad(const Load *) override { HasLoad = true; }
+    } V;
+    V.visit(E);
+    if (V.HasLoad)
+      error(E->Loc, std::string("a ") + Part + " of " + What +
+                        " cannot read a buffer");
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Buffers and accesses
+  //===--------------------------------------------------------------------===//
+
+  /// Checks that B is declared (as this very buffer) and alive here.
+  bool checkLive(const Buffer &B, SourceLoc L) {
+    auto It = Declared.find(B->Name);
+    if (It == Declared.end()) {
+      error(L, "use of undeclared buffer '" + B->Name + "'");
+      return false;
+    }
+    if (It->second != B) {
+      error(L, "buffer '" + B->Name + "' does not match its declaration");
+      return false;
+    }
+    if (B->isTemp() && !Live.count(B->Name)) {
+      error(L, Freed.count(B->Name)
+                   ? "temporary '" + B->Name + "' is used after its Free"
+                   : "temporary '" + B->Name + "' is used before it is "
+                                               "allocated");
+      return false;
+    }
+    return true;
+  }
+
+  void checkAccess(const Buffer &B, const std::vector<Expr> &Idx, SourceLoc L,
+                   bool IsWrite) {
+    for (const Expr &I : Idx)
+      visit(I);
+    if (!checkLive(B, L))
+      return;
+    if (IsWrite && !B->isWritable())
+      error(L, "cannot write to input buffer '" + B->Name + "'");
+    unsigned R = B->rank();
+    size_t N = Idx.size();
+    bool Flat = N == 1 && R != 1;
+    if (!(N == R || Flat)) {
+      error(L, "buffer '" + B->Name + "' has rank " + std::to_string(R) +
+                   " but is indexed with " + std::to_string(N) + " indices");
+      return;
+    }
+    for (const Expr &I : Idx)
+      if (!isIntegral(I->Type))
+        error(I->Loc, "index into '" + B->Name + "' must be an integer, not " +
+                          typeStr(I->Type));
+    if (Flat) {
+      auto C = getConstInt(Idx[0]);
+      auto S = constantStorageSize(B->Dims, B->Strides);
+      if (C && S && (*C < 0 || *C >= *S))
+        error(Idx[0]->Loc, "index " + std::to_string(*C) +
+                               " is out of bounds for '" + B->Name + "' (" +
+                               std::to_string(*S) + " elements)");
+      return;
+    }
+    for (size_t D = 0; D < N; ++D) {
+      auto C = getConstInt(Idx[D]);
+      auto Size = getConstInt(B->Dims[D]);
+      if (C && Size && (*C < 0 || *C >= *Size))
+        error(Idx[D]->Loc, "index " + std::to_string(*C) +
+                               " is out of bounds for dimension " +
+                               std::to_string(D) + " of '" + B->Name +
+                               "' (size " + std::to_string(*Size) + ")");
+    }
+  }
+
+  void sameType(const Expr &A, const Expr &B, SourceLoc L, const char *Op) {
+    if (A->Type != B->Type)
+      error(L, std::string("operands of '") + Op + "' have different types: " +
+                   typeStr(A->Type) + " and " + typeStr(B->Type));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Expressions
+  //===--------------------------------------------------------------------===//
+
+  void visitVar(const Var *Op) override {
+    const DType *T = lookupVar(Op->Name);
+    if (!T) {
+      error(Op->Loc, "use of undeclared variable '" + Op->Name + "'");
+      return;
+    }
+    if (*T != Op->Type)
+      error(Op->Loc, "variable '" + Op->Name + "' has type " + typeStr(*T) +
+                         ", not " + typeStr(Op->Type));
+  }
+
+  void visitLoad(const Load *Op) override {
+    checkAccess(Op->Buf, Op->Indices, Op->Loc, false);
+    if (Op->Type != Op->Buf->Type)
+      error(Op->Loc, "load from '" + Op->Buf->Name + "' has the wrong type");
+  }
+
+  void visitBinary(const Binary *Op) override {
+    IRVisitor::visitBinary(Op);
+    const char *S = binOpSpelling(Op->Op);
+    sameType(Op->A, Op->B, Op->Loc, S);
+    bool Bitwise = Op->Op == BinOp::And || Op->Op == BinOp::Or ||
+                   Op->Op == BinOp::Xor || Op->Op == BinOp::Shl ||
+                   Op->Op == BinOp::Shr;
+    if (Bitwise && isFloat(Op->A->Type))
+      error(Op->Loc, std::string("operator '") + S +
+                         "' needs integer operands, not " +
+                         typeStr(Op->A->Type));
+    if (Op->Type != Op->A->Type)
+      error(Op->Loc, "binary operation has the wrong result type");
+    if ((Op->Op == BinOp::Div || Op->Op == BinOp::Mod) &&
+        isIntegral(Op->Type)) {
+      if (auto C = getConstInt(Op->B); C && *C == 0)
+        error(Op->B->Loc, "integer division by zero");
+    }
+  }
+
+  void visitNeg(const Neg *Op) override {
+    IRVisitor::visitNeg(Op);
+    if (Op->A->Type == DType::Bool)
+      error(Op->Loc, "cannot negate a bool");
+  }
+
+  void visitCompareSelect(const CompareSelect *Op) override {
+    IRVisitor::visitCompareSelect(Op);
+    sameType(Op->A, Op->B, Op->Loc, cmpOpSpelling(Op->Op));
+    if (Op->T->Type != Op->F->Type)
+      error(Op->Loc, "the arms of the select have different types: " +
+                         typeStr(Op->T->Type) + " and " + typeStr(Op->F->Type));
+  }
+
+  void visitIfThenElse(const IfThenElse *Op) override {
+    IRVisitor::visitIfThenElse(Op);
+    if (!isIntegral(Op->C->Type))
+      error(Op->C->Loc, "condition of IfThenElse must be an integer or bool, "
+                        "not " +
+                            typeStr(Op->C->Type));
+    if (Op->T->Type != Op->F->Type)
+      error(Op->Loc, "the arms of IfThenElse have different types: " +
+                         typeStr(Op->T->Type) + " and " + typeStr(Op->F->Type));
+  }
+
+  void visitBitCast(const BitCast *Op) override {
+    IRVisitor::visitBitCast(Op);
+    if (dtypeSize(Op->Type) != dtypeSize(Op->A->Type) ||
+        Op->Type == DType::Bool || Op->A->Type == DType::Bool)
+      error(Op->Loc, "BitCast from " + typeStr(Op->A->Type) + " to " +
+                         typeStr(Op->Type) + " changes the size");
+  }
+
+  void visitIntrinsic(const Intrinsic *Op) override {
+    IRVisitor::visitIntrinsic(Op);
+    const char *N = intrinsicName(Op->Op);
+    if (Op->Args.size() != intrinsicArity(Op->Op)) {
+      error(Op->Loc, std::string("'") + N + "' takes " +
+                         std::to_string(intrinsicArity(Op->Op)) +
+                         " arguments");
+      return;
+    }
+    bool IntOk = Op->Op == IntrinsicOp::Abs;
+    for (const Expr &A : Op->Args)
+      if (!isFloat(A->Type) && !IntOk)
+        error(A->Loc, std::string("'") + N +
+                          "' needs a floating-point operand, not " +
+                          typeStr(A->Type));
+    if (Op->Args.size() == 2)
+      sameType(Op->Args[0], Op->Args[1], Op->Loc, N);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Statements
+  //===--------------------------------------------------------------------===//
+
+  void visitBlock(const Block *Op) override {
+    Scopes.emplace_back();
+    for (const Stmt &S : Op->Stmts) {
+      if (!S) {
+        error(Op->Loc, "block holds a null statement");
+        continue;
+      }
+      visit(S);
+    }
+    Scopes.pop_back();
+  }
+
+  void visitFor(const For *Op) override {
+    visit(Op->Start);
+    visit(Op->Stop);
+    if (!isIntegral(Op->VarType) || Op->VarType == DType::Bool)
+      error(Op->Loc, "loop variable '" + Op->Var +
+                         "' must have an integer type, not " +
+                         typeStr(Op->VarType));
+    for (const Expr *B : {&Op->Start, &Op->Stop})
+      if ((*B)->Type != Op->VarType)
+        error((*B)->Loc, "loop bound has type " + typeStr((*B)->Type) +
+                             " but '" + Op->Var + "' is " +
+                             typeStr(Op->VarType));
+    checkFreshName(Op->Var, Op->Loc, "loop variable");
+    Scopes.emplace_back();
+    Scopes.back()[Op->Var] = Op->VarType;
+    visit(Op->Body);
+    Scopes.pop_back();
+  }
+
+  void visitStore(const Store *Op) override {
+    visit(Op->Value);
+    checkAccess(Op->Buf, Op->Indices, Op->Loc, true);
+    if (Op->Value->Type != Op->Buf->Type)
+      error(Op->Value->Loc, "cannot store a value of type " +
+                                typeStr(Op->Value->Type) + " into '" +
+                                Op->Buf->Name + "' of type " +
+                                typeStr(Op->Buf->Type));
+  }
+
+  void visitLet(const Let *Op) override {
+    visit(Op->Value);
+    if (Op->Value->Type != Op->Type)
+      error(Op->Value->Loc, "let '" + Op->Name + "' of type " +
+                                typeStr(Op->Type) + " is given a value of type " +
+                                typeStr(Op->Value->Type));
+    checkFreshName(Op->Name, Op->Loc, "variable");
+    Scopes.back()[Op->Name] = Op->Type;
+  }
+
+  void visitCond(const Cond *Op) override {
+    visit(Op->C);
+    if (!isIntegral(Op->C->Type))
+      error(Op->C->Loc, "condition must be an integer or bool, not " +
+                            typeStr(Op->C->Type));
+    if (Op->Then)
+      visit(Op->Then);
+    if (Op->Else)
+      visit(Op->Else);
+  }
+
+  void declareTemp(const Buffer &B, SourceLoc L) {
+    if (!B->isTemp()) {
+      error(L, "'" + B->Name + "' must be a temporary to be allocated");
+      return;
+    }
+    if (Declared.count(B->Name) || lookupVar(B->Name)) {
+      error(L, "redeclaration of '" + B->Name + "'");
+      return;
+    }
+    checkShape(*B, "temporary '" + B->Name + "'");
+    Declared[B->Name] = B;
+    Live.insert(B->Name);
+  }
+
+  void visitAllocate(const Allocate *Op) override {
+    declareTemp(Op->Buf, Op->Loc);
+  }
+
+  void release(const Buffer &B, SourceLoc L) {
+    if (!checkLive(B, L))
+      return;
+    if (!B->isTemp()) {
+      error(L, "cannot free '" + B->Name + "': it is not a temporary");
+      return;
+    }
+    Live.erase(B->Name);
+    Freed.insert(B->Name);
+  }
+
+  void visitFree(const Free *Op) override { release(Op->Buf, Op->Loc); }
+  void visitFreeExt(const FreeExt *Op) override {
+    for (const Buffer &B : Op->Bufs)
+      release(B, Op->Loc);
+  }
+
+  /// A view's dtype and sizes agree with its buffer and it stays inside it.
+  void checkView(const BufferView &V, SourceLoc L) {
+    if (!V.Explicit)
+      return;
+    const BufferNode &B = *V.Buf;
+    for (const Expr &E : V.Sizes)
+      checkShapeExpr(E, "the description of '" + B.Name + "'", "size");
+    for (const Expr &E : V.Strides)
+      checkShapeExpr(E, "the description of '" + B.Name + "'", "stride");
+    if (V.Type != B.Type)
+      error(V.Loc, "description of '" + B.Name + "' has dtype " +
+                       typeStr(V.Type) + " but the buffer is " +
+                       typeStr(B.Type));
+    if (V.Sizes.size() != V.Strides.size()) {
+      error(V.Loc, "description of '" + B.Name +
+                       "' needs one stride per size");
+      return;
+    }
+    if (V.Sizes.size() != B.rank()) {
+      error(V.Loc, "description of '" + B.Name + "' has rank " +
+                       std::to_string(V.Sizes.size()) +
+                       " but the buffer has rank " + std::to_string(B.rank()));
+      return;
+    }
+    for (size_t I = 0; I < V.Sizes.size(); ++I) {
+      auto A = getConstInt(V.Sizes[I]), D = getConstInt(B.Dims[I]);
+      bool Mismatch = (A && D) ? *A != *D
+                               : toString(V.Sizes[I]) != toString(B.Dims[I]);
+      if (Mismatch)
+        error(V.Loc, "description of '" + B.Name + "' has size " +
+                         toString(V.Sizes[I]) + " in dimension " +
+                         std::to_string(I) + " but the buffer has " +
+                         toString(B.Dims[I]));
+    }
+    auto Need = constantStorageSize(V.Sizes, V.Strides);
+    auto Have = constantStorageSize(B.Dims, B.Strides);
+    if (Need && Have && *Need > *Have)
+      error(L, "description of '" + B.Name + "' spans " +
+                   std::to_string(*Need) + " elements but its storage has " +
+                   std::to_string(*Have));
+  }
+
+  void visitExternalCall(const ExternalCall *Op) override {
+    for (const Expr &E : Op->ScalarArgs)
+      visit(E);
+    for (const BufferView &V : Op->Args) {
+      checkLive(V.Buf, V.Loc.isValid() ? V.Loc : Op->Loc);
+      checkView(V, Op->Loc);
+    }
+    if (Op->DeclaresOut) {
+      declareTemp(Op->Out.Buf, Op->Out.Loc.isValid() ? Op->Out.Loc : Op->Loc);
+    } else if (checkLive(Op->Out.Buf, Op->Loc) && !Op->Out.Buf->isWritable()) {
+      error(Op->Loc, "cannot write to input buffer '" + Op->Out.Buf->Name +
+                         "'");
+    }
+    checkView(Op->Out, Op->Loc);
+    const ExternalFunctionInfo *Info = lookupExternalFunction(Op->Func);
+    if (!Info) {
+      error(Op->Loc, "unknown external function '" + Op->Func +
+                         "' (known: " + knownExternalFunctionNames() + ")");
+      return;
+    }
+    unsigned Before = Diags.numErrors();
+    if (!Info->Verify(*Op, Diags))
+      NumErrors += Diags.numErrors() - Before;
+  }
+
+  const Kernel &K;
+  DiagnosticEngine &Diags;
+  unsigned NumErrors = 0;
+  std::vector<std::unordered_map<std::string, DType>> Scopes;
+  std::unordered_map<std::string, Buffer> Declared;
+  std::unordered_set<std::string> Live, Freed;
+};
+
+} // namespace
+
+bool verifyKernel(const Kernel &K, DiagnosticEngine &Diags) {
+  return Verifier(K, Diags).run();
+}
+
+bool verifyModule(const Module &M, DiagnosticEngine &Diags) {
+  bool Ok = true;
+  for (const Kernel &K : M.Kernels)
+    Ok &= verifyKernel(K, Diags);
+  return Ok;
+}
+
+} // namespace nnc

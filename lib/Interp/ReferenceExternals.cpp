@@ -1,0 +1,119 @@
+//===- ReferenceExternals.cpp - Plain reference external functions --------===//
+#include "nnc/Interp/ReferenceExternals.h"
+
+namespace nnc {
+
+namespace {
+
+std::string shapeStr(const std::vector<int64_t> &S) {
+  std::string R = "[";
+  for (size_t I = 0; I < S.size(); ++I)
+    R += (I ? ", " : "") + std::to_string(S[I]);
+  return R + "]";
+}
+
+/// out[n, o, y, x] = bias[o] + sum_{c, ky, kx} in[n, g*C/G + c, ...] * w[...]
+std::string conv2d(const TensorRef &Out, const std::vector<TensorRef> &Ins,
+                   const std::vector<int64_t> &Args) {
+  Conv2dParams P;
+  if (!decodeConv2dParams(Args, P))
+    return "invalid convolution parameters";
+  const TensorRef &X = Ins[0], &W = Ins[1];
+  const TensorRef *B = Ins.size() > 2 ? &Ins[2] : nullptr;
+  int64_t N = X.Sizes[0], C = X.Sizes[1], H = X.Sizes[2], Wd = X.Sizes[3];
+  int64_t O = W.Sizes[0], CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
+  int64_t OH = (H + 2 * P.PadH - P.DilationH * (KH - 1) - 1) / P.StrideH + 1;
+  int64_t OW = (Wd + 2 * P.PadW - P.DilationW * (KW - 1) - 1) / P.StrideW + 1;
+  std::vector<int64_t> Expect = {N, O, OH, OW};
+  if (C != CPerG * P.Groups || O % P.Groups != 0 || Out.Sizes != Expect ||
+      (B && B->Sizes[0] != O))
+    return "shapes do not match: input " + shapeStr(X.Sizes) + ", weight " +
+           shapeStr(W.Sizes) + ", output " + shapeStr(Out.Sizes) + ", groups " +
+           std::to_string(P.Groups);
+  int64_t OPerG = O / P.Groups;
+  const auto &XS = X.Strides, &WS = W.Strides, &OS = Out.Strides;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o) {
+      int64_t G = o / OPerG;
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t x = 0; x < OW; ++x) {
+          double Acc = B ? B->Data[o * B->Strides[0]] : 0.0;
+          for (int64_t ky = 0; ky < KH; ++ky) {
+            int64_t iy = y * P.StrideH - P.PadH + ky * P.DilationH;
+            if (iy < 0 || iy >= H)
+              continue;
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              int64_t ix = x * P.StrideW - P.PadW + kx * P.DilationW;
+              if (ix < 0 || ix >= Wd)
+                continue;
+              const float *XP =
+                  X.Data + n * XS[0] + (G * CPerG) * XS[1] + iy * XS[2] + ix * XS[3];
+              const float *WP = W.Data + o * WS[0] + ky * WS[2] + kx * WS[3];
+              for (int64_t c = 0; c < CPerG; ++c)
+                Acc += static_cast<double>(XP[c * XS[1]]) * WP[c * WS[1]];
+            }
+          }
+          Out.Data[n * OS[0] + o * OS[1] + y * OS[2] + x * OS[3]] =
+              static_cast<float>(Acc);
+        }
+    }
+  return {};
+}
+
+/// out = beta * self + alpha * (a @ b); plain matmul has no self.
+std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm,
+                   const TensorRef *Self, double Beta, double Alpha) {
+  size_t R = A.Sizes.size();
+  int64_t Batch = R == 3 ? A.Sizes[0] : 1;
+  size_t Off = R - 2;
+  int64_t M = A.Sizes[Off], K = A.Sizes[Off + 1], N = Bm.Sizes[Off + 1];
+  if (Bm.Sizes[Off] != K || Out.Sizes[Off] != M || Out.Sizes[Off + 1] != N ||
+      (R == 3 && (Bm.Sizes[0] != Batch || Out.Sizes[0] != Batch)))
+    return "shapes do not match: " + shapeStr(A.Sizes) + " @ " +
+           shapeStr(Bm.Sizes) + " -> " + shapeStr(Out.Sizes);
+  for (int64_t b = 0; b < Batch; ++b) {
+    const float *AP = A.Data + (R == 3 ? b * A.Strides[0] : 0);
+    const float *BP = Bm.Data + (R == 3 ? b * Bm.Strides[0] : 0);
+    float *OP = Out.Data + (R == 3 ? b * Out.Strides[0] : 0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double Acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          Acc += static_cast<double>(AP[i * A.Strides[Off] + k * A.Strides[Off + 1]]) *
+                 BP[k * Bm.Strides[Off] + j * Bm.Strides[Off + 1]];
+        double V = Alpha * Acc;
+        if (Self) {
+          int64_t SO = Self->Sizes.size() == 1
+                           ? j * Self->Strides[0]
+                           : (Self->Sizes[0] == 1 ? 0 : i * Self->Strides[0]) +
+                                 j * Self->Strides[1];
+          V += Beta * Self->Data[SO];
+        }
+        OP[i * Out.Strides[Off] + j * Out.Strides[Off + 1]] =
+            static_cast<float>(V);
+      }
+  }
+  return {};
+}
+
+} // namespace
+
+std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,
+                                 const std::vector<TensorRef> &Ins,
+                                 const std::vector<int64_t> &IntArgs,
+                                 const std::vector<double> &FloatArgs) {
+  switch (Func) {
+  case ExternalFunc::Conv2d:
+    return conv2d(Out, Ins, IntArgs);
+  case ExternalFunc::Matmul:
+    return matmul(Out, Ins[0], Ins[1], nullptr, 0, 1);
+  case ExternalFunc::Addmm: {
+    double Beta = FloatArgs.size() == 2 ? FloatArgs[0] : 1;
+    double Alpha = FloatArgs.size() == 2 ? FloatArgs[1] : 1;
+    return matmul(Out, Ins[1], Ins[2], &Ins[0], Beta, Alpha);
+  }
+  }
+  return "unknown external function";
+}
+
+} // namespace nnc

@@ -1,0 +1,981 @@
+//===- Parser.cpp - .nnc text to IR ---------------------------------------===//
+//
+// A recursive-descent parser with precedence climbing for binary operators.
+// Errors are reported to the DiagnosticEngine and unwind with ParseAbort,
+// which parseModule catches: nothing escapes.
+//
+// Typing: literals have their written type (bare integer i32, `ll` i64, `.f`
+// f32, plain decimal f64), and an immediate operand takes the type of the
+// other operand of its operator, select, store, let or loop bound when that
+// differs (ir-format.md, Details 4). Nothing else is converted implicitly;
+// mismatches are left for the verifier to report.
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Parse/Parser.h"
+#include "nnc/Parse/Lexer.h"
+
+#include <deque>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+namespace nnc {
+
+namespace {
+
+bool isImm(const Expr &E) {
+  return E->Kind == ExprKind::IntImm || E->Kind == ExprKind::FloatImm;
+}
+
+/// Converts an immediate to T if that keeps its meaning; otherwise returns E.
+Expr convertImm(const Expr &E, DType T) {
+  if (E->Type == T)
+    return E;
+  if (auto *I = dyn_cast<IntImm>(E)) {
+    ScalarValue V;
+    V.I = I->Value;
+    ScalarValue R = convertScalar(I->Type, T, V);
+    return isFloat(T) ? FloatImm::make(T, R.F, E->Loc)
+                      : IntImm::make(T, R.I, E->Loc);
+  }
+  if (auto *F = dyn_cast<FloatImm>(E)) {
+    if (isFloat(T)) // NAN, infinities and literals of another float type.
+      return FloatImm::make(T, F->Value, E->Loc);
+  }
+  return E; // A float immediate in an integer context stays a type error.
+}
+
+int typeRank(DType T) { return static_cast<int>(T); }
+
+/// Makes two operands agree when one of them is an immediate.
+void unify(Expr &A, Expr &B) {
+  if (A->Type == B->Type)
+    return;
+  bool IA = isImm(A), IB = isImm(B);
+  if (IA && !IB)
+    A = convertImm(A, B->Type);
+  else if (IB && !IA)
+    B = convertImm(B, A->Type);
+  else if (IA && IB) {
+    if (typeRank(A->Type) < typeRank(B->Type))
+      A = convertImm(A, B->Type);
+    else
+      B = convertImm(B, A->Type);
+  }
+}
+
+Expr adaptTo(const Expr &E, DType T) { return isImm(E) ? convertImm(E, T) : E; }
+
+struct ScalarDecl {
+  std::string Name;
+  DType Type;
+};
+
+class Parser {
+public:
+  Parser(const SourceFile &File, DiagnosticEngine &Diags)
+      : File(File), Diags(Diags), Lex(File, Diags, 0, File.text().size()) {}
+
+  Module parseModule() {
+    Module M;
+    while (!peek().is(TokKind::Eof)) {
+      Kernel K = parseKernel();
+      for (const Kernel &Prev : M.Kernels)
+        if (Prev.Name == K.Name)
+          fail(K.Loc, "redefinition of kernel '" + K.Name + "'");
+      M.Kernels.push_back(std::move(K));
+    }
+    if (M.Kernels.empty())
+      fail(locOf(peek()), "expected 'kernel'; the file defines no kernel");
+    return M;
+  }
+
+private:
+  //===--------------------------------------------------------------------===//
+  // Token handling
+  //===--------------------------------------------------------------------===//
+
+  const Token &peek(size_t N = 0) {
+    while (Ahead.size() <= N)
+      Ahead.push_back(Lex.next());
+    return Ahead[N];
+  }
+  Token take() {
+    peek();
+    Token T = std::move(Ahead.front());
+    Ahead.pop_front();
+    return T;
+  }
+  SourceLoc locOf(const Token &T) const { return File.locOf(T.Offset); }
+
+  [[noreturn]] void fail(SourceLoc L, const std::string &Msg) {
+    Diags.error(L, Msg);
+    throw ParseAbort();
+  }
+  [[noreturn]] void failAt(const Token &T, const std::string &Msg) {
+    fail(locOf(T), Msg);
+  }
+
+  static std::string describe(const Token &T) {
+    if (T.is(TokKind::Eof))
+      return "end of file";
+    return "'" + std::string(T.Text.substr(0, 40)) + "'";
+  }
+
+  Token expect(TokKind K, const char *What) {
+    if (!peek().is(K))
+      failAt(peek(), std::string("expected ") + What + ", found " +
+                         describe(peek()));
+    return take();
+  }
+  bool consumeIf(TokKind K) {
+    if (!peek().is(K))
+      return false;
+    take();
+    return true;
+  }
+  Token expectIdent(const char *What) {
+    if (!peek().is(TokKind::Ident))
+      failAt(peek(), std::string("expected ") + What + ", found " +
+                         describe(peek()));
+    return take();
+  }
+  void expectKeyword(std::string_view Kw) {
+    if (!peek().isIdent(Kw))
+      failAt(peek(), "expected '" + std::string(Kw) + "', found " +
+                         describe(peek()));
+    take();
+  }
+
+  DType parseDTypeName(const Token &T) {
+    auto D = parseDType(T.Text);
+    if (!D)
+      failAt(T, "unknown dtype '" + std::string(T.Text) + "'");
+    return *D;
+  }
+
+  /// Guards recursion: statement nesting and syntactic expression nesting.
+  struct DepthGuard {
+    Parser &P;
+    DepthGuard(Parser &P, const Token &At) : P(P) {
+      if (++P.Nesting > kMaxNestingDepth)
+        P.failAt(At, "nesting is too deep (the limit is " +
+                         std::to_string(kMaxNestingDepth) + " levels)");
+    }
+    ~DepthGuard() { --P.Nesting; }
+  };
+
+  Expr checkDepth(Expr E) {
+    if (E->Depth > kMaxNestingDepth)
+      fail(E->Loc, "expression is nested too deeply (the limit is " +
+                       std::to_string(kMaxNestingDepth) + " levels)");
+    return E;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Kernels and parameters
+  //===--------------------------------------------------------------------===//
+
+  /// Finds the scalar parameters of the signature before parsing it, since a
+  /// buffer's dims may name a scalar declared after it.
+  std::vector<ScalarDecl> prescanScalars() {
+    std::vector<ScalarDecl> Out;
+    int Depth = 0;
+    for (size_t I = 0;; ++I) {
+      const Token &T = peek(I);
+      if (T.is(TokKind::Eof))
+        return Out;
+      if (T.is(TokKind::LParen) || T.is(TokKind::LBracket))
+        ++Depth;
+      if (T.is(TokKind::RBracket))
+        --Depth;
+      if (T.is(TokKind::RParen)) {
+        if (--Depth < 0)
+          return Out;
+      }
+      if (Depth != 0 || !T.is(TokKind::Ident) || !peek(I + 1).is(TokKind::Colon))
+        continue;
+      if (I > 0 && peek(I - 1).is(TokKind::Ident))
+        continue; // `in x: ...` is a buffer.
+      const Token &Ty = peek(I + 2);
+      const Token &After = peek(I + 3);
+      if (Ty.is(TokKind::Ident) &&
+          (After.is(TokKind::Comma) || After.is(TokKind::RParen))) {
+        if (auto D = parseDType(Ty.Text))
+          Out.push_back({std::string(T.Text), *D});
+      }
+    }
+  }
+
+  Kernel parseKernel() {
+    const Token &KwTok = peek();
+    if (!KwTok.isIdent("kernel"))
+      failAt(KwTok, "expected 'kernel', found " + describe(KwTok));
+    Kernel K;
+    K.Loc = locOf(take());
+    K.Name = std::string(expectIdent("kernel name").Text);
+    expect(TokKind::LParen, "'(' after the kernel name");
+
+    Buffers.clear();
+    Scopes.clear();
+    Scopes.emplace_back();
+    ScalarParams.clear();
+    for (const ScalarDecl &S : prescanScalars())
+      ScalarParams[S.Name] = S.Type;
+
+    if (!peek().is(TokKind::RParen)) {
+      while (true) {
+        Param P = parseParam();
+        for (const Param &Q : K.Params)
+          if (Q.Name == P.Name)
+            fail(P.Loc, "duplicate parameter '" + P.Name + "'");
+        if (P.isBuffer())
+          Buffers[P.Name] = P.Buf;
+        else
+          Scopes.back().push_back({P.Name, P.Type});
+        K.Params.push_back(std::move(P));
+        if (consumeIf(TokKind::Comma)) {
+          if (peek().is(TokKind::RParen))
+            break; // Trailing comma.
+          continue;
+        }
+        break;
+      }
+    }
+    expect(TokKind::RParen, "',' or ')' in the parameter list");
+    K.Body = parseBlock();
+    return K;
+  }
+
+  Param parseParam() {
+    Param P;
+    std::optional<BufferRole> Role;
+    const Token &First = peek();
+    if (First.is(TokKind::Ident) && peek(1).is(TokKind::Ident)) {
+      if (First.Text == "in")
+        Role = BufferRole::In;
+      else if (First.Text == "out")
+        Role = BufferRole::Out;
+      else if (First.Text == "inout")
+        Role = BufferRole::InOut;
+      else
+        failAt(First, "unknown parameter role '" + std::string(First.Text) +
+                          "' (expected in, out or inout)");
+      take();
+    }
+    Token NameTok = expectIdent("parameter name");
+    P.Name = std::string(NameTok.Text);
+    P.Loc = locOf(NameTok);
+    expect(TokKind::Colon, "':' after the parameter name");
+    Token TyTok = expectIdent("a dtype");
+    P.Type = parseDTypeName(TyTok);
+    if (!peek().is(TokKind::LBracket)) {
+      if (Role)
+        failAt(peek(), "buffer parameter '" + P.Name +
+                           "' needs its dims, e.g. " +
+                           std::string(TyTok.Text) + "[64]");
+      return P;
+    }
+    if (!Role)
+      fail(P.Loc, "buffer parameter '" + P.Name +
+                      "' needs a role: in, out or inout");
+    take();
+    std::vector<Expr> Dims;
+    if (!peek().is(TokKind::RBracket))
+      Dims = parseIndexList(TokKind::RBracket);
+    expect(TokKind::RBracket, "']' after the dims");
+    LayoutKind Layout = LayoutKind::Contiguous;
+    std::vector<Expr> Strides;
+    if (peek().isIdent("channels_last")) {
+      Token T = take();
+      if (Dims.size() != 4 && Dims.size() != 5)
+        failAt(T, "channels_last needs a rank-4 or rank-5 buffer, '" + P.Name +
+                      "' has rank " + std::to_string(Dims.size()));
+      Layout = LayoutKind::ChannelsLast;
+    } else if (peek().isIdent("strides")) {
+      Token T = take();
+      expect(TokKind::LBracket, "'[' after 'strides'");
+      if (!peek().is(TokKind::RBracket))
+        Strides = parseIndexList(TokKind::RBracket);
+      expect(TokKind::RBracket, "']' after the strides");
+      if (Strides.size() != Dims.size())
+        failAt(T, "buffer '" + P.Name + "' has " + std::to_string(Dims.size()) +
+                      " dims but " + std::to_string(Strides.size()) +
+                      " strides");
+      Layout = LayoutKind::Explicit;
+    }
+    P.Buf = BufferNode::make(P.Name, P.Type, std::move(Dims), *Role, Layout,
+                             std::move(Strides), P.Loc);
+    return P;
+  }
+
+  /// Comma-separated i64 expressions (dims, strides, sizes): immediates are
+  /// made i64.
+  std::vector<Expr> parseIndexList(TokKind Close) {
+    std::vector<Expr> Out;
+    while (true) {
+      Out.push_back(adaptTo(parseExpr(), DType::I64));
+      if (!consumeIf(TokKind::Comma))
+        break;
+      if (peek().is(Close))
+        break;
+    }
+    return Out;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Statements
+  //===--------------------------------------------------------------------===//
+
+  Stmt parseBlock() {
+    Token Open = expect(TokKind::LBrace, "'{'");
+    DepthGuard G(*this, Open);
+    Scopes.emplace_back();
+    std::vector<Stmt> Stmts;
+    while (!peek().is(TokKind::RBrace)) {
+      if (peek().is(TokKind::Eof))
+        failAt(peek(), "expected '}' to close the block opened at line " +
+                           std::to_string(locOf(Open).Line));
+      if (consumeIf(TokKind::Semi))
+        continue; // Empty statement.
+      Stmts.push_back(parseStmt());
+    }
+    take();
+    Scopes.pop_back();
+    return Block::make(std::move(Stmts), locOf(Open));
+  }
+
+  Stmt parseStmt() {
+    const Token &T = peek();
+    if (T.is(TokKind::LBrace))
+      return parseBlock();
+    if (!T.is(TokKind::Ident))
+      failAt(T, "expected a statement, found " + describe(T));
+    if (T.Text == "for")
+      return parseFor();
+    if (T.Text == "if")
+      return parseIf();
+    if (peek(1).is(TokKind::LParen)) {
+      if (T.Text == "Allocate")
+        return parseAllocate();
+      if (T.Text == "Free")
+        return parseFree();
+      if (T.Text == "FreeExt")
+        return parseFreeExt();
+      if (T.Text == "Alias")
+        failAt(T, "Alias is not supported; write the temporary as "
+                  "Allocate/Free (ir-format.md, Details 12)");
+      if (!lookupVar(T.Text))
+        return parseExternalCall();
+    }
+    if (peek(1).is(TokKind::Ident) && parseDType(T.Text))
+      return parseLet();
+    return parseStoreOrShortCall();
+  }
+
+  /// Parses `/* opt, opt */` comments attached to Tok.
+  LoopOptions parseLoopOptions(const Token &Tok) {
+    LoopOptions Opts;
+    for (const Comment &C : Tok.Leading) {
+      if (!C.IsBlock)
+        continue;
+      size_t P = C.Begin;
+      const std::string &Text = File.text();
+      while (P < C.End) {
+        char Ch = Text[P];
+        if (Ch == ' ' || Ch == '\t' || Ch == ',' || Ch == '\n' || Ch == '\r') {
+          ++P;
+          continue;
+        }
+        size_t B = P;
+        while (P < C.End && Text[P] != ' ' && Text[P] != '\t' &&
+               Text[P] != ',' && Text[P] != '\n' && Text[P] != '\r')
+          ++P;
+        std::string Word = Text.substr(B, P - B);
+        if (Word == "parallel")
+          Opts.Parallel = true;
+        else
+          fail(File.locOf(B), "unknown loop option '" + Word +
+                                  "' (known: parallel)");
+      }
+    }
+    return Opts;
+  }
+
+  Stmt parseFor() {
+    Token ForTok = take();
+    SourceLoc Loc = locOf(ForTok);
+    expect(TokKind::LParen, "'(' after 'for'");
+    Token TyTok = expectIdent("the loop variable's type");
+    DType VarType = parseDTypeName(TyTok);
+    Token VarTok = expectIdent("the loop variable");
+    std::string Var(VarTok.Text);
+    expect(TokKind::Assign, "'=' after the loop variable");
+    Expr Start = adaptTo(parseExpr(), VarType);
+    expect(TokKind::Semi, "';' after the loop start");
+    Token V2 = expectIdent("the loop variable in the condition");
+    if (V2.Text != Var)
+      failAt(V2, "loop condition must test '" + Var + "', found '" +
+                     std::string(V2.Text) + "'");
+    expect(TokKind::Less, "'<' in the loop condition (loops run while var < "
+                          "stop)");
+    Expr Stop = adaptTo(parseBitOr(), VarType);
+    expect(TokKind::Semi, "';' after the loop condition");
+    Token V3 = expectIdent("the loop variable in the increment");
+    if (V3.Text != Var)
+      failAt(V3, "loop increment must be '" + Var + "++', found '" +
+                     std::string(V3.Text) + "'");
+    expect(TokKind::PlusPlus, "'++' (loops step by 1)");
+    expect(TokKind::RParen, "')' after the loop header");
+    if (!peek().is(TokKind::LBrace))
+      failAt(peek(), "expected '{' to open the loop body, found " +
+                         describe(peek()));
+    LoopOptions Opts = parseLoopOptions(peek());
+    Scopes.emplace_back();
+    Scopes.back().push_back({Var, VarType});
+    Stmt Body = parseBlock();
+    Scopes.pop_back();
+    return For::make(Var, VarType, Start, Stop, Body, Opts, Loc);
+  }
+
+  Stmt parseIf() {
+    Token IfTok = take();
+    expect(TokKind::LParen, "'(' after 'if'");
+    bool Negated = consumeIf(TokKind::Bang);
+    Expr C = parseExpr();
+    expect(TokKind::RParen, "')' after the condition");
+    Stmt Then = parseBlock();
+    Stmt Else;
+    if (peek().isIdent("else")) {
+      take();
+      Else = peek().isIdent("if") ? Block::make({parseIf()}) : parseBlock();
+    }
+    if (Negated) {
+      if (Else)
+        failAt(IfTok, "'if (!...)' cannot have an else branch; swap the "
+                      "branches instead");
+      return Cond::make(C, nullptr, Then, locOf(IfTok));
+    }
+    return Cond::make(C, Then, Else, locOf(IfTok));
+  }
+
+  Buffer lookupBuffer(const Token &T) {
+    auto It = Buffers.find(std::string(T.Text));
+    if (It == Buffers.end())
+      failAt(T, "use of undeclared buffer '" + std::string(T.Text) + "'");
+    return It->second;
+  }
+
+  void checkNewBufferName(const Token &T) {
+    std::string N(T.Text);
+    if (Buffers.count(N) || lookupVar(N))
+      failAt(T, "redeclaration of '" + N + "'");
+  }
+
+  Stmt parseAllocate() {
+    Token Kw = take();
+    expect(TokKind::LParen, "'(' after 'Allocate'");
+    Token NameTok = expectIdent("a buffer name");
+    expect(TokKind::RParen, "')'");
+    Token Semi = expect(TokKind::Semi, "';' after 'Allocate(...)'");
+    // The dtype and dims are in the comment that follows on the same line.
+    const Token &Next = peek();
+    const Comment *Info = nullptr;
+    if (!Next.Leading.empty() && !Next.Leading.front().IsBlock &&
+        File.locOf(Next.Leading.front().Begin).Line == locOf(Semi).Line)
+      Info = &Next.Leading.front();
+    std::string Name(NameTok.Text);
+    if (!Info)
+      failAt(NameTok, "Allocate of '" + Name +
+                          "' needs its '// dtype=..., dims=[...]' comment");
+    checkNewBufferName(NameTok);
+    // Parse the comment's text with a sub-lexer over its range.
+    Lexer Sub(File, Diags, Info->Begin, Info->End);
+    std::deque<Token> Saved;
+    std::swap(Saved, Ahead);
+    std::swap(Lex, Sub);
+    expectKeyword("dtype");
+    expect(TokKind::Assign, "'=' after 'dtype'");
+    DType T = parseDTypeName(expectIdent("a dtype"));
+    expect(TokKind::Comma, "',' after the dtype");
+    expectKeyword("dims");
+    expect(TokKind::Assign, "'=' after 'dims'");
+    expect(TokKind::LBracket, "'[' to open the dims");
+    std::vector<Expr> Dims;
+    if (!peek().is(TokKind::RBracket))
+      Dims = parseIndexList(TokKind::RBracket);
+    expect(TokKind::RBracket, "']' to close the dims");
+    expect(TokKind::Eof, "the end of the Allocate comment");
+    std::swap(Lex, Sub);
+    std::swap(Saved, Ahead);
+    Buffer B = BufferNode::make(Name, T, std::move(Dims), BufferRole::Temp,
+                                LayoutKind::Contiguous, {}, locOf(NameTok));
+    Buffers[Name] = B;
+    return Allocate::make(B, locOf(Kw));
+  }
+
+  Stmt parseFree() {
+    Token Kw = take();
+    expect(TokKind::LParen, "'(' after 'Free'");
+    Buffer B = lookupBuffer(expectIdent("a buffer name"));
+    expect(TokKind::RParen, "')'");
+    expect(TokKind::Semi, "';' after 'Free(...)'");
+    return Free::make(B, locOf(Kw));
+  }
+
+  Stmt parseFreeExt() {
+    Token Kw = take();
+    expect(TokKind::LParen, "'(' after 'FreeExt'");
+    expectKeyword("bufs");
+    expect(TokKind::Assign, "'=' after 'bufs'");
+    expect(TokKind::LBrace, "'{'");
+    std::vector<Buffer> Bufs;
+    while (!peek().is(TokKind::RBrace)) {
+      Bufs.push_back(lookupBuffer(expectIdent("a buffer name")));
+      if (!consumeIf(TokKind::Comma))
+        break;
+    }
+    expect(TokKind::RBrace, "'}'");
+    expect(TokKind::RParen, "')'");
+    expect(TokKind::Semi, "';' after 'FreeExt(...)'");
+    return FreeExt::make(std::move(Bufs), locOf(Kw));
+  }
+
+  /// `name` or `name(dtype=T, sizes=[...], strides=[...])`. For an output
+  /// that is not declared yet, returns a view of a new temporary.
+  BufferView parseView(bool IsOutput, bool &Declares) {
+    Token NameTok = expectIdent("a buffer name");
+    std::string Name(NameTok.Text);
+    auto It = Buffers.find(Name);
+    Declares = false;
+    if (!peek().is(TokKind::LParen)) {
+      if (It == Buffers.end())
+        failAt(NameTok, IsOutput ? "output buffer '" + Name +
+                                       "' is not declared; describe it in "
+                                       "full: " +
+                                       Name + "(dtype=..., sizes=[...], "
+                                              "strides=[...])"
+                                 : "use of undeclared buffer '" + Name + "'");
+      return BufferView::of(It->second, locOf(NameTok));
+    }
+    take();
+    BufferView V;
+    V.Explicit = true;
+    V.Loc = locOf(NameTok);
+    expectKeyword("dtype");
+    expect(TokKind::Assign, "'=' after 'dtype'");
+    V.Type = parseDTypeName(expectIdent("a dtype"));
+    expect(TokKind::Comma, "','");
+    expectKeyword("sizes");
+    expect(TokKind::Assign, "'=' after 'sizes'");
+    expect(TokKind::LBracket, "'['");
+    if (!peek().is(TokKind::RBracket))
+      V.Sizes = parseIndexList(TokKind::RBracket);
+    expect(TokKind::RBracket, "']'");
+    expect(TokKind::Comma, "','");
+    expectKeyword("strides");
+    expect(TokKind::Assign, "'=' after 'strides'");
+    expect(TokKind::LBracket, "'['");
+    if (!peek().is(TokKind::RBracket))
+      V.Strides = parseIndexList(TokKind::RBracket);
+    expect(TokKind::RBracket, "']'");
+    expect(TokKind::RParen, "')' to close the buffer description");
+    if (V.Sizes.size() != V.Strides.size())
+      failAt(NameTok, "buffer description of '" + Name + "' has " +
+                          std::to_string(V.Sizes.size()) + " sizes but " +
+                          std::to_string(V.Strides.size()) + " strides");
+    if (It != Buffers.end()) {
+      V.Buf = It->second;
+    } else {
+      if (!IsOutput)
+        failAt(NameTok, "use of undeclared buffer '" + Name + "'");
+      checkNewBufferName(NameTok);
+      V.Buf = BufferNode::make(Name, V.Type, V.Sizes, BufferRole::Temp,
+                               LayoutKind::Explicit, V.Strides, V.Loc);
+      Buffers[Name] = V.Buf;
+      Declares = true;
+    }
+    return V;
+  }
+
+  Stmt parseCallRest(BufferView Out, bool Declares, SourceLoc Loc) {
+    Token Fn = expectIdent("an external function name");
+    expect(TokKind::LParen, "'(' after the function name");
+    expectKeyword("buf_args");
+    expect(TokKind::Assign, "'=' after 'buf_args'");
+    expect(TokKind::LBrace, "'{'");
+    std::vector<BufferView> Args;
+    while (!peek().is(TokKind::RBrace)) {
+      bool Dummy;
+      Args.push_back(parseView(false, Dummy));
+      if (!consumeIf(TokKind::Comma))
+        break;
+    }
+    expect(TokKind::RBrace, "'}' to close buf_args");
+    std::vector<Expr> Scalars;
+    if (consumeIf(TokKind::Comma)) {
+      expectKeyword("args");
+      expect(TokKind::Assign, "'=' after 'args'");
+      expect(TokKind::LBrace, "'{'");
+      while (!peek().is(TokKind::RBrace)) {
+        Scalars.push_back(parseExpr());
+        if (!consumeIf(TokKind::Comma))
+          break;
+      }
+      expect(TokKind::RBrace, "'}' to close args");
+    }
+    expect(TokKind::RParen, "')' to close the call");
+    consumeIf(TokKind::Semi); // NNC prints none; accept both.
+    return ExternalCall::make(std::move(Out), std::string(Fn.Text),
+                              std::move(Args), std::move(Scalars), Declares,
+                              Loc);
+  }
+
+  Stmt parseExternalCall() {
+    SourceLoc Loc = locOf(peek());
+    bool Declares;
+    BufferView Out = parseView(true, Declares);
+    expect(TokKind::Assign, "'=' after the call's output");
+    return parseCallRest(std::move(Out), Declares, Loc);
+  }
+
+  Stmt parseLet() {
+    Token TyTok = take();
+    DType T = parseDTypeName(TyTok);
+    Token NameTok = expectIdent("a variable name");
+    expect(TokKind::Assign, "'=' in the let");
+    Expr V = adaptTo(parseExpr(), T);
+    expect(TokKind::Semi, "';' after the let");
+    Scopes.back().push_back({std::string(NameTok.Text), T});
+    return Let::make(std::string(NameTok.Text), T, V, locOf(TyTok));
+  }
+
+  Stmt parseStoreOrShortCall() {
+    Token NameTok = take();
+    SourceLoc Loc = locOf(NameTok);
+    if (peek().is(TokKind::Assign) && peek(1).is(TokKind::Ident) &&
+        peek(2).is(TokKind::LParen) && peek(3).isIdent("buf_args")) {
+      take();
+      auto It = Buffers.find(std::string(NameTok.Text));
+      if (It == Buffers.end())
+        failAt(NameTok, "output buffer '" + std::string(NameTok.Text) +
+                            "' is not declared; describe it in full: " +
+                            std::string(NameTok.Text) +
+                            "(dtype=..., sizes=[...], strides=[...])");
+      return parseCallRest(BufferView::of(It->second, Loc), false, Loc);
+    }
+    if (lookupVar(NameTok.Text))
+      failAt(NameTok, "cannot assign to '" + std::string(NameTok.Text) +
+                          "': it is a scalar, not a buffer");
+    Buffer B = lookupBuffer(NameTok);
+    std::vector<Expr> Idx;
+    if (consumeIf(TokKind::LBracket)) {
+      Idx = parseIndices();
+    }
+    expect(TokKind::Assign, "'=' in the store");
+    Expr V = adaptTo(parseExpr(), B->Type);
+    expect(TokKind::Semi, "';' after the store");
+    return Store::make(B, std::move(Idx), V, Loc);
+  }
+
+  std::vector<Expr> parseIndices() {
+    std::vector<Expr> Idx;
+    while (true) {
+      Idx.push_back(parseExpr());
+      if (!consumeIf(TokKind::Comma))
+        break;
+    }
+    expect(TokKind::RBracket, "']' after the indices");
+    return Idx;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Expressions
+  //===--------------------------------------------------------------------===//
+
+  const ScalarDecl *lookupVar(std::string_view Name) const {
+    for (auto S = Scopes.rbegin(); S != Scopes.rend(); ++S)
+      for (auto D = S->rbegin(); D != S->rend(); ++D)
+        if (D->Name == Name)
+          return &*D;
+    return nullptr;
+  }
+
+  static std::optional<CmpOp> cmpOpOf(TokKind K) {
+    switch (K) {
+    case TokKind::EqEq:
+      return CmpOp::EQ;
+    case TokKind::NotEq:
+      return CmpOp::NE;
+    case TokKind::Less:
+      return CmpOp::LT;
+    case TokKind::LessEq:
+      return CmpOp::LE;
+    case TokKind::Greater:
+      return CmpOp::GT;
+    case TokKind::GreaterEq:
+      return CmpOp::GE;
+    default:
+      return std::nullopt;
+    }
+  }
+
+  /// select := bitor [cmp bitor '?' select ':' select]
+  Expr parseExpr() {
+    DepthGuard G(*this, peek());
+    Expr L = parseBitOr();
+    auto Op = cmpOpOf(peek().Kind);
+    if (!Op)
+      return L;
+    Token OpTok = take();
+    Expr R = parseBitOr();
+    if (!peek().is(TokKind::Question))
+      failAt(peek(), "expected '?' after the comparison, found " +
+                         describe(peek()) +
+                         " (a comparison is only allowed in 'a < b ? x : y')");
+    take();
+    Expr T = parseExpr();
+    expect(TokKind::Colon, "':' in the select");
+    Expr F = parseExpr();
+    unify(L, R);
+    unify(T, F);
+    return checkDepth(CompareSelect::make(*Op, L, R, T, F, L->Loc));
+  }
+
+  static std::optional<std::pair<BinOp, int>> binOpOf(TokKind K) {
+    switch (K) {
+    case TokKind::Pipe:
+      return std::pair(BinOp::Or, 3);
+    case TokKind::Caret:
+      return std::pair(BinOp::Xor, 4);
+    case TokKind::Amp:
+      return std::pair(BinOp::And, 5);
+    case TokKind::Shl:
+      return std::pair(BinOp::Shl, 6);
+    case TokKind::Shr:
+      return std::pair(BinOp::Shr, 6);
+    case TokKind::Plus:
+      return std::pair(BinOp::Add, 7);
+    case TokKind::Minus:
+      return std::pair(BinOp::Sub, 7);
+    case TokKind::Star:
+      return std::pair(BinOp::Mul, 8);
+    case TokKind::Slash:
+      return std::pair(BinOp::Div, 8);
+    case TokKind::Percent:
+      return std::pair(BinOp::Mod, 8);
+    default:
+      return std::nullopt;
+    }
+  }
+
+  Expr parseBitOr() { return parseBinary(3); }
+
+  Expr parseBinary(int MinPrec) {
+    Expr L = parseUnary();
+    while (true) {
+      auto Op = binOpOf(peek().Kind);
+      if (!Op || Op->second < MinPrec)
+        return L;
+      take();
+      Expr R = parseBinary(Op->second + 1);
+      unify(L, R);
+      L = checkDepth(Binary::make(Op->first, L, R, L->Loc));
+    }
+  }
+
+  Expr parseUnary() {
+    const Token &T = peek();
+    if (T.is(TokKind::Minus)) {
+      DepthGuard G(*this, T);
+      Token MinusTok = take();
+      if (peek().is(TokKind::IntLit) || peek().is(TokKind::FloatLit))
+        return parseLiteral(/*Negate=*/true, locOf(MinusTok));
+      Expr A = parseUnary();
+      return checkDepth(Neg::make(A, locOf(MinusTok)));
+    }
+    if (T.is(TokKind::Plus)) {
+      DepthGuard G(*this, T);
+      take();
+      return parseUnary();
+    }
+    return parsePrimary();
+  }
+
+  Expr parseLiteral(bool Negate, SourceLoc Loc) {
+    Token T = take();
+    if (T.is(TokKind::FloatLit)) {
+      DType Ty = T.IsF32 ? DType::F32 : DType::F64;
+      return FloatImm::make(Ty, Negate ? -T.FloatVal : T.FloatVal, Loc);
+    }
+    DType Ty = T.Is64 ? DType::I64 : DType::I32;
+    uint64_t Max = Ty == DType::I64 ? uint64_t(INT64_MAX) : uint64_t(INT32_MAX);
+    if (T.IntVal > Max + (Negate ? 1 : 0))
+      failAt(T, "integer literal '" + std::string(T.Text) +
+                    "' does not fit in " + std::string(dtypeName(Ty)));
+    int64_t V = Negate ? static_cast<int64_t>(0 - T.IntVal)
+                       : static_cast<int64_t>(T.IntVal);
+    return IntImm::make(Ty, V, Loc);
+  }
+
+  std::vector<Expr> parseCallArgs(const Token &Fn) {
+    expect(TokKind::LParen, "'('");
+    std::vector<Expr> Args;
+    if (!peek().is(TokKind::RParen)) {
+      while (true) {
+        Args.push_back(parseExpr());
+        if (!consumeIf(TokKind::Comma))
+          break;
+      }
+    }
+    if (!peek().is(TokKind::RParen))
+      failAt(peek(), "expected ',' or ')' in the arguments of '" +
+                         std::string(Fn.Text) + "', found " + describe(peek()));
+    take();
+    return Args;
+  }
+
+  void checkArity(const Token &Fn, const std::vector<Expr> &Args, size_t N) {
+    if (Args.size() != N)
+      failAt(Fn, "'" + std::string(Fn.Text) + "' takes " + std::to_string(N) +
+                     " argument" + (N == 1 ? "" : "s") + ", " +
+                     std::to_string(Args.size()) + " given");
+  }
+
+  Expr parsePrimary() {
+    const Token &T = peek();
+    SourceLoc Loc = locOf(T);
+    if (T.is(TokKind::IntLit) || T.is(TokKind::FloatLit))
+      return parseLiteral(false, Loc);
+    if (T.is(TokKind::LParen)) {
+      take();
+      Expr E = parseExpr();
+      expect(TokKind::RParen, "')'");
+      return E;
+    }
+    if (!T.is(TokKind::Ident))
+      failAt(T, "expected an expression, found " + describe(T));
+    Token Id = take();
+    std::string_view N = Id.Text;
+    bool Call = peek().is(TokKind::LParen);
+
+    if (N == "true" || N == "false")
+      return IntImm::make(DType::Bool, N == "true", Loc);
+    if (N == "NAN")
+      return FloatImm::make(DType::F32, std::numeric_limits<double>::quiet_NaN(),
+                            Loc);
+    if (N == "POS_INFINITY" || N == "NEG_INFINITY")
+      return FloatImm::make(DType::F32,
+                            N == "POS_INFINITY"
+                                ? std::numeric_limits<double>::infinity()
+                                : -std::numeric_limits<double>::infinity(),
+                            Loc);
+    if (N == "BitCast") {
+      expect(TokKind::Less, "'<' after BitCast");
+      DType To = parseDTypeName(expectIdent("a dtype"));
+      expect(TokKind::Greater, "'>'");
+      auto Args = parseCallArgs(Id);
+      checkArity(Id, Args, 1);
+      return checkDepth(BitCast::make(To, Args[0], Loc));
+    }
+    if (Call && !lookupVar(N) && !Buffers.count(std::string(N)))
+      return parseCall(Id, Loc);
+
+    if (const ScalarDecl *D = lookupVar(N)) {
+      if (peek().is(TokKind::LBracket))
+        failAt(peek(), "'" + std::string(N) + "' is a scalar, not a buffer");
+      return Var::make(D->Type, std::string(N), Loc);
+    }
+    auto It = ScalarParams.find(std::string(N));
+    if (It != ScalarParams.end() && Scopes.size() == 1)
+      return Var::make(It->second, std::string(N), Loc); // In the signature.
+    auto B = Buffers.find(std::string(N));
+    if (B == Buffers.end())
+      failAt(Id, "use of undeclared identifier '" + std::string(N) + "'");
+    std::vector<Expr> Idx;
+    if (consumeIf(TokKind::LBracket))
+      Idx = parseIndices();
+    return checkDepth(Load::make(B->second, std::move(Idx), Loc));
+  }
+
+  Expr parseCall(const Token &Id, SourceLoc Loc) {
+    std::string_view N = Id.Text;
+    if (N == "Ramp" || N == "Broadcast")
+      failAt(Id, "vector expression '" + std::string(N) +
+                     "' is not supported; give the scalar loop instead");
+    auto Args = parseCallArgs(Id);
+    if (N == "IfThenElse") {
+      checkArity(Id, Args, 3);
+      unify(Args[1], Args[2]);
+      return checkDepth(IfThenElse::make(Args[0], Args[1], Args[2], Loc));
+    }
+    if (N == "Max" || N == "Min") {
+      if (Args.size() != 2 && Args.size() != 3)
+        failAt(Id, "'" + std::string(N) +
+                       "' takes 2 or 3 arguments (a, b, propagate_nans)");
+      bool Prop = true;
+      if (Args.size() == 3) {
+        auto C = getConstInt(Args[2]);
+        if (!C)
+          fail(Args[2]->Loc, "the propagate_nans flag of '" + std::string(N) +
+                                 "' must be an integer constant");
+        Prop = *C != 0;
+      }
+      unify(Args[0], Args[1]);
+      return checkDepth(Binary::make(N == "Max" ? BinOp::Max : BinOp::Min,
+                                     Args[0], Args[1], Loc, Prop));
+    }
+    if (N == "mod") {
+      checkArity(Id, Args, 2);
+      unify(Args[0], Args[1]);
+      return checkDepth(Binary::make(BinOp::Mod, Args[0], Args[1], Loc));
+    }
+    if (auto Op = lookupIntrinsic(N)) {
+      checkArity(Id, Args, intrinsicArity(*Op));
+      if (Args.size() == 2)
+        unify(Args[0], Args[1]);
+      return checkDepth(Intrinsic::make(*Op, std::move(Args), Loc));
+    }
+    if (auto To = parseDType(N)) {
+      checkArity(Id, Args, 1);
+      if (isImm(Args[0])) {
+        // Fold casts of literals: `float(5)` is the literal 5.f, and the
+        // printer writes f16, bf16 and narrow integer literals this way.
+        ScalarValue V;
+        if (auto *I = dyn_cast<IntImm>(Args[0]))
+          V.I = I->Value;
+        else
+          V.F = cast<FloatImm>(Args[0])->Value;
+        ScalarValue R = convertScalar(Args[0]->Type, *To, V);
+        return isFloat(*To) ? FloatImm::make(*To, R.F, Loc)
+                            : IntImm::make(*To, R.I, Loc);
+      }
+      return checkDepth(Cast::make(*To, Args[0], Loc));
+    }
+    failAt(Id, "unknown function '" + std::string(N) + "'");
+  }
+
+  const SourceFile &File;
+  DiagnosticEngine &Diags;
+  Lexer Lex;
+  std::deque<Token> Ahead;
+  unsigned Nesting = 0;
+
+  std::map<std::string, Buffer> Buffers;
+  std::vector<std::vector<ScalarDecl>> Scopes;
+  std::unordered_map<std::string, DType> ScalarParams;
+};
+
+} // namespace
+
+std::optional<Module> parseModule(const SourceFile &File,
+                                  DiagnosticEngine &Diags) {
+  try {
+    Parser P(File, Diags);
+    return P.parseModule();
+  } catch (const ParseAbort &) {
+    return std::nullopt;
+  }
+}
+
+} // namespace nnc

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nnc-jit needs. Idempotent: does nothing when all
+# of them are already installed. Must run as root (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(
+  cmake g++ ninja-build make python3
+  llvm-19-dev llvm-19-tools libomp-19-dev
+  libdnnl-dev ocl-icd-opencl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
