@@ -22,6 +22,8 @@ namespace {
 /// Largest file or buffer the tool reads or creates (16 GiB).
 constexpr uint64_t kMaxBytes = uint64_t(1) << 34;
 
+} // namespace
+
 bool readFile(const std::string &Path, std::string &Out, std::string &Err) {
   if (Path == "-") {
     std::ostringstream SS;
@@ -41,6 +43,8 @@ bool readFile(const std::string &Path, std::string &Out, std::string &Err) {
   }
   return true;
 }
+
+namespace {
 
 /// Splits "NAME=VALUE"; false if there is no '='.
 bool splitAssign(const std::string &S, std::string &Name, std::string &Value) {
@@ -113,9 +117,15 @@ std::optional<LoadedModule> loadModule(const std::string &Path,
     Diags.error({}, "cannot read '" + Path + "': " + Err);
     return std::nullopt;
   }
+  return loadModuleFromText(Path == "-" ? "<stdin>" : Path, std::move(Text),
+                            Diags);
+}
+
+std::optional<LoadedModule> loadModuleFromText(std::string Name,
+                                               std::string Text,
+                                               DiagnosticEngine &Diags) {
   LoadedModule LM;
-  LM.File = std::make_shared<SourceFile>(Path == "-" ? "<stdin>" : Path,
-                                         std::move(Text));
+  LM.File = std::make_shared<SourceFile>(std::move(Name), std::move(Text));
   Diags.setFile(LM.File);
   auto M = parseModule(*LM.File, Diags);
   if (!M || !verifyModule(*M, Diags))
@@ -312,13 +322,17 @@ bool writeOutputs(const Kernel &K, const KernelArgs &Args,
   return true;
 }
 
-int runDriver(const DriverOptions &Opts, std::ostream &Out, std::ostream &Err) {
+namespace {
+
+/// Runs one file's text through the pipeline the options ask for.
+int runText(const DriverOptions &Opts, std::string Name, std::string Text,
+            std::ostream &Out, std::ostream &Err) {
   DiagnosticEngine Diags;
   auto Finish = [&](int Code) {
     Diags.print(Err);
     return Code;
   };
-  auto LM = loadModule(Opts.InputPath, Diags);
+  auto LM = loadModuleFromText(std::move(Name), std::move(Text), Diags);
   if (!LM)
     return Finish(1);
   if (Opts.VerifyOnly)
@@ -341,6 +355,46 @@ int runDriver(const DriverOptions &Opts, std::ostream &Out, std::ostream &Err) {
     return Finish(1);
   printOutputSummary(Out, *K, *Args);
   return Finish(0);
+}
+
+} // namespace
+
+int runDriver(const DriverOptions &Opts, std::ostream &Out, std::ostream &Err) {
+  std::string Text, Error;
+  std::string Name = Opts.InputPath == "-" ? "<stdin>" : Opts.InputPath;
+  if (!readFile(Opts.InputPath, Text, Error)) {
+    Err << "error: cannot read '" << Opts.InputPath << "': " << Error << '\n';
+    return 1;
+  }
+  if (!Opts.SplitInputFile)
+    return runText(Opts, Name, std::move(Text), Out, Err);
+  // Each chunk keeps its line numbers: it is preceded by as many newlines as
+  // lines came before it.
+  int Status = 0;
+  size_t Pos = 0, Line = 1, ChunkLine = 1;
+  std::string Chunk;
+  auto Flush = [&] {
+    std::string Padded(ChunkLine - 1, '\n');
+    Status |= runText(Opts, Name, Padded + Chunk, Out, Err);
+    Chunk.clear();
+  };
+  while (Pos <= Text.size()) {
+    size_t End = Text.find('\n', Pos);
+    if (End == std::string::npos)
+      End = Text.size();
+    std::string_view L(Text.data() + Pos, End - Pos);
+    if (L.substr(0, 8) == "// -----") {
+      Flush();
+      ChunkLine = Line + 1;
+    } else {
+      Chunk.append(L);
+      Chunk += '\n';
+    }
+    Pos = End + 1;
+    ++Line;
+  }
+  Flush();
+  return Status;
 }
 
 } // namespace nnc

@@ -86,11 +86,14 @@ bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags) {
       return C.fail("scalar arguments must be integer constants");
     Args.push_back(*V);
   }
-  Conv2dParams P;
-  if (!decodeConv2dParams(Args, P))
+  if (!Args.empty() && Args.size() != 7)
     return C.fail("expected no scalar arguments or 7 (strideH, strideW, padH, "
                   "padW, dilationH, dilationW, groups), got " +
-                  std::to_string(Args.size()) + " or invalid values");
+                  std::to_string(Args.size()));
+  Conv2dParams P;
+  if (!decodeConv2dParams(Args, P))
+    return C.fail("strides, dilations and groups must be positive and "
+                  "padding non-negative");
   auto X = C.sizes(Call.Args[0]), W = C.sizes(Call.Args[1]),
        O = C.sizes(Call.Out);
   if (W[0] >= 0 && W[0] % P.Groups != 0)

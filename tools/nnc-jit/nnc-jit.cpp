@@ -41,6 +41,10 @@ static cl::opt<bool> PrintIR("print-ir",
 static cl::opt<bool> VerifyOnly("verify-only",
                                 cl::desc("Parse and verify, then exit"),
                                 cl::cat(Category));
+static cl::opt<bool> SplitInputFile(
+    "split-input-file",
+    cl::desc("Process each chunk between '// -----' lines separately"),
+    cl::cat(Category));
 static cl::opt<bool>
     Interp("interp",
            cl::desc("Run in the reference interpreter (the only engine for "
@@ -65,5 +69,6 @@ int main(int argc, char **argv) {
   Opts.Outputs.assign(Outputs.begin(), Outputs.end());
   Opts.PrintIR = PrintIR;
   Opts.VerifyOnly = VerifyOnly;
+  Opts.SplitInputFile = SplitInputFile;
   return nnc::runDriver(Opts, std::cout, std::cerr);
 }

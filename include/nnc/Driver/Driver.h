@@ -38,6 +38,9 @@ struct DriverOptions {
   bool PrintIR = false;
   /// Only parse and verify.
   bool VerifyOnly = false;
+  /// Treat each chunk between `// -----` lines as its own file (for tests of
+  /// diagnostics); line numbers stay those of the whole file.
+  bool SplitInputFile = false;
 };
 
 /// A loaded and verified file with its diagnostics context.
@@ -49,6 +52,11 @@ struct LoadedModule {
 /// Reads, parses and verifies Path ("-" for stdin). Reports to Diags.
 std::optional<LoadedModule> loadModule(const std::string &Path,
                                        DiagnosticEngine &Diags);
+/// Parses and verifies Text, shown in diagnostics as Name.
+std::optional<LoadedModule> loadModuleFromText(std::string Name,
+                                               std::string Text,
+                                               DiagnosticEngine &Diags);
+bool readFile(const std::string &Path, std::string &Out, std::string &Err);
 
 /// Picks the kernel named Name, or the only kernel when Name is empty.
 const Kernel *selectKernel(const Module &M, const std::string &Name,
