@@ -98,14 +98,21 @@ std::string shapeStr(const std::vector<int64_t> &S) {
   return R + "]";
 }
 
-std::string formatValue(const HostBuffer &B, int64_t Off) {
+/// %.9g, with NaN and infinities spelled the same on every platform.
+std::string formatDouble(double V) {
+  if (std::isnan(V))
+    return "nan";
+  if (std::isinf(V))
+    return V > 0 ? "inf" : "-inf";
   char Buf[64];
-  if (isFloat(B.type()))
-    std::snprintf(Buf, sizeof(Buf), "%.9g", B.getDouble(Off));
-  else
-    std::snprintf(Buf, sizeof(Buf), "%lld",
-                  static_cast<long long>(B.getInt(Off)));
+  std::snprintf(Buf, sizeof(Buf), "%.9g", V);
   return Buf;
+}
+
+std::string formatValue(const HostBuffer &B, int64_t Off) {
+  if (isFloat(B.type()))
+    return formatDouble(B.getDouble(Off));
+  return std::to_string(B.getInt(Off));
 }
 
 } // namespace
@@ -266,15 +273,24 @@ void printOutputSummary(std::ostream &OS, const Kernel &K,
     if (!P.isBuffer() || P.Buf->Role == BufferRole::In)
       continue;
     const HostBuffer &B = *Args.Buffers[I];
+    bool Fl = isFloat(B.type());
     double Sum = 0, Min = INFINITY, Max = -INFINITY;
+    int64_t ISum = 0, IMin = INT64_MAX, IMax = INT64_MIN;
     int64_t NaNs = 0, Count = 0;
     std::string First;
     B.forEachOffset([&](int64_t Off) {
-      double V = isFloat(B.type()) ? B.getDouble(Off)
-                                   : static_cast<double>(B.getInt(Off));
       if (Count < 8)
         First += (Count ? ", " : "") + formatValue(B, Off);
       ++Count;
+      if (!Fl) {
+        int64_t V = B.getInt(Off);
+        ISum = static_cast<int64_t>(static_cast<uint64_t>(ISum) +
+                                    static_cast<uint64_t>(V));
+        IMin = std::min(IMin, V);
+        IMax = std::max(IMax, V);
+        return;
+      }
+      double V = B.getDouble(Off);
       if (std::isnan(V)) {
         ++NaNs;
         return;
@@ -283,11 +299,13 @@ void printOutputSummary(std::ostream &OS, const Kernel &K,
       Min = std::min(Min, V);
       Max = std::max(Max, V);
     });
-    char Buf[160];
-    std::snprintf(Buf, sizeof(Buf), "sum=%.9g min=%.9g max=%.9g", Sum,
-                  Count ? Min : 0.0, Count ? Max : 0.0);
-    OS << P.Name << ": " << dtypeName(B.type()) << shapeStr(B.sizes()) << ' '
-       << Buf;
+    OS << P.Name << ": " << dtypeName(B.type()) << shapeStr(B.sizes());
+    if (Fl)
+      OS << " sum=" << formatDouble(Sum) << " min="
+         << formatDouble(Count > NaNs ? Min : NAN)
+         << " max=" << formatDouble(Count > NaNs ? Max : NAN);
+    else if (Count)
+      OS << " sum=" << ISum << " min=" << IMin << " max=" << IMax;
     if (NaNs)
       OS << " nan=" << NaNs;
     OS << " first=[" << First << (Count > 8 ? ", ..." : "") << "]\n";

@@ -27,6 +27,10 @@ bool atLineStart(std::string_view Src, size_t Pos) {
   }
   return true;
 }
+/// A literal's text for a message, shortened if long.
+std::string shown(const std::string &Digits) {
+  return Digits.size() <= 32 ? Digits : Digits.substr(0, 32) + "...";
+}
 } // namespace
 
 Lexer::Lexer(const SourceFile &F, DiagnosticEngine &D, size_t Begin,
@@ -110,7 +114,7 @@ void Lexer::lexNumber(Token &T) {
   }
   if (Pos < End && (Src[Pos] == 'f' || Src[Pos] == 'F')) {
     if (!IsFloat)
-      fail(Start, "integer literal with an 'f' suffix; write '" + Digits +
+      fail(Start, "integer literal with an 'f' suffix; write '" + shown(Digits) +
                       ".f'");
     T.IsF32 = true;
     ++Pos;
@@ -131,9 +135,9 @@ void Lexer::lexNumber(Token &T) {
     double V = T.IsF32 ? static_cast<double>(std::strtof(B, &E))
                        : std::strtod(B, &E);
     if (E != B + Digits.size())
-      fail(Start, "malformed floating literal '" + Digits + "'");
+      fail(Start, "malformed floating literal '" + shown(Digits) + "'");
     if (std::isinf(V))
-      fail(Start, "floating literal '" + Digits + "' is out of range for " +
+      fail(Start, "floating literal '" + shown(Digits) + "' is out of range for " +
                       (T.IsF32 ? "f32" : "f64"));
     T.FloatVal = V;
     return;
@@ -142,7 +146,7 @@ void Lexer::lexNumber(Token &T) {
   auto R = std::from_chars(Digits.data(), Digits.data() + Digits.size(),
                            T.IntVal);
   if (R.ec != std::errc())
-    fail(Start, "integer literal '" + Digits + "' is too large");
+    fail(Start, "integer literal '" + shown(Digits) + "' is too large");
 }
 
 Token Lexer::next() {

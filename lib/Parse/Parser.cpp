@@ -811,7 +811,7 @@ private:
     DType Ty = T.Is64 ? DType::I64 : DType::I32;
     uint64_t Max = Ty == DType::I64 ? uint64_t(INT64_MAX) : uint64_t(INT32_MAX);
     if (T.IntVal > Max + (Negate ? 1 : 0))
-      failAt(T, "integer literal '" + std::string(T.Text) +
+      failAt(T, "integer literal '" + std::string(T.Text.substr(0, 32)) +
                     "' does not fit in " + std::string(dtypeName(Ty)));
     int64_t V = Negate ? static_cast<int64_t>(0 - T.IntVal)
                        : static_cast<int64_t>(T.IntVal);
