@@ -105,8 +105,8 @@ TEST(ReferenceConv2d, LayoutDoesNotChangeTheResult) {
   HostBuffer Wt(DType::F32, {O, C / G, K, K},
                 {C / G * K * K, K * K, K, 1});
   HostBuffer Bias(DType::F32, {O}, {1});
-  int Seed = 1;
-  auto Next = [&] { return ((Seed = Seed * 1103515245 + 12345) >> 8) % 17 / 8.0 - 1; };
+  uint32_t Seed = 1;
+  auto Next = [&] { return ((Seed = Seed * 1103515245u + 12345u) >> 8) % 17 / 8.0 - 1; };
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t y = 0; y < H; ++y)
