@@ -1,11 +1,15 @@
 //===- Driver.cpp - The logic behind the nnc-jit tool ---------------------===//
 #include "nnc/Driver/Driver.h"
+#include "nnc/CodeGen/CodeGen.h"
+#include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/IR/Verifier.h"
 #include "nnc/Interp/Interpreter.h"
 #include "nnc/Parse/Parser.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -340,7 +344,172 @@ bool writeOutputs(const Kernel &K, const KernelArgs &Args,
   return true;
 }
 
+bool usesApproximateMath(const Kernel &K) {
+  struct Finder : IRVisitor {
+    bool Found = false;
+    void visitIntrinsic(const Intrinsic *Op) override {
+      Found |= isApproximateIntrinsic(Op->Op);
+      IRVisitor::visitIntrinsic(Op);
+    }
+    void visitExternalCall(const ExternalCall *Op) override {
+      Found = true;
+      IRVisitor::visitExternalCall(Op);
+    }
+  } F;
+  F.visit(K.Body);
+  return F.Found;
+}
+
 namespace {
+
+/// Tolerance of --check for approximate kernels: |a - b| <= Abs + Rel *
+/// max(|a|, |b|) (docs/Testing.md).
+struct Tolerance {
+  double Rel, Abs;
+};
+Tolerance toleranceFor(DType T) {
+  switch (T) {
+  case DType::F64:
+    return {1e-12, 1e-14};
+  case DType::F16:
+    return {4e-3, 1e-4};
+  case DType::BF16:
+    return {1.6e-2, 1e-3};
+  default:
+    return {1e-5, 1e-6};
+  }
+}
+
+/// Row-major logical index of a storage offset, as "[i, j]".
+std::string indexOf(const HostBuffer &B, int64_t Target) {
+  std::string Found;
+  std::vector<int64_t> Idx(B.sizes().size(), 0);
+  int64_t Linear = 0;
+  B.forEachOffset([&](int64_t Off) {
+    if (Off == Target && Found.empty()) {
+      int64_t L = Linear;
+      for (size_t D = Idx.size(); D-- > 0;) {
+        Idx[D] = L % B.sizes()[D];
+        L /= B.sizes()[D];
+      }
+      Found = shapeStr(Idx);
+    }
+    ++Linear;
+  });
+  return Found;
+}
+
+} // namespace
+
+bool compareOutputs(const Kernel &K, const KernelArgs &Jit,
+                    const KernelArgs &Ref, bool Approximate,
+                    DiagnosticEngine &Diags) {
+  for (size_t I = 0; I < K.Params.size(); ++I) {
+    const Param &P = K.Params[I];
+    if (!P.isBuffer() || P.Buf->Role == BufferRole::In)
+      continue;
+    const HostBuffer &A = *Jit.Buffers[I], &B = *Ref.Buffers[I];
+    bool Fl = isFloat(A.type());
+    Tolerance Tol = toleranceFor(A.type());
+    int64_t Bad = -1;
+    A.forEachOffset([&](int64_t Off) {
+      if (Bad >= 0)
+        return;
+      if (!Fl) {
+        if (A.getInt(Off) != B.getInt(Off))
+          Bad = Off;
+        return;
+      }
+      double X = A.getDouble(Off), Y = B.getDouble(Off);
+      if (std::isnan(X) && std::isnan(Y))
+        return;
+      bool Ok = Approximate
+                    ? (X == Y || std::fabs(X - Y) <=
+                                     Tol.Abs + Tol.Rel * std::max(std::fabs(X),
+                                                                  std::fabs(Y)))
+                    : std::memcmp(&X, &Y, sizeof(X)) == 0 || (X == Y && X != 0);
+      if (!Ok)
+        Bad = Off;
+    });
+    if (Bad >= 0) {
+      Diags.error({}, "output '" + P.Name + "' differs at index " +
+                          indexOf(A, Bad) + ": jit " + formatValue(A, Bad) +
+                          ", interpreter " + formatValue(B, Bad));
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+/// Bytes a run reads and writes: inputs once, outputs once, inouts twice.
+double bytesMoved(const Kernel &K, const KernelArgs &Args) {
+  double N = 0;
+  for (size_t I = 0; I < K.Params.size(); ++I) {
+    const Param &P = K.Params[I];
+    if (!P.isBuffer())
+      continue;
+    double B = static_cast<double>(Args.Buffers[I]->storageBytes());
+    N += P.Buf->Role == BufferRole::InOut ? 2 * B : B;
+  }
+  return N;
+}
+
+template <class Fn> bool benchmark(unsigned Runs, const Kernel &K,
+                                   const KernelArgs &Args, std::ostream &Out,
+                                   Fn Run) {
+  unsigned Warm = std::max(1u, std::min(Runs / 10, 10u));
+  for (unsigned I = 0; I < Warm; ++I)
+    if (!Run())
+      return false;
+  std::vector<double> Ms;
+  for (unsigned I = 0; I < Runs; ++I) {
+    auto T0 = std::chrono::steady_clock::now();
+    if (!Run())
+      return false;
+    Ms.push_back(std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - T0)
+                     .count());
+  }
+  std::sort(Ms.begin(), Ms.end());
+  double Median = Ms[Ms.size() / 2];
+  char Buf[256];
+  std::snprintf(Buf, sizeof(Buf),
+                "bench: %u runs: min %.4f ms, median %.4f ms, max %.4f ms, "
+                "%.2f GB/s at the median\n",
+                Runs, Ms.front(), Median, Ms.back(),
+                bytesMoved(K, Args) / (Median * 1e-3) / 1e9);
+  Out << Buf;
+  return true;
+}
+
+bool writeText(const std::string &Path, const std::string &Data, bool Binary,
+               std::ostream &Out, DiagnosticEngine &Diags) {
+  if (Path.empty() || Path == "-") {
+    if (Binary) {
+      Diags.error({}, "--emit=obj needs an output file: -o FILE");
+      return false;
+    }
+    Out << Data;
+    return true;
+  }
+  std::ofstream OS(Path, std::ios::binary);
+  OS.write(Data.data(), static_cast<std::streamsize>(Data.size()));
+  if (!OS) {
+    Diags.error({}, "cannot write '" + Path + "': " + std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+/// Reports an llvm::Error as a diagnostic; true if there was one.
+bool failed(llvm::Error E, DiagnosticEngine &Diags) {
+  if (!E)
+    return false;
+  Diags.error({}, llvm::toString(std::move(E)));
+  return true;
+}
 
 /// Runs one file's text through the pipeline the options ask for.
 int runText(const DriverOptions &Opts, std::string Name, std::string Text,
@@ -350,7 +519,11 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
     Diags.print(Err);
     return Code;
   };
+  auto T0 = std::chrono::steady_clock::now();
   auto LM = loadModuleFromText(std::move(Name), std::move(Text), Diags);
+  double ParseMs = std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - T0)
+                       .count();
   if (!LM)
     return Finish(1);
   if (Opts.VerifyOnly)
@@ -366,9 +539,83 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
     printKernel(Out, *K);
     return Finish(0);
   }
+
+  std::unique_ptr<KernelJIT> JIT;
+  if (!Opts.Interp || Opts.Check || !Opts.Emit.empty()) {
+    auto J = KernelJIT::create(Opts.JIT);
+    if (failed(J.takeError(), Diags))
+      return Finish(1);
+    JIT = std::move(*J);
+  }
+  if (!Opts.Emit.empty()) {
+    llvm::Expected<std::string> Text =
+        Opts.Emit == "llvm"         ? JIT->emitLLVM(*K, true)
+        : Opts.Emit == "llvm-unopt" ? JIT->emitLLVM(*K, false)
+        : Opts.Emit == "asm"        ? JIT->emitAssembly(*K)
+                                    : JIT->emitObject(*K);
+    if (failed(Text.takeError(), Diags) ||
+        !writeText(Opts.OutputFile, *Text, Opts.Emit == "obj", Out, Diags))
+      return Finish(1);
+    return Finish(0);
+  }
+
+  InterpOptions IOpts;
+  IOpts.FPContract = JIT ? JIT->fpContract()
+                         : Opts.JIT.FPContract.value_or(hostHasFMA());
   auto Args = buildArgs(*K, Opts.Params, Opts.Inputs, Opts.Seed, Diags);
-  if (!Args || !interpret(*K, Args->Values, Diags))
+  if (!Args)
     return Finish(1);
+  if (Opts.Interp && !Opts.Check) {
+    if (!interpret(*K, Args->Values, Diags, IOpts))
+      return Finish(1);
+    if (Opts.BenchRuns &&
+        !benchmark(Opts.BenchRuns, *K, *Args, Out, [&] {
+          return interpret(*K, Args->Values, Diags, IOpts);
+        }))
+      return Finish(1);
+  } else {
+    CompileTimes Times;
+    auto CK = JIT->compile(*K, &Times);
+    if (failed(CK.takeError(), Diags))
+      return Finish(1);
+    if (Opts.TimePasses) {
+      char Buf[512];
+      std::snprintf(Buf, sizeof(Buf),
+                    "===-- nnc-jit compile time (ms) --===\n"
+                    "  parse + verify   %8.3f\n"
+                    "  lowering         %8.3f\n"
+                    "  LLVM optimization%8.3f\n"
+                    "  machine code     %8.3f\n"
+                    "  linking          %8.3f\n"
+                    "  total            %8.3f%s\n",
+                    ParseMs, Times.Lowering, Times.Optimization,
+                    Times.MachineCode, Times.Linking,
+                    ParseMs + Times.Lowering + Times.Optimization +
+                        Times.MachineCode + Times.Linking,
+                    Times.CacheHit ? "  (from the cache)" : "");
+      Err << Buf;
+    }
+    if (Opts.Check) {
+      // The interpreter runs first: it reports out-of-bounds accesses that
+      // compiled code would not survive.
+      auto Ref = buildArgs(*K, Opts.Params, Opts.Inputs, Opts.Seed, Diags);
+      if (!Ref || !interpret(*K, Ref->Values, Diags, IOpts))
+        return Finish(1);
+      if (!(*CK)->run(Args->Values, Diags))
+        return Finish(1);
+      bool Approx = usesApproximateMath(*K);
+      if (!compareOutputs(*K, *Args, *Ref, Approx, Diags))
+        return Finish(1);
+      Out << "check: outputs match the interpreter ("
+          << (Approx ? "within tolerance" : "exactly") << ")\n";
+    } else if (!(*CK)->run(Args->Values, Diags)) {
+      return Finish(1);
+    }
+    if (Opts.BenchRuns &&
+        !benchmark(Opts.BenchRuns, *K, *Args, Out,
+                   [&] { return (*CK)->run(Args->Values, Diags); }))
+      return Finish(1);
+  }
   if (!writeOutputs(*K, *Args, Opts.Outputs, Diags))
     return Finish(1);
   printOutputSummary(Out, *K, *Args);

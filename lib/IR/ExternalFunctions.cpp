@@ -10,8 +10,8 @@ bool verifyMatmul(const ExternalCall &Call, DiagnosticEngine &Diags);
 bool verifyAddmm(const ExternalCall &Call, DiagnosticEngine &Diags);
 
 constexpr ExternalFunctionInfo Table[] = {
-#define NNC_EXTERNAL(Enum, Name, Verifier, Purpose)                            \
-  {ExternalFunc::Enum, Name, Verifier, Purpose},
+#define NNC_EXTERNAL(Enum, Name, Verifier, FloatArgs, Purpose)                 \
+  {ExternalFunc::Enum, Name, Verifier, FloatArgs, Purpose},
 #include "nnc/IR/ExternalFunctions.def"
 };
 

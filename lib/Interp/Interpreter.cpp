@@ -276,7 +276,8 @@ template <class R> R floatIntrinsic(IntrinsicOp Op, R A, R B) {
 
 class Compiler {
 public:
-  explicit Compiler(const Kernel &K) : K(K) {}
+  explicit Compiler(const Kernel &K, InterpOptions Opts = {})
+      : K(K), Opts(Opts) {}
 
   /// Builds the state and the body closure. Call after binding params.
   void compileKernel(State &S, StmtFn &Body) {
@@ -337,6 +338,7 @@ private:
   ExprFn compileIntrinsic(const Intrinsic *Op);
 
   const Kernel &K;
+  InterpOptions Opts;
   std::vector<std::unordered_map<std::string, unsigned>> Scopes;
   std::unordered_map<const BufferNode *, unsigned> BufIdx;
   std::unordered_map<size_t, unsigned> ParamSlot;
@@ -449,8 +451,31 @@ ExprFn Compiler::compile(const Expr &E) {
 }
 
 ExprFn Compiler::compileBinary(const Binary *Op) {
-  ExprFn A = compile(Op->A), B = compile(Op->B);
   DType T = Op->Type;
+  if (Opts.FPContract && (T == DType::F32 || T == DType::F64) &&
+      (Op->Op == BinOp::Add || Op->Op == BinOp::Sub)) {
+    auto *MA = dyn_cast<Binary>(Op->A), *MB = dyn_cast<Binary>(Op->B);
+    bool LeftMul = MA && MA->Op == BinOp::Mul;
+    bool RightMul = MB && MB->Op == BinOp::Mul;
+    if (LeftMul || RightMul) {
+      const Binary *Mul = LeftMul ? MA : MB;
+      ExprFn X = compile(Mul->A), Y = compile(Mul->B);
+      ExprFn C = compile(LeftMul ? Op->B : Op->A);
+      // a*b - c = fma(a, b, -c); c - a*b = fma(-a, b, c).
+      double SX = (!LeftMul && Op->Op == BinOp::Sub) ? -1.0 : 1.0;
+      double SC = (LeftMul && Op->Op == BinOp::Sub) ? -1.0 : 1.0;
+      if (T == DType::F32)
+        return [X, Y, C, SX, SC](State &S) {
+          return mkF(std::fmaf(static_cast<float>(SX * X(S).F),
+                               static_cast<float>(Y(S).F),
+                               static_cast<float>(SC * C(S).F)));
+        };
+      return [X, Y, C, SX, SC](State &S) {
+        return mkF(std::fma(SX * X(S).F, Y(S).F, SC * C(S).F));
+      };
+    }
+  }
+  ExprFn A = compile(Op->A), B = compile(Op->B);
   BinOp O = Op->Op;
   SourceLoc L = Op->Loc;
   if (isFloat(T)) {
@@ -837,13 +862,13 @@ bool evaluateParamShapes(const Kernel &K, const std::vector<ArgValue> &Args,
 }
 
 bool interpret(const Kernel &K, const std::vector<ArgValue> &Args,
-               DiagnosticEngine &Diags) {
+               DiagnosticEngine &Diags, const InterpOptions &Opts) {
   std::vector<std::vector<int64_t>> Sizes, Strides;
   if (!evaluateParamShapes(K, Args, Sizes, Strides, Diags))
     return false;
   try {
     State S;
-    Compiler C(K);
+    Compiler C(K, Opts);
     C.setState(S);
     StmtFn Body;
     C.compileKernel(S, Body);

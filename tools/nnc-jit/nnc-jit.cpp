@@ -6,6 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/Driver/Driver.h"
 
+#include "llvm/ADT/Statistic.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Pass.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
@@ -45,14 +48,56 @@ static cl::opt<bool> SplitInputFile(
     "split-input-file",
     cl::desc("Process each chunk between '// -----' lines separately"),
     cl::cat(Category));
-static cl::opt<bool>
-    Interp("interp",
-           cl::desc("Run in the reference interpreter (the only engine for "
-                    "now)"),
-           cl::cat(Category));
+static cl::opt<bool> Interp("interp",
+                            cl::desc("Run in the reference interpreter "
+                                     "instead of the JIT"),
+                            cl::cat(Category));
+static cl::opt<bool> Check("check",
+                           cl::desc("Run the JIT and the interpreter and "
+                                    "compare every output"),
+                           cl::cat(Category));
+static cl::opt<std::string>
+    Bench("bench", cl::ValueOptional, cl::value_desc("N"),
+          cl::desc("Time N runs (default 100) after warm-up"),
+          cl::cat(Category));
+static cl::opt<std::string>
+    Emit("emit", cl::value_desc("kind"),
+         cl::desc("Print instead of running: llvm (optimized), llvm-unopt, "
+                  "asm, obj (needs -o)"),
+         cl::cat(Category));
+static cl::opt<std::string> OutputFile("o", cl::value_desc("file"),
+                                       cl::desc("Where --emit writes"),
+                                       cl::cat(Category));
+static cl::opt<unsigned> OptLevel("O", cl::Prefix, cl::init(3),
+                                  cl::desc("Optimization level, -O0 to -O3"),
+                                  cl::cat(Category));
+static cl::opt<std::string> MCPU("mcpu", cl::value_desc("cpu"),
+                                 cl::desc("Target CPU instead of the host's"),
+                                 cl::cat(Category));
+static cl::opt<std::string>
+    MAttr("mattr", cl::value_desc("+a,-b"),
+          cl::desc("Target features to add (+) or remove (-)"),
+          cl::cat(Category));
+static cl::opt<std::string>
+    FPContract("fp-contract", cl::value_desc("on|off"),
+               cl::desc("Fuse a*b+c into fma (default: on if the target has "
+                        "FMA)"),
+               cl::cat(Category));
+static cl::opt<std::string>
+    CacheDir("cache-dir", cl::value_desc("dir"),
+             cl::desc("Keep compiled kernels in DIR across runs"),
+             cl::cat(Category));
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
+  // --time-passes and --stats are LLVM's own flags, given our meaning: the
+  // compile time by phase.
+  for (const char *Name : {"time-passes", "stats"})
+    if (cl::Option *O = cl::getRegisteredOptions().lookup(Name)) {
+      O->addCategory(Category);
+      O->setDescription("Report compile time by phase: parse, lowering, LLVM "
+                        "optimization, machine code, linking");
+    }
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -70,5 +115,38 @@ int main(int argc, char **argv) {
   Opts.PrintIR = PrintIR;
   Opts.VerifyOnly = VerifyOnly;
   Opts.SplitInputFile = SplitInputFile;
+  Opts.Interp = Interp;
+  Opts.Check = Check;
+  Opts.Emit = Emit;
+  Opts.OutputFile = OutputFile;
+  Opts.TimePasses = AreStatisticsEnabled() || TimePassesIsEnabled;
+  TimePassesIsEnabled = false; // Our phase report replaces LLVM's.
+  Opts.JIT.OptLevel = OptLevel;
+  Opts.JIT.CPU = MCPU;
+  Opts.JIT.Features = MAttr;
+  Opts.JIT.CacheDir = CacheDir;
+  auto Fail = [](const std::string &Msg) {
+    std::cerr << "nnc-jit: error: " << Msg << '\n';
+    return 1;
+  };
+  if (Bench.getNumOccurrences()) {
+    Opts.BenchRuns = 100;
+    if (!Bench.empty() && (!to_integer(StringRef(Bench), Opts.BenchRuns) ||
+                           Opts.BenchRuns == 0))
+      return Fail("--bench expects a positive number of runs, got '" + Bench +
+                  "'");
+  }
+  if (OptLevel > 3)
+    return Fail("-O expects 0, 1, 2 or 3");
+  if (!Emit.empty() && Emit != "llvm" && Emit != "llvm-unopt" &&
+      Emit != "asm" && Emit != "obj")
+    return Fail("--emit expects llvm, llvm-unopt, asm or obj, got '" + Emit +
+                "'");
+  if (FPContract == "on")
+    Opts.JIT.FPContract = true;
+  else if (FPContract == "off")
+    Opts.JIT.FPContract = false;
+  else if (FPContract.getNumOccurrences())
+    return Fail("--fp-contract expects on or off");
   return nnc::runDriver(Opts, std::cout, std::cerr);
 }

@@ -9,6 +9,7 @@
 #define NNC_DRIVER_DRIVER_H
 
 #include "nnc/IR/IR.h"
+#include "nnc/JIT/JIT.h"
 #include "nnc/Interp/HostBuffer.h"
 #include "nnc/Support/Diagnostics.h"
 
@@ -41,6 +42,20 @@ struct DriverOptions {
   /// Treat each chunk between `// -----` lines as its own file (for tests of
   /// diagnostics); line numbers stay those of the whole file.
   bool SplitInputFile = false;
+
+  /// Run in the reference interpreter instead of the JIT.
+  bool Interp = false;
+  /// Run both engines and compare every output.
+  bool Check = false;
+  /// Time this many runs after warm-up (0: no benchmark).
+  unsigned BenchRuns = 0;
+  /// What to emit instead of running: "", "llvm", "llvm-unopt", "asm", "obj".
+  std::string Emit;
+  /// Where --emit writes ("-" or empty: standard output; obj needs a file).
+  std::string OutputFile;
+  /// Report compile time by phase on standard error.
+  bool TimePasses = false;
+  JITOptions JIT;
 };
 
 /// A loaded and verified file with its diagnostics context.
@@ -80,6 +95,17 @@ std::optional<KernelArgs> buildArgs(const Kernel &K,
 /// max and the first values.
 void printOutputSummary(std::ostream &OS, const Kernel &K,
                         const KernelArgs &Args);
+
+/// Compares the out/inout buffers of two runs of K: integers exactly; floats
+/// exactly, or within the documented tolerance when Approximate. Reports the
+/// first mismatch (buffer, index, both values) and returns false.
+bool compareOutputs(const Kernel &K, const KernelArgs &Jit,
+                    const KernelArgs &Ref, bool Approximate,
+                    DiagnosticEngine &Diags);
+
+/// True if K's results may differ in the last bits between the JIT and the
+/// interpreter: it calls a math-library intrinsic or an external function.
+bool usesApproximateMath(const Kernel &K);
 
 /// Writes the NAME=FILE outputs.
 bool writeOutputs(const Kernel &K, const KernelArgs &Args,

@@ -17,7 +17,7 @@
 namespace nnc {
 
 enum class ExternalFunc : uint8_t {
-#define NNC_EXTERNAL(Enum, Name, Verifier, Purpose) Enum,
+#define NNC_EXTERNAL(Enum, Name, Verifier, FloatArgs, Purpose) Enum,
 #include "nnc/IR/ExternalFunctions.def"
 };
 
@@ -27,6 +27,8 @@ struct ExternalFunctionInfo {
   /// Checks buffer count, ranks, dtypes and scalar arguments; reports at the
   /// call's location and returns false on error.
   bool (*Verify)(const ExternalCall &Call, DiagnosticEngine &Diags);
+  /// Scalar args travel as doubles (bit-cast) rather than int64_t.
+  bool FloatArgs;
   const char *Purpose;
 };
 

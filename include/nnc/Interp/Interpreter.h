@@ -29,10 +29,17 @@ bool evaluateParamShapes(const Kernel &K, const std::vector<ArgValue> &Args,
                          std::vector<std::vector<int64_t>> &Strides,
                          DiagnosticEngine &Diags);
 
+struct InterpOptions {
+  /// Evaluate `a * b + c`, `c + a * b`, `a * b - c` and `c - a * b` on
+  /// f32/f64 as one fused multiply-add, as the code generator does when
+  /// contraction is on (CodeGenOptions::FPContract).
+  bool FPContract = false;
+};
+
 /// Runs K on Args (one per parameter). Buffer arguments must have the shapes
 /// of evaluateParamShapes. Returns false after reporting a run-time error.
 bool interpret(const Kernel &K, const std::vector<ArgValue> &Args,
-               DiagnosticEngine &Diags);
+               DiagnosticEngine &Diags, const InterpOptions &Opts = {});
 
 } // namespace nnc
 

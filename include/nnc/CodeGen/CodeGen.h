@@ -1,0 +1,75 @@
+//===- CodeGen.h - Lowering of serial IR to LLVM IR --------------*- C++ -*-===//
+//
+// Lowers one verified kernel to an LLVM module. The module defines one
+// C-callable entry point (docs/Runtime.md has the ABI):
+//
+//   int32_t ENTRY(void **Args);
+//
+// Args[i] is, for parameter i, the buffer's data pointer or a pointer to the
+// scalar's value. The entry loads them and calls the kernel body, a separate
+// function whose buffer parameters are `noalias`. The result is 0, or the
+// 1-based index of the error site that stopped the kernel (an integer division
+// by zero, a failed external call, a temporary too large to allocate).
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_CODEGEN_CODEGEN_H
+#define NNC_CODEGEN_CODEGEN_H
+
+#include "nnc/IR/IR.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class TargetLibraryInfoImpl;
+} // namespace llvm
+
+namespace nnc {
+
+struct CodeGenOptions {
+  /// Fuse `a * b + c` (and `a * b - c`, `c - a * b`) on f32/f64 into one
+  /// fused multiply-add. The interpreter applies the same rule when asked,
+  /// so results stay bit-identical. Nothing else is contracted.
+  bool FPContract = false;
+};
+
+/// Why a kernel can stop with a non-zero status.
+enum class ErrorKind : uint8_t { DivisionByZero, ExternalCall, AllocationTooLarge };
+
+struct ErrorSite {
+  ErrorKind Kind;
+  SourceLoc Loc;
+  std::string Detail; ///< The function of an external call, or the buffer.
+};
+
+struct LoweredKernel {
+  std::unique_ptr<llvm::Module> M;
+  std::string EntryName;
+  /// Status S > 0 means ErrorSites[S - 1] stopped the kernel.
+  std::vector<ErrorSite> ErrorSites;
+};
+
+/// Lowers K (verified, with no parallel loops) into a module in Ctx whose
+/// entry point is named EntryName. Asserts on IR the verifier rejects.
+LoweredKernel lowerKernel(const Kernel &K, llvm::LLVMContext &Ctx,
+                          const std::string &EntryName,
+                          const CodeGenOptions &Opts);
+
+/// Registers the vector variants of the math functions that lowered kernels
+/// call (glibc's libmvec), for the widths the target's features allow, so the
+/// loop vectorizer replaces scalar calls by vector calls.
+void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII,
+                            const std::string &Features);
+
+/// True if the intrinsic is computed by a math library (results within a few
+/// ULP of the interpreter's libm), false if it is exact in both engines.
+bool isApproximateIntrinsic(IntrinsicOp Op);
+
+} // namespace nnc
+
+#endif // NNC_CODEGEN_CODEGEN_H

@@ -1,0 +1,117 @@
+//===- JIT.h - Compile kernels for the host CPU and run them ----*- C++ -*-===//
+//
+// A KernelJIT owns one ORC LLJIT for the host (or an overridden) CPU. It
+// lowers a verified kernel to LLVM IR, optimizes it with the new pass manager
+// (vectorizing, with glibc's libmvec for transcendental functions), emits
+// machine code, links it, and returns a CompiledKernel that may be called any
+// number of times, from any number of threads at once.
+//
+// Compiling the same kernel with the same options again returns the same
+// CompiledKernel from an in-memory cache; with a cache directory, objects also
+// persist across processes (checked with a format version and checksums; a
+// corrupt or stale entry is ignored and rebuilt).
+//
+// Errors are values: no exception leaves this interface.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_JIT_JIT_H
+#define NNC_JIT_JIT_H
+
+#include "nnc/CodeGen/CodeGen.h"
+#include "nnc/IR/IR.h"
+#include "nnc/Interp/HostBuffer.h"
+#include "nnc/Support/Diagnostics.h"
+
+#include "llvm/Support/Error.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnc {
+
+struct JITOptions {
+  /// LLVM optimization level, 0 to 3.
+  unsigned OptLevel = 3;
+  /// CPU name; empty means the host's.
+  std::string CPU;
+  /// Feature changes on top of the CPU's, e.g. "-avx,-avx2" or "+fma".
+  std::string Features;
+  /// Fuse multiply-adds (see CodeGenOptions); default: if the target has FMA.
+  std::optional<bool> FPContract;
+  /// Directory of the persistent compile cache; empty for none.
+  std::string CacheDir;
+};
+
+/// Wall time spent in each compile phase, in milliseconds.
+struct CompileTimes {
+  double Lowering = 0, Optimization = 0, MachineCode = 0, Linking = 0;
+  bool CacheHit = false;
+};
+
+/// A kernel ready to run. Immutable and safe to call concurrently.
+class CompiledKernel {
+public:
+  using EntryFn = int32_t (*)(void **);
+
+  CompiledKernel(EntryFn Fn, std::vector<ErrorSite> Sites, std::string Name,
+                 std::vector<DType> ParamTypes)
+      : Fn(Fn), Sites(std::move(Sites)), Name(std::move(Name)),
+        ParamTypes(std::move(ParamTypes)) {}
+
+  /// The raw entry: Args[i] is buffer i's data or a pointer to scalar i.
+  /// Returns 0 or an error status (see describeStatus).
+  int32_t callRaw(void **Args) const { return Fn(Args); }
+  EntryFn entry() const { return Fn; }
+  const std::string &name() const { return Name; }
+
+  /// Runs on arguments as the interpreter takes them (one per parameter,
+  /// buffers already of the kernel's shapes); reports a failing status as a
+  /// diagnostic at the offending node.
+  bool run(const std::vector<ArgValue> &Args, DiagnosticEngine &Diags) const;
+  /// The message of a non-zero status, and where it happened.
+  Diagnostic describeStatus(int32_t Status) const;
+
+private:
+  EntryFn Fn;
+  std::vector<ErrorSite> Sites;
+  std::string Name;
+  std::vector<DType> ParamTypes;
+};
+
+/// True if the host CPU has fused multiply-add (the default of FPContract).
+bool hostHasFMA();
+
+class KernelJIT {
+public:
+  static llvm::Expected<std::unique_ptr<KernelJIT>> create(JITOptions Opts);
+  ~KernelJIT();
+
+  /// Compiles (or finds in the cache) a verified kernel without parallel
+  /// loops. Thread-safe.
+  llvm::Expected<std::shared_ptr<const CompiledKernel>>
+  compile(const Kernel &K, CompileTimes *Times = nullptr);
+
+  /// The kernel's LLVM IR, optimized or as lowered.
+  llvm::Expected<std::string> emitLLVM(const Kernel &K, bool Optimized);
+  /// The kernel's assembly.
+  llvm::Expected<std::string> emitAssembly(const Kernel &K);
+  /// The kernel's relocatable object file.
+  llvm::Expected<std::string> emitObject(const Kernel &K);
+
+  const std::string &cpuName() const;
+  const std::string &features() const;
+  bool fpContract() const;
+
+  class Impl;
+
+private:
+  explicit KernelJIT(std::unique_ptr<Impl> I);
+  std::unique_ptr<Impl> P;
+};
+
+} // namespace nnc
+
+#endif // NNC_JIT_JIT_H

@@ -1,0 +1,51 @@
+//===- Runtime.h - The C ABI that JIT'ed kernels call ------------*- C++ -*-===//
+//
+// Functions compiled kernels call: temporary storage and the external
+// functions, in NNC's calling convention with an int32_t status (0 means
+// success). A non-zero status leaves a message for nnc_runtime_last_error().
+// docs/Runtime.md documents the ABI.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_RUNTIME_RUNTIME_H
+#define NNC_RUNTIME_RUNTIME_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+extern "C" {
+/// 64-byte aligned, zero-filled storage of Bytes bytes, or null.
+void *nnc_runtime_alloc(int64_t Bytes);
+void nnc_runtime_free(void *P);
+/// The message of the last failure on this thread ("" if none).
+const char *nnc_runtime_last_error();
+
+/// NNC's external-call convention. Buffer 0 is the output; for buffer i,
+/// BufData[i] is its data, BufRanks[i] its rank, and its dims and strides are
+/// the next BufRanks[i] entries of BufDims and BufStrides; BufDTypes[i] is its
+/// nnc::DType. ExtraArgs holds the scalar args as int64_t (doubles bit-cast).
+int32_t nnc_aten_conv2d(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                        int64_t *BufDims, int64_t *BufStrides,
+                        int8_t *BufDTypes, int64_t ArgsNum, int64_t *ExtraArgs);
+int32_t nnc_aten_matmul(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                        int64_t *BufDims, int64_t *BufStrides,
+                        int8_t *BufDTypes, int64_t ArgsNum, int64_t *ExtraArgs);
+int32_t nnc_aten_addmm(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                       int64_t *BufDims, int64_t *BufStrides,
+                       int8_t *BufDTypes, int64_t ArgsNum, int64_t *ExtraArgs);
+}
+
+namespace nnc {
+
+struct RuntimeSymbol {
+  const char *Name;
+  void *Address;
+};
+
+/// Every function of this header that JIT'ed code may call, for the JIT to
+/// register by name.
+const std::vector<RuntimeSymbol> &runtimeSymbols();
+
+} // namespace nnc
+
+#endif // NNC_RUNTIME_RUNTIME_H

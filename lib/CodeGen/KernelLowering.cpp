@@ -1,0 +1,964 @@
+//===- KernelLowering.cpp - Serial IR to LLVM IR --------------------------===//
+//
+// Contract: the kernel is verified and has no parallel loops (parallel loops
+// are outlined at the IR level before codegen). Every construct and dtype of
+// the language lowers here with the interpreter's semantics:
+//
+//  - registers: bool is i1; f16 and bf16 values live in `float`, rounded to
+//    their type after every operation; memory holds i8, half and i16;
+//  - integer arithmetic wraps (no nsw/nuw); division by a non-constant checks
+//    for zero (an error site) and wraps INT_MIN / -1 instead of trapping;
+//  - float to integer casts saturate (llvm.fptosi.sat);
+//  - Max/Min propagate NaN; IfThenElse evaluates only the taken arm (a select
+//    when both arms are safe to evaluate);
+//  - temporaries: small constant-size ones on the stack (entry block), the
+//    rest on the heap, zero-filled, freed on every exit, error exits included.
+//
+// Example: `for (int64_t i = 0ll; i < N; i++) { b[i] = a[i] * 2.f; }` becomes
+// a rotated loop with an i64 phi, loads and stores through inbounds GEPs on
+// `noalias` pointers, which LLVM's loop vectorizer turns into <8 x float> code.
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/CodeGen/CodeGen.h"
+#include "nnc/IR/ExternalFunctions.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/IR/Printer.h"
+#include "nnc/IR/Verifier.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Verifier.h"
+
+#include <set>
+#include <unordered_map>
+
+using namespace llvm;
+
+namespace nnc {
+
+namespace {
+
+/// Largest temporary placed on the stack.
+constexpr int64_t kMaxStackTempBytes = 64 * 1024;
+/// Largest temporary allocated at all (1 TiB); larger is an error site.
+constexpr int64_t kMaxTempBytes = int64_t(1) << 40;
+
+bool isSignedOrBool(DType T) { return isSigned(T); }
+
+/// A load or store address, as text: two accesses with the same key touch the
+/// same element.
+std::string accessKey(const Buffer &B, const std::vector<Expr> &Idx) {
+  std::string K = B->Name + "[";
+  for (const Expr &E : Idx)
+    K += toString(E) + ",";
+  return K;
+}
+
+/// Collects the accesses an expression performs whatever its values (it does
+/// not look inside the arms of IfThenElse).
+class UnconditionalAccesses : public IRVisitor {
+public:
+  std::set<std::string> Keys;
+
+protected:
+  void visitLoad(const Load *Op) override {
+    Keys.insert(accessKey(Op->Buf, Op->Indices));
+    IRVisitor::visitLoad(Op);
+  }
+  void visitIfThenElse(const IfThenElse *Op) override { visit(Op->C); }
+};
+
+/// True if evaluating E cannot fault: every load is one of Safe and there is
+/// no integer division by a non-constant.
+class Speculatable : public IRVisitor {
+public:
+  explicit Speculatable(const std::set<std::string> &S) : Safe(S) {}
+  bool Ok = true;
+
+protected:
+  void visitLoad(const Load *Op) override {
+    if (!Safe.count(accessKey(Op->Buf, Op->Indices)))
+      Ok = false;
+    IRVisitor::visitLoad(Op);
+  }
+  void visitBinary(const Binary *Op) override {
+    if ((Op->Op == BinOp::Div || Op->Op == BinOp::Mod) &&
+        isIntegral(Op->Type) && !getConstInt(Op->B))
+      Ok = false;
+    IRVisitor::visitBinary(Op);
+  }
+
+private:
+  const std::set<std::string> &Safe;
+};
+
+struct BufInfo {
+  Value *Base = nullptr;
+  std::vector<Value *> Dims, Strides; // i64
+  AllocaInst *HeapSlot = nullptr;     // Holds the heap pointer, if any.
+  AllocaInst *Stack = nullptr;        // Stack storage, if any.
+  Value *Bytes = nullptr;             // Stack size for re-zeroing.
+};
+
+class KernelLowering {
+public:
+  KernelLowering(const Kernel &K, LLVMContext &Ctx, llvm::Module &M,
+                 const CodeGenOptions &Opts)
+      : K(K), Ctx(Ctx), M(M), B(Ctx), Opts(Opts) {}
+
+  std::vector<ErrorSite> lower(const std::string &EntryName);
+
+private:
+  //===--- Types -----------------------------------------------------------===//
+  Type *regType(DType T) {
+    switch (T) {
+    case DType::Bool:
+      return B.getInt1Ty();
+    case DType::I8:
+    case DType::U8:
+      return B.getInt8Ty();
+    case DType::I16:
+      return B.getInt16Ty();
+    case DType::I32:
+      return B.getInt32Ty();
+    case DType::I64:
+      return B.getInt64Ty();
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32:
+      return B.getFloatTy();
+    case DType::F64:
+      return B.getDoubleTy();
+    }
+    return nullptr;
+  }
+  Type *memType(DType T) {
+    switch (T) {
+    case DType::Bool:
+      return B.getInt8Ty();
+    case DType::F16:
+      return B.getHalfTy();
+    case DType::BF16:
+      return B.getInt16Ty();
+    default:
+      return regType(T);
+    }
+  }
+
+  //===--- Values ----------------------------------------------------------===//
+  Value *toI64(Value *V, DType T) {
+    if (V->getType() == B.getInt64Ty())
+      return V;
+    return isSignedOrBool(T) ? B.CreateSExt(V, B.getInt64Ty())
+                             : B.CreateZExt(V, B.getInt64Ty());
+  }
+  /// Rounds a float register to f16/bf16 precision; other types unchanged.
+  Value *roundTo(DType T, Value *V) {
+    if (T == DType::F16)
+      return B.CreateFPExt(B.CreateFPTrunc(V, B.getHalfTy()), B.getFloatTy());
+    if (T == DType::BF16)
+      return bf16BitsToFloat(floatToBF16Bits(V));
+    return V;
+  }
+  Value *floatToBF16Bits(Value *V) {
+    // Round to nearest even; NaN stays a quiet NaN (as floatToBF16Bits).
+    Value *Bits = B.CreateBitCast(V, B.getInt32Ty());
+    Value *Lsb = B.CreateAnd(B.CreateLShr(Bits, 16), 1);
+    Value *Rounded = B.CreateAdd(Bits, B.CreateAdd(B.getInt32(0x7fff), Lsb));
+    Value *Quiet = B.CreateOr(Bits, B.getInt32(0x400000));
+    Value *IsNan = B.CreateFCmpUNO(V, V);
+    Value *R = B.CreateSelect(IsNan, Quiet, Rounded);
+    return B.CreateTrunc(B.CreateLShr(R, 16), B.getInt16Ty());
+  }
+  Value *bf16BitsToFloat(Value *H) {
+    Value *W = B.CreateShl(B.CreateZExt(H, B.getInt32Ty()), 16);
+    return B.CreateBitCast(W, B.getFloatTy());
+  }
+  Value *loadElem(DType T, Value *Ptr) {
+    Type *MT = memType(T);
+    LoadInst *L = B.CreateAlignedLoad(MT, Ptr, Align(dtypeSize(T)));
+    switch (T) {
+    case DType::Bool:
+      return B.CreateICmpNE(L, B.getInt8(0));
+    case DType::F16:
+      return B.CreateFPExt(L, B.getFloatTy());
+    case DType::BF16:
+      return bf16BitsToFloat(L);
+    default:
+      return L;
+    }
+  }
+  void storeElem(DType T, Value *Ptr, Value *V) {
+    switch (T) {
+    case DType::Bool:
+      V = B.CreateZExt(V, B.getInt8Ty());
+      break;
+    case DType::F16:
+      V = B.CreateFPTrunc(V, B.getHalfTy());
+      break;
+    case DType::BF16: // Already rounded: take the high half.
+      V = B.CreateTrunc(B.CreateLShr(B.CreateBitCast(V, B.getInt32Ty()), 16),
+                        B.getInt16Ty());
+      break;
+    default:
+      break;
+    }
+    B.CreateAlignedStore(V, Ptr, Align(dtypeSize(T)));
+  }
+
+  //===--- Errors ----------------------------------------------------------===//
+  /// Branches to the cleanup block with an error status when Cond holds.
+  void checkError(Value *Cond, ErrorKind Kind, SourceLoc Loc,
+                  std::string Detail = {}) {
+    Sites.push_back({Kind, Loc, std::move(Detail)});
+    int32_t Status = static_cast<int32_t>(Sites.size());
+    Function *F = B.GetInsertBlock()->getParent();
+    BasicBlock *Err = BasicBlock::Create(Ctx, "error", F);
+    BasicBlock *Cont = BasicBlock::Create(Ctx, "cont", F);
+    B.CreateCondBr(Cond, Err, Cont, MDBuilder(Ctx).createUnlikelyBranchWeights());
+    B.SetInsertPoint(Err);
+    RetPhi->addIncoming(B.getInt32(Status), Err);
+    B.CreateBr(Cleanup);
+    B.SetInsertPoint(Cont);
+  }
+
+  //===--- Expressions -----------------------------------------------------===//
+  Value *lookupVar(const std::string &N) {
+    for (auto S = Scopes.rbegin(); S != Scopes.rend(); ++S) {
+      auto It = S->find(N);
+      if (It != S->end())
+        return It->second;
+    }
+    assert(false && "verified IR has no undeclared variables");
+    return nullptr;
+  }
+
+  Value *address(const Buffer &Buf, const std::vector<Expr> &Idx) {
+    BufInfo &BI = Bufs.at(Buf.get());
+    Value *Off;
+    if (Idx.empty()) {
+      Off = B.getInt64(0);
+    } else if (Idx.size() == 1 && Buf->rank() != 1) {
+      Off = toI64(lower(Idx[0]), Idx[0]->Type);
+    } else {
+      Off = B.getInt64(0);
+      for (size_t D = 0; D < Idx.size(); ++D)
+        Off = B.CreateAdd(Off, B.CreateMul(toI64(lower(Idx[D]), Idx[D]->Type),
+                                           BI.Strides[D]));
+    }
+    return B.CreateInBoundsGEP(memType(Buf->Type), BI.Base, Off);
+  }
+
+  Value *lower(const Expr &E);
+  Value *lowerBinary(const Binary *Op);
+  Value *lowerIntDivMod(const Binary *Op, Value *X, Value *Y);
+  Value *lowerCast(DType From, DType To, Value *V);
+  Value *lowerIntrinsic(const Intrinsic *Op);
+  Value *callMath(const std::string &Name, ArrayRef<Value *> Args, Type *Ty);
+  Value *toCond(Value *V, DType T) {
+    return T == DType::Bool ? V : B.CreateICmpNE(V, ConstantInt::get(V->getType(), 0));
+  }
+  Value *cmp(CmpOp Op, Value *X, Value *Y, DType T);
+
+  //===--- Statements ------------------------------------------------------===//
+  void lower(const Stmt &S);
+  void lowerFor(const For *Op);
+  void lowerCond(const Cond *Op);
+  void allocateTemp(const Buffer &Buf, const std::vector<Expr> &Dims,
+                    const std::vector<Expr> &Strides, SourceLoc Loc);
+  void releaseTemp(const Buffer &Buf);
+  void lowerExternalCall(const ExternalCall *Op);
+  AllocaInst *entryAlloca(Type *T, uint64_t N, const Twine &Name) {
+    IRBuilder<> AB(EntryBlock, EntryBlock->begin());
+    return AB.CreateAlloca(T, AB.getInt64(N), Name);
+  }
+  std::vector<Value *> lowerAllI64(const std::vector<Expr> &Es) {
+    std::vector<Value *> R;
+    for (const Expr &E : Es)
+      R.push_back(toI64(lower(E), E->Type));
+    return R;
+  }
+  FunctionCallee runtimeFn(const char *Name, Type *Ret, ArrayRef<Type *> Args) {
+    return M.getOrInsertFunction(Name, FunctionType::get(Ret, Args, false));
+  }
+
+  const Kernel &K;
+  LLVMContext &Ctx;
+  llvm::Module &M;
+  IRBuilder<> B;
+  const CodeGenOptions &Opts;
+  std::vector<ErrorSite> Sites;
+  std::vector<std::unordered_map<std::string, Value *>> Scopes;
+  std::unordered_map<const BufferNode *, BufInfo> Bufs;
+  std::vector<AllocaInst *> HeapSlots;
+  BasicBlock *EntryBlock = nullptr;
+  BasicBlock *Cleanup = nullptr;
+  PHINode *RetPhi = nullptr;
+  /// Loads known in bounds in the statement being lowered.
+  std::set<std::string> SafeAccesses;
+};
+
+Value *KernelLowering::cmp(CmpOp Op, Value *X, Value *Y, DType T) {
+  if (isFloat(T)) {
+    switch (Op) {
+    case CmpOp::EQ:
+      return B.CreateFCmpOEQ(X, Y);
+    case CmpOp::NE:
+      return B.CreateFCmpUNE(X, Y);
+    case CmpOp::LT:
+      return B.CreateFCmpOLT(X, Y);
+    case CmpOp::LE:
+      return B.CreateFCmpOLE(X, Y);
+    case CmpOp::GT:
+      return B.CreateFCmpOGT(X, Y);
+    case CmpOp::GE:
+      return B.CreateFCmpOGE(X, Y);
+    }
+  }
+  bool S = isSigned(T);
+  switch (Op) {
+  case CmpOp::EQ:
+    return B.CreateICmpEQ(X, Y);
+  case CmpOp::NE:
+    return B.CreateICmpNE(X, Y);
+  case CmpOp::LT:
+    return S ? B.CreateICmpSLT(X, Y) : B.CreateICmpULT(X, Y);
+  case CmpOp::LE:
+    return S ? B.CreateICmpSLE(X, Y) : B.CreateICmpULE(X, Y);
+  case CmpOp::GT:
+    return S ? B.CreateICmpSGT(X, Y) : B.CreateICmpUGT(X, Y);
+  case CmpOp::GE:
+    return S ? B.CreateICmpSGE(X, Y) : B.CreateICmpUGE(X, Y);
+  }
+  return nullptr;
+}
+
+Value *KernelLowering::lower(const Expr &E) {
+  switch (E->Kind) {
+  case ExprKind::IntImm:
+    return ConstantInt::get(regType(E->Type), cast<IntImm>(E)->Value, true);
+  case ExprKind::FloatImm:
+    return ConstantFP::get(regType(E->Type), cast<FloatImm>(E)->Value);
+  case ExprKind::Var:
+    return lookupVar(cast<Var>(E)->Name);
+  case ExprKind::Load: {
+    auto *L = cast<Load>(E);
+    return loadElem(L->Type, address(L->Buf, L->Indices));
+  }
+  case ExprKind::Binary:
+    return lowerBinary(cast<Binary>(E));
+  case ExprKind::Neg: {
+    auto *N = cast<Neg>(E);
+    Value *A = lower(N->A);
+    return isFloat(N->Type) ? B.CreateFNeg(A) : B.CreateNeg(A);
+  }
+  case ExprKind::CompareSelect: {
+    auto *C = cast<CompareSelect>(E);
+    Value *X = lower(C->A), *Y = lower(C->B);
+    Value *T = lower(C->T), *F = lower(C->F);
+    return B.CreateSelect(cmp(C->Op, X, Y, C->A->Type), T, F);
+  }
+  case ExprKind::IfThenElse: {
+    auto *I = cast<IfThenElse>(E);
+    Value *C = toCond(lower(I->C), I->C->Type);
+    Speculatable ST(SafeAccesses), SF(SafeAccesses);
+    ST.visit(I->T);
+    SF.visit(I->F);
+    if (ST.Ok && SF.Ok)
+      return B.CreateSelect(C, lower(I->T), lower(I->F));
+    Function *Fn = B.GetInsertBlock()->getParent();
+    BasicBlock *TB = BasicBlock::Create(Ctx, "ite.then", Fn);
+    BasicBlock *FB = BasicBlock::Create(Ctx, "ite.else", Fn);
+    BasicBlock *Join = BasicBlock::Create(Ctx, "ite.end", Fn);
+    B.CreateCondBr(C, TB, FB);
+    B.SetInsertPoint(TB);
+    Value *TV = lower(I->T);
+    BasicBlock *TEnd = B.GetInsertBlock();
+    B.CreateBr(Join);
+    B.SetInsertPoint(FB);
+    Value *FV = lower(I->F);
+    BasicBlock *FEnd = B.GetInsertBlock();
+    B.CreateBr(Join);
+    B.SetInsertPoint(Join);
+    PHINode *P = B.CreatePHI(TV->getType(), 2);
+    P->addIncoming(TV, TEnd);
+    P->addIncoming(FV, FEnd);
+    return P;
+  }
+  case ExprKind::Cast: {
+    auto *C = cast<Cast>(E);
+    return lowerCast(C->A->Type, C->Type, lower(C->A));
+  }
+  case ExprKind::BitCast: {
+    auto *C = cast<BitCast>(E);
+    Value *V = lower(C->A);
+    DType From = C->A->Type, To = C->Type;
+    // Through the memory representation, where f16/bf16 have their bits.
+    if (From == DType::F16)
+      V = B.CreateBitCast(B.CreateFPTrunc(V, B.getHalfTy()), B.getInt16Ty());
+    else if (From == DType::BF16)
+      V = floatToBF16Bits(V);
+    if (To == DType::F16)
+      return B.CreateFPExt(B.CreateBitCast(V, B.getHalfTy()), B.getFloatTy());
+    if (To == DType::BF16)
+      return bf16BitsToFloat(B.CreateBitCast(V, B.getInt16Ty()));
+    return B.CreateBitCast(V, regType(To));
+  }
+  case ExprKind::Intrinsic:
+    return lowerIntrinsic(cast<Intrinsic>(E));
+  }
+  return nullptr;
+}
+
+Value *KernelLowering::lowerBinary(const Binary *Op) {
+  DType T = Op->Type;
+  if (isFloat(T)) {
+    // Contraction: a*b+c, c+a*b, a*b-c, c-a*b on f32/f64 become one fma.
+    if (Opts.FPContract && (T == DType::F32 || T == DType::F64) &&
+        (Op->Op == BinOp::Add || Op->Op == BinOp::Sub)) {
+      auto *MA = dyn_cast<Binary>(Op->A);
+      auto *MB = dyn_cast<Binary>(Op->B);
+      bool LeftMul = MA && MA->Op == BinOp::Mul;
+      bool RightMul = MB && MB->Op == BinOp::Mul;
+      if (LeftMul || RightMul) {
+        const Binary *Mul = LeftMul ? MA : MB;
+        Value *X = lower(Mul->A), *Y = lower(Mul->B);
+        Value *C = lower(LeftMul ? Op->B : Op->A);
+        if (Op->Op == BinOp::Sub) {
+          if (LeftMul)
+            C = B.CreateFNeg(C);
+          else
+            X = B.CreateFNeg(X);
+        }
+        return B.CreateIntrinsic(llvm::Intrinsic::fma, {X->getType()}, {X, Y, C});
+      }
+    }
+    Value *X = lower(Op->A), *Y = lower(Op->B);
+    Value *R = nullptr;
+    switch (Op->Op) {
+    case BinOp::Add:
+      R = B.CreateFAdd(X, Y);
+      break;
+    case BinOp::Sub:
+      R = B.CreateFSub(X, Y);
+      break;
+    case BinOp::Mul:
+      R = B.CreateFMul(X, Y);
+      break;
+    case BinOp::Div:
+      R = B.CreateFDiv(X, Y);
+      break;
+    case BinOp::Mod:
+      R = B.CreateFRem(X, Y);
+      break;
+    case BinOp::Max:
+    case BinOp::Min: {
+      Value *Pick = Op->Op == BinOp::Max ? B.CreateFCmpOGT(X, Y)
+                                         : B.CreateFCmpOLT(X, Y);
+      R = B.CreateSelect(Pick, X, Y);
+      R = B.CreateSelect(B.CreateFCmpUNO(Y, Y), Y, R);
+      R = B.CreateSelect(B.CreateFCmpUNO(X, X), X, R);
+      break;
+    }
+    default:
+      assert(false && "bitwise operator on floats");
+    }
+    return roundTo(T, R);
+  }
+  Value *X = lower(Op->A), *Y = lower(Op->B);
+  if (T == DType::Bool && Op->Op != BinOp::And && Op->Op != BinOp::Or &&
+      Op->Op != BinOp::Xor) {
+    // Compute in i32 and normalize: bool arithmetic is `!= 0` of the result.
+    X = B.CreateZExt(X, B.getInt32Ty());
+    Y = B.CreateZExt(Y, B.getInt32Ty());
+    Value *R;
+    switch (Op->Op) {
+    case BinOp::Add:
+      R = B.CreateAdd(X, Y);
+      break;
+    case BinOp::Sub:
+      R = B.CreateSub(X, Y);
+      break;
+    case BinOp::Mul:
+      R = B.CreateMul(X, Y);
+      break;
+    case BinOp::Div:
+    case BinOp::Mod:
+      R = lowerIntDivMod(Op, X, Y);
+      break;
+    case BinOp::Max:
+      R = B.CreateSelect(B.CreateICmpUGT(X, Y), X, Y);
+      break;
+    case BinOp::Min:
+      R = B.CreateSelect(B.CreateICmpULT(X, Y), X, Y);
+      break;
+    default: // Shifts by an amount modulo 1, i.e. 0.
+      R = X;
+      break;
+    }
+    return B.CreateICmpNE(R, B.getInt32(0));
+  }
+  bool S = isSigned(T);
+  unsigned Bits = intBits(T);
+  switch (Op->Op) {
+  case BinOp::Add:
+    return B.CreateAdd(X, Y);
+  case BinOp::Sub:
+    return B.CreateSub(X, Y);
+  case BinOp::Mul:
+    return B.CreateMul(X, Y);
+  case BinOp::Div:
+  case BinOp::Mod:
+    return lowerIntDivMod(Op, X, Y);
+  case BinOp::And:
+    return B.CreateAnd(X, Y);
+  case BinOp::Or:
+    return B.CreateOr(X, Y);
+  case BinOp::Xor:
+    return B.CreateXor(X, Y);
+  case BinOp::Shl:
+  case BinOp::Shr: {
+    Value *Amt = B.CreateAnd(Y, ConstantInt::get(Y->getType(), Bits - 1));
+    if (Op->Op == BinOp::Shl)
+      return B.CreateShl(X, Amt);
+    return S ? B.CreateAShr(X, Amt) : B.CreateLShr(X, Amt);
+  }
+  case BinOp::Max:
+    return B.CreateSelect(S ? B.CreateICmpSGT(X, Y) : B.CreateICmpUGT(X, Y), X,
+                          Y);
+  case BinOp::Min:
+    return B.CreateSelect(S ? B.CreateICmpSLT(X, Y) : B.CreateICmpULT(X, Y), X,
+                          Y);
+  }
+  return nullptr;
+}
+
+Value *KernelLowering::lowerIntDivMod(const Binary *Op, Value *X, Value *Y) {
+  bool IsDiv = Op->Op == BinOp::Div;
+  bool S = isSigned(Op->Type);
+  Type *Ty = X->getType();
+  if (auto C = getConstInt(Op->B); C && *C != 0 && *C != -1) {
+    if (IsDiv)
+      return S ? B.CreateSDiv(X, Y) : B.CreateUDiv(X, Y);
+    return S ? B.CreateSRem(X, Y) : B.CreateURem(X, Y);
+  }
+  if (!getConstInt(Op->B))
+    checkError(B.CreateICmpEQ(Y, ConstantInt::get(Ty, 0)),
+               ErrorKind::DivisionByZero, Op->Loc);
+  if (!S)
+    return IsDiv ? B.CreateUDiv(X, Y) : B.CreateURem(X, Y);
+  // x / -1 is -x (wrapping) and x % -1 is 0, without the overflow trap.
+  Value *IsM1 = B.CreateICmpEQ(Y, ConstantInt::getSigned(Ty, -1));
+  Value *SafeY = B.CreateSelect(IsM1, ConstantInt::get(Ty, 1), Y);
+  if (IsDiv)
+    return B.CreateSelect(IsM1, B.CreateNeg(X), B.CreateSDiv(X, SafeY));
+  return B.CreateSelect(IsM1, ConstantInt::get(Ty, 0), B.CreateSRem(X, SafeY));
+}
+
+Value *KernelLowering::lowerCast(DType From, DType To, Value *V) {
+  if (From == To)
+    return V;
+  Type *RT = regType(To);
+  if (To == DType::Bool)
+    return isFloat(From) ? B.CreateFCmpUNE(V, ConstantFP::get(V->getType(), 0))
+                         : B.CreateICmpNE(V, ConstantInt::get(V->getType(), 0));
+  if (isFloat(To)) {
+    if (isFloat(From)) {
+      // Narrowing to f16/bf16 goes through f32, as the interpreter does.
+      if (From == DType::F64 && To != DType::F64)
+        V = B.CreateFPTrunc(V, B.getFloatTy());
+      else if (To == DType::F64)
+        V = B.CreateFPExt(V, B.getDoubleTy());
+      return roundTo(To, V);
+    }
+    Type *Via = To == DType::F64 ? B.getDoubleTy() : B.getFloatTy();
+    V = isSigned(From) ? B.CreateSIToFP(V, Via) : B.CreateUIToFP(V, Via);
+    return roundTo(To, V);
+  }
+  if (isFloat(From)) {
+    llvm::Intrinsic::ID Id = isSigned(To) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+    return B.CreateIntrinsic(Id, {RT, V->getType()}, {V});
+  }
+  unsigned FB = intBits(From), TB = intBits(To);
+  if (TB < FB)
+    return B.CreateTrunc(V, RT);
+  if (TB == FB)
+    return V;
+  return isSigned(From) ? B.CreateSExt(V, RT) : B.CreateZExt(V, RT);
+}
+
+Value *KernelLowering::callMath(const std::string &Name, ArrayRef<Value *> Args,
+                                Type *Ty) {
+  std::vector<Type *> Tys(Args.size(), Ty);
+  FunctionCallee F = M.getOrInsertFunction(Name, FunctionType::get(Ty, Tys, false));
+  if (auto *Fn = llvm::dyn_cast<Function>(F.getCallee())) {
+    Fn->setDoesNotAccessMemory();
+    Fn->setDoesNotThrow();
+    Fn->setWillReturn();
+  }
+  CallInst *C = B.CreateCall(F, Args);
+  C->setDoesNotAccessMemory();
+  C->setDoesNotThrow();
+  return C;
+}
+
+Value *KernelLowering::lowerIntrinsic(const Intrinsic *Op) {
+  DType T = Op->Args[0]->Type;
+  std::vector<Value *> A;
+  for (const Expr &E : Op->Args)
+    A.push_back(lower(E));
+  if (!isFloat(T)) { // abs on an integer; wraps for the minimum value.
+    Value *X = A[0];
+    Value *Neg = B.CreateICmpSLT(X, ConstantInt::get(X->getType(), 0));
+    return isSigned(T) ? B.CreateSelect(Neg, B.CreateNeg(X), X) : X;
+  }
+  Type *Ty = A[0]->getType();
+  bool Single = Ty->isFloatTy();
+  auto Unary = [&](llvm::Intrinsic::ID Id) {
+    return B.CreateUnaryIntrinsic(Id, A[0]);
+  };
+  Value *R = nullptr;
+  switch (Op->Op) {
+  case IntrinsicOp::Abs:
+  case IntrinsicOp::Fabs:
+    R = Unary(llvm::Intrinsic::fabs);
+    break;
+  case IntrinsicOp::Floor:
+    R = Unary(llvm::Intrinsic::floor);
+    break;
+  case IntrinsicOp::Ceil:
+    R = Unary(llvm::Intrinsic::ceil);
+    break;
+  case IntrinsicOp::Round:
+    R = Unary(llvm::Intrinsic::roundeven);
+    break;
+  case IntrinsicOp::Trunc:
+    R = Unary(llvm::Intrinsic::trunc);
+    break;
+  case IntrinsicOp::Frac:
+    R = B.CreateFSub(A[0], Unary(llvm::Intrinsic::trunc));
+    break;
+  case IntrinsicOp::Sqrt:
+    R = Unary(llvm::Intrinsic::sqrt);
+    break;
+  case IntrinsicOp::Rsqrt:
+    R = B.CreateFDiv(ConstantFP::get(Ty, 1.0), Unary(llvm::Intrinsic::sqrt));
+    break;
+  case IntrinsicOp::IsNan:
+    return B.CreateZExt(B.CreateFCmpUNO(A[0], A[0]), B.getInt32Ty());
+  case IntrinsicOp::Fmod:
+    R = B.CreateFRem(A[0], A[1]);
+    break;
+  case IntrinsicOp::Sigmoid: {
+    Value *E = callMath(Single ? "expf" : "exp", {B.CreateFNeg(A[0])}, Ty);
+    Value *One = ConstantFP::get(Ty, 1.0);
+    R = B.CreateFDiv(One, B.CreateFAdd(One, E));
+    break;
+  }
+  default: {
+    std::string Name = intrinsicName(Op->Op);
+    R = callMath(Single ? Name + "f" : Name, A, Ty);
+    break;
+  }
+  }
+  return roundTo(T, R);
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+void KernelLowering::lower(const Stmt &S) {
+  switch (S->Kind) {
+  case StmtKind::Block:
+    Scopes.emplace_back();
+    for (const Stmt &C : cast<Block>(S)->Stmts)
+      lower(C);
+    Scopes.pop_back();
+    return;
+  case StmtKind::For:
+    return lowerFor(cast<For>(S));
+  case StmtKind::Store: {
+    auto *St = cast<Store>(S);
+    UnconditionalAccesses U;
+    U.visit(St->Value);
+    U.Keys.insert(accessKey(St->Buf, St->Indices));
+    SafeAccesses = std::move(U.Keys);
+    Value *V = lower(St->Value);
+    storeElem(St->Buf->Type, address(St->Buf, St->Indices), V);
+    SafeAccesses.clear();
+    return;
+  }
+  case StmtKind::Let: {
+    auto *L = cast<Let>(S);
+    UnconditionalAccesses U;
+    U.visit(L->Value);
+    SafeAccesses = std::move(U.Keys);
+    Scopes.back()[L->Name] = lower(L->Value);
+    SafeAccesses.clear();
+    return;
+  }
+  case StmtKind::Cond:
+    return lowerCond(cast<Cond>(S));
+  case StmtKind::Allocate: {
+    auto *A = cast<Allocate>(S);
+    return allocateTemp(A->Buf, A->Buf->Dims, A->Buf->Strides, A->Loc);
+  }
+  case StmtKind::Free:
+    return releaseTemp(cast<Free>(S)->Buf);
+  case StmtKind::FreeExt:
+    for (const Buffer &Buf : cast<FreeExt>(S)->Bufs)
+      releaseTemp(Buf);
+    return;
+  case StmtKind::ExternalCall:
+    return lowerExternalCall(cast<ExternalCall>(S));
+  }
+}
+
+void KernelLowering::lowerFor(const For *Op) {
+  assert(!Op->Options.Parallel && "parallel loops are outlined before codegen");
+  Value *Start = lower(Op->Start), *Stop = lower(Op->Stop);
+  bool S = isSigned(Op->VarType);
+  Function *F = B.GetInsertBlock()->getParent();
+  BasicBlock *Pre = B.GetInsertBlock();
+  BasicBlock *Body = BasicBlock::Create(Ctx, Op->Var + ".loop", F);
+  BasicBlock *Exit = BasicBlock::Create(Ctx, Op->Var + ".exit", F);
+  B.CreateCondBr(S ? B.CreateICmpSLT(Start, Stop) : B.CreateICmpULT(Start, Stop),
+                 Body, Exit);
+  B.SetInsertPoint(Body);
+  PHINode *IV = B.CreatePHI(Start->getType(), 2, Op->Var);
+  IV->addIncoming(Start, Pre);
+  Scopes.emplace_back();
+  Scopes.back()[Op->Var] = IV;
+  lower(Op->Body);
+  Scopes.pop_back();
+  // iv + 1 <= stop, so the increment cannot overflow.
+  Value *Next = B.CreateAdd(IV, ConstantInt::get(IV->getType(), 1),
+                            Op->Var + ".next", /*HasNUW=*/!S, /*HasNSW=*/S);
+  IV->addIncoming(Next, B.GetInsertBlock());
+  B.CreateCondBr(S ? B.CreateICmpSLT(Next, Stop) : B.CreateICmpULT(Next, Stop),
+                 Body, Exit);
+  B.SetInsertPoint(Exit);
+}
+
+void KernelLowering::lowerCond(const Cond *Op) {
+  Value *C = toCond(lower(Op->C), Op->C->Type);
+  Function *F = B.GetInsertBlock()->getParent();
+  BasicBlock *TB = BasicBlock::Create(Ctx, "if.then", F);
+  BasicBlock *EB = BasicBlock::Create(Ctx, "if.else", F);
+  BasicBlock *Join = BasicBlock::Create(Ctx, "if.end", F);
+  B.CreateCondBr(C, TB, EB);
+  B.SetInsertPoint(TB);
+  if (Op->Then)
+    lower(Op->Then);
+  B.CreateBr(Join);
+  B.SetInsertPoint(EB);
+  if (Op->Else)
+    lower(Op->Else);
+  B.CreateBr(Join);
+  B.SetInsertPoint(Join);
+}
+
+void KernelLowering::allocateTemp(const Buffer &Buf,
+                                  const std::vector<Expr> &DimEs,
+                                  const std::vector<Expr> &StrideEs,
+                                  SourceLoc Loc) {
+  BufInfo &BI = Bufs[Buf.get()];
+  BI.Dims = lowerAllI64(DimEs);
+  BI.Strides = lowerAllI64(StrideEs);
+  unsigned Size = dtypeSize(Buf->Type);
+  Type *MT = memType(Buf->Type);
+  // Constant-size temporaries that are small go on the stack, once.
+  auto Elems = constantStorageSize(DimEs, StrideEs);
+  if (Elems && *Elems * Size <= kMaxStackTempBytes) {
+    if (!BI.Stack)
+      BI.Stack = entryAlloca(MT, std::max<int64_t>(*Elems, 1), Buf->Name);
+    BI.Stack->setAlignment(Align(64));
+    BI.Base = BI.Stack;
+    B.CreateMemSet(BI.Base, B.getInt8(0), B.getInt64(*Elems * Size),
+                   Align(64));
+    return;
+  }
+  // Elements spanned: 1 + sum((dim - 1) * |stride|), or 0 if a dim is 0.
+  Value *N = B.getInt64(1);
+  Value *Empty = B.getFalse();
+  for (size_t D = 0; D < BI.Dims.size(); ++D) {
+    Value *Dm = BI.Dims[D];
+    Value *St = BI.Strides[D];
+    Value *AbsSt = B.CreateSelect(B.CreateICmpSLT(St, B.getInt64(0)),
+                                  B.CreateNeg(St), St);
+    Empty = B.CreateOr(Empty, B.CreateICmpSLE(Dm, B.getInt64(0)));
+    N = B.CreateAdd(N, B.CreateMul(B.CreateSub(Dm, B.getInt64(1)), AbsSt));
+  }
+  N = B.CreateSelect(Empty, B.getInt64(0), N);
+  checkError(B.CreateICmpUGT(N, B.getInt64(kMaxTempBytes / Size)),
+             ErrorKind::AllocationTooLarge, Loc, Buf->Name);
+  Value *Bytes = B.CreateMul(N, B.getInt64(Size));
+  if (!BI.HeapSlot) {
+    BI.HeapSlot = entryAlloca(B.getPtrTy(), 1, Buf->Name + ".slot");
+    HeapSlots.push_back(BI.HeapSlot);
+  }
+  PointerType *P = B.getPtrTy();
+  // An Allocate that runs again (in a loop) first releases the old storage.
+  B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {P}),
+               {B.CreateLoad(P, BI.HeapSlot)});
+  Value *Mem = B.CreateCall(runtimeFn("nnc_runtime_alloc", P, {B.getInt64Ty()}),
+                            {Bytes});
+  B.CreateStore(Mem, BI.HeapSlot);
+  checkError(B.CreateIsNull(Mem), ErrorKind::AllocationTooLarge, Loc,
+             Buf->Name);
+  BI.Base = Mem;
+}
+
+void KernelLowering::releaseTemp(const Buffer &Buf) {
+  auto It = Bufs.find(Buf.get());
+  if (It == Bufs.end() || !It->second.HeapSlot)
+    return;
+  PointerType *P = B.getPtrTy();
+  B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {P}),
+               {B.CreateLoad(P, It->second.HeapSlot)});
+  B.CreateStore(ConstantPointerNull::get(P), It->second.HeapSlot);
+}
+
+void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
+  if (Op->DeclaresOut)
+    allocateTemp(Op->Out.Buf, Op->Out.Sizes, Op->Out.Strides, Op->Loc);
+  std::vector<const BufferView *> Views = {&Op->Out};
+  for (const BufferView &V : Op->Args)
+    Views.push_back(&V);
+  uint64_t N = Views.size(), TotalRank = 0;
+  for (const BufferView *V : Views)
+    TotalRank += V->rank();
+  Type *I64 = B.getInt64Ty();
+  PointerType *P = B.getPtrTy();
+  AllocaInst *Data = entryAlloca(P, N, "ext.data");
+  AllocaInst *Ranks = entryAlloca(I64, N, "ext.ranks");
+  AllocaInst *Dims = entryAlloca(I64, std::max<uint64_t>(TotalRank, 1), "ext.dims");
+  AllocaInst *Strides =
+      entryAlloca(I64, std::max<uint64_t>(TotalRank, 1), "ext.strides");
+  AllocaInst *DTypes = entryAlloca(B.getInt8Ty(), N, "ext.dtypes");
+  AllocaInst *Extra =
+      entryAlloca(I64, std::max<size_t>(Op->ScalarArgs.size(), 1), "ext.args");
+  uint64_t Pos = 0;
+  for (uint64_t I = 0; I < N; ++I) {
+    const BufferView &V = *Views[I];
+    B.CreateStore(Bufs.at(V.Buf.get()).Base, B.CreateConstGEP1_64(P, Data, I));
+    B.CreateStore(B.getInt64(V.rank()), B.CreateConstGEP1_64(I64, Ranks, I));
+    B.CreateStore(B.getInt8(static_cast<uint8_t>(V.Type)),
+                  B.CreateConstGEP1_64(B.getInt8Ty(), DTypes, I));
+    for (unsigned D = 0; D < V.rank(); ++D, ++Pos) {
+      B.CreateStore(toI64(lower(V.Sizes[D]), V.Sizes[D]->Type),
+                    B.CreateConstGEP1_64(I64, Dims, Pos));
+      B.CreateStore(toI64(lower(V.Strides[D]), V.Strides[D]->Type),
+                    B.CreateConstGEP1_64(I64, Strides, Pos));
+    }
+  }
+  const ExternalFunctionInfo *Info = lookupExternalFunction(Op->Func);
+  for (size_t I = 0; I < Op->ScalarArgs.size(); ++I) {
+    const Expr &E = Op->ScalarArgs[I];
+    // Each scalar arrives in the function's own kind: double (bit-cast into
+    // the int64_t slot) or int64_t.
+    Value *V = lowerCast(E->Type, Info->FloatArgs ? DType::F64 : DType::I64,
+                         lower(E));
+    if (Info->FloatArgs)
+      V = B.CreateBitCast(V, I64);
+    B.CreateStore(V, B.CreateConstGEP1_64(I64, Extra, I));
+  }
+  FunctionCallee Fn = runtimeFn(Op->Func.c_str(), B.getInt32Ty(),
+                                {I64, P, P, P, P, P, I64, P});
+  Value *Status = B.CreateCall(
+      Fn, {B.getInt64(N), Data, Ranks, Dims, Strides, DTypes,
+           B.getInt64(Op->ScalarArgs.size()), Extra});
+  checkError(B.CreateICmpNE(Status, B.getInt32(0)), ErrorKind::ExternalCall,
+             Op->Loc, Op->Func);
+}
+
+std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
+  // The body: int32_t body(T0 p0, T1 p1, ...) with noalias buffer pointers.
+  std::vector<Type *> ParamTys;
+  for (const Param &P : K.Params)
+    ParamTys.push_back(P.isBuffer() ? static_cast<Type *>(B.getPtrTy())
+                                    : regType(P.Type));
+  FunctionType *BodyTy = FunctionType::get(B.getInt32Ty(), ParamTys, false);
+  Function *Body = Function::Create(BodyTy, Function::InternalLinkage,
+                                    EntryName + ".body", M);
+  Body->addFnAttr(Attribute::NoInline);
+  Body->addFnAttr(Attribute::NoUnwind);
+  Scopes.emplace_back();
+  for (size_t I = 0; I < K.Params.size(); ++I) {
+    Argument *A = Body->getArg(I);
+    A->setName(K.Params[I].Name);
+    if (K.Params[I].isBuffer()) {
+      A->addAttr(Attribute::NoAlias);
+      A->addAttr(Attribute::NoCapture);
+      if (K.Params[I].Buf->Role == BufferRole::In)
+        A->addAttr(Attribute::ReadOnly);
+    } else {
+      Scopes.back()[K.Params[I].Name] = A;
+    }
+  }
+  EntryBlock = BasicBlock::Create(Ctx, "entry", Body);
+  BasicBlock *Start = BasicBlock::Create(Ctx, "start", Body);
+  Cleanup = BasicBlock::Create(Ctx, "cleanup", Body);
+  B.SetInsertPoint(Cleanup);
+  RetPhi = B.CreatePHI(B.getInt32Ty(), 4, "status");
+
+  B.SetInsertPoint(Start);
+  for (size_t I = 0; I < K.Params.size(); ++I) {
+    const Param &P = K.Params[I];
+    if (!P.isBuffer())
+      continue;
+    BufInfo &BI = Bufs[P.Buf.get()];
+    BI.Base = Body->getArg(I);
+    BI.Dims = lowerAllI64(P.Buf->Dims);
+    BI.Strides = lowerAllI64(P.Buf->Strides);
+  }
+  lower(K.Body);
+  RetPhi->addIncoming(B.getInt32(0), B.GetInsertBlock());
+  B.CreateBr(Cleanup);
+
+  // Heap temporaries are freed on every exit (free(nullptr) is a no-op).
+  B.SetInsertPoint(EntryBlock);
+  for (AllocaInst *Slot : HeapSlots)
+    B.CreateStore(ConstantPointerNull::get(B.getPtrTy()), Slot);
+  B.CreateBr(Start);
+  B.SetInsertPoint(Cleanup);
+  for (AllocaInst *Slot : HeapSlots)
+    B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {B.getPtrTy()}),
+                 {B.CreateLoad(B.getPtrTy(), Slot)});
+  B.CreateRet(RetPhi);
+
+  // The entry: int32_t ENTRY(void **args).
+  Function *Entry = Function::Create(
+      FunctionType::get(B.getInt32Ty(), {B.getPtrTy()}, false),
+      Function::ExternalLinkage, EntryName, M);
+  Entry->addFnAttr(Attribute::NoUnwind);
+  Entry->getArg(0)->setName("args");
+  B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", Entry));
+  std::vector<Value *> CallArgs;
+  for (size_t I = 0; I < K.Params.size(); ++I) {
+    Value *Slot = B.CreateLoad(B.getPtrTy(),
+                               B.CreateConstGEP1_64(B.getPtrTy(), Entry->getArg(0), I),
+                               K.Params[I].Name);
+    CallArgs.push_back(K.Params[I].isBuffer() ? Slot
+                                              : loadElem(K.Params[I].Type, Slot));
+  }
+  B.CreateRet(B.CreateCall(Body, CallArgs));
+  return Sites;
+}
+
+} // namespace
+
+LoweredKernel lowerKernel(const Kernel &K, LLVMContext &Ctx,
+                          const std::string &EntryName,
+                          const CodeGenOptions &Opts) {
+  LoweredKernel R;
+  R.M = std::make_unique<llvm::Module>("nnc." + K.Name, Ctx);
+  R.EntryName = EntryName;
+  R.ErrorSites = KernelLowering(K, Ctx, *R.M, Opts).lower(EntryName);
+  assert(!verifyModule(*R.M, &errs()) && "codegen produced invalid LLVM IR");
+  return R;
+}
+
+} // namespace nnc

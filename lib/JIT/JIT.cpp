@@ -1,0 +1,570 @@
+//===- JIT.cpp - Compile kernels for the host CPU and run them ------------===//
+#include "nnc/JIT/JIT.h"
+#include "nnc/IR/Printer.h"
+#include "nnc/Interp/Interpreter.h"
+#include "nnc/Runtime/Runtime.h"
+
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+using namespace llvm;
+
+namespace nnc {
+
+namespace {
+
+/// Bumped whenever lowering or the cache format changes, so old cache files
+/// are not loaded.
+constexpr uint32_t kCacheFormatVersion = 1;
+constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
+constexpr const char *kEntryName = "nnc_kernel_entry";
+
+double msSince(std::chrono::steady_clock::time_point T) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - T)
+      .count();
+}
+
+Error makeError(const Twine &Msg) {
+  return make_error<StringError>(Msg, inconvertibleErrorCode());
+}
+
+/// Writes a scalar argument in its memory representation.
+void storeScalar(DType T, const ScalarValue &V, uint64_t &Slot) {
+  Slot = 0;
+  void *P = &Slot;
+  switch (T) {
+  case DType::Bool:
+  case DType::I8:
+  case DType::U8: {
+    uint8_t X = static_cast<uint8_t>(V.I);
+    std::memcpy(P, &X, 1);
+    break;
+  }
+  case DType::I16: {
+    int16_t X = static_cast<int16_t>(V.I);
+    std::memcpy(P, &X, 2);
+    break;
+  }
+  case DType::I32: {
+    int32_t X = static_cast<int32_t>(V.I);
+    std::memcpy(P, &X, 4);
+    break;
+  }
+  case DType::I64:
+    std::memcpy(P, &V.I, 8);
+    break;
+  case DType::F16: {
+    uint16_t H = floatToHalfBits(static_cast<float>(V.F));
+    std::memcpy(P, &H, 2);
+    break;
+  }
+  case DType::BF16: {
+    uint16_t H = floatToBF16Bits(static_cast<float>(V.F));
+    std::memcpy(P, &H, 2);
+    break;
+  }
+  case DType::F32: {
+    float F = static_cast<float>(V.F);
+    std::memcpy(P, &F, 4);
+    break;
+  }
+  case DType::F64:
+    std::memcpy(P, &V.F, 8);
+    break;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The persistent cache: one file per key, validated on load.
+//===----------------------------------------------------------------------===//
+
+struct CacheEntry {
+  std::string Object;
+  std::vector<ErrorSite> Sites;
+};
+
+class ByteWriter {
+public:
+  std::string Data;
+  void bytes(const void *P, size_t N) {
+    Data.append(static_cast<const char *>(P), N);
+  }
+  template <class T> void pod(T V) { bytes(&V, sizeof(V)); }
+  void str(const std::string &S) {
+    pod<uint64_t>(S.size());
+    Data += S;
+  }
+};
+
+class ByteReader {
+public:
+  explicit ByteReader(StringRef D) : D(D) {}
+  bool bytes(void *P, size_t N) {
+    if (Pos + N > D.size())
+      return false;
+    std::memcpy(P, D.data() + Pos, N);
+    Pos += N;
+    return true;
+  }
+  template <class T> bool pod(T &V) { return bytes(&V, sizeof(V)); }
+  bool str(std::string &S) {
+    uint64_t N;
+    if (!pod(N) || N > D.size() - Pos)
+      return false;
+    S.assign(D.data() + Pos, N);
+    Pos += N;
+    return true;
+  }
+  size_t pos() const { return Pos; }
+
+private:
+  StringRef D;
+  size_t Pos = 0;
+};
+
+std::string serialize(const std::string &Key, const CacheEntry &E) {
+  ByteWriter W;
+  W.bytes(kCacheMagic, sizeof(kCacheMagic));
+  W.pod(kCacheFormatVersion);
+  W.str(Key);
+  W.pod<uint32_t>(E.Sites.size());
+  for (const ErrorSite &S : E.Sites) {
+    W.pod<uint8_t>(static_cast<uint8_t>(S.Kind));
+    W.pod(S.Loc.Line);
+    W.pod(S.Loc.Col);
+    W.str(S.Detail);
+  }
+  W.str(E.Object);
+  W.pod<uint64_t>(xxh3_64bits(StringRef(W.Data)));
+  return W.Data;
+}
+
+/// Parses a cache file; nullopt if it is truncated, corrupt, of another
+/// format version, or for another key.
+std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key) {
+  if (Data.size() < sizeof(kCacheMagic) + 8)
+    return std::nullopt;
+  uint64_t Sum;
+  std::memcpy(&Sum, Data.data() + Data.size() - 8, 8);
+  StringRef Body = Data.drop_back(8);
+  if (xxh3_64bits(Body) != Sum)
+    return std::nullopt;
+  ByteReader R(Body);
+  char Magic[8];
+  uint32_t Version, NumSites;
+  std::string StoredKey;
+  if (!R.bytes(Magic, 8) || std::memcmp(Magic, kCacheMagic, 8) != 0 ||
+      !R.pod(Version) || Version != kCacheFormatVersion || !R.str(StoredKey) ||
+      StoredKey != Key || !R.pod(NumSites))
+    return std::nullopt;
+  CacheEntry E;
+  for (uint32_t I = 0; I < NumSites; ++I) {
+    uint8_t Kind;
+    ErrorSite S;
+    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::AllocationTooLarge) ||
+        !R.pod(S.Loc.Line) || !R.pod(S.Loc.Col) || !R.str(S.Detail))
+      return std::nullopt;
+    S.Kind = static_cast<ErrorKind>(Kind);
+    E.Sites.push_back(std::move(S));
+  }
+  if (!R.str(E.Object) || R.pos() != Body.size())
+    return std::nullopt;
+  return E;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// CompiledKernel
+//===----------------------------------------------------------------------===//
+
+Diagnostic CompiledKernel::describeStatus(int32_t Status) const {
+  if (Status <= 0 || static_cast<size_t>(Status) > Sites.size())
+    return {Severity::Error, {},
+            "kernel '" + Name + "' failed with unknown status " +
+                std::to_string(Status)};
+  const ErrorSite &S = Sites[Status - 1];
+  switch (S.Kind) {
+  case ErrorKind::DivisionByZero:
+    return {Severity::Error, S.Loc, "integer division by zero"};
+  case ErrorKind::ExternalCall: {
+    std::string Why = nnc_runtime_last_error();
+    return {Severity::Error, S.Loc,
+            S.Detail + " failed" + (Why.empty() ? "" : ": " + Why)};
+  }
+  case ErrorKind::AllocationTooLarge:
+    return {Severity::Error, S.Loc,
+            "cannot allocate temporary '" + S.Detail + "': too large"};
+  }
+  return {Severity::Error, S.Loc, "kernel failed"};
+}
+
+bool CompiledKernel::run(const std::vector<ArgValue> &Args,
+                         DiagnosticEngine &Diags) const {
+  if (Args.size() != ParamTypes.size()) {
+    Diags.error({}, "kernel '" + Name + "' takes " +
+                        std::to_string(ParamTypes.size()) + " arguments, " +
+                        std::to_string(Args.size()) + " given");
+    return false;
+  }
+  std::vector<void *> Ptrs(Args.size());
+  std::vector<uint64_t> Scalars(Args.size());
+  for (size_t I = 0; I < Args.size(); ++I) {
+    if (Args[I].Buf) {
+      Ptrs[I] = Args[I].Buf->data();
+    } else {
+      storeScalar(ParamTypes[I], Args[I].Scalar, Scalars[I]);
+      Ptrs[I] = &Scalars[I];
+    }
+  }
+  int32_t Status = Fn(Ptrs.data());
+  if (Status == 0)
+    return true;
+  Diagnostic D = describeStatus(Status);
+  Diags.report(D.Sev, D.Loc, D.Message);
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelJIT
+//===----------------------------------------------------------------------===//
+
+class KernelJIT::Impl {
+public:
+  JITOptions Opts;
+  orc::JITTargetMachineBuilder JTMB;
+  std::unique_ptr<orc::LLJIT> J;
+  std::string CPU, Features;
+  bool Contract = false;
+  std::mutex Mu;
+  std::map<std::string, std::shared_ptr<const CompiledKernel>> Memory;
+  std::atomic<unsigned> Counter{0};
+  std::mutex ErrMu;
+  std::string LastJITError;
+
+  explicit Impl(orc::JITTargetMachineBuilder B) : JTMB(std::move(B)) {}
+
+  std::string cacheKey(const Kernel &K) const {
+    std::ostringstream OS;
+    OS << "nnc-jit cache v" << kCacheFormatVersion << '\n'
+       << "cpu=" << CPU << '\n'
+       << "features=" << Features << '\n'
+       << "O" << Opts.OptLevel << " contract=" << Contract << '\n';
+    printKernel(OS, K);
+    return OS.str();
+  }
+
+  Expected<std::unique_ptr<TargetMachine>> targetMachine() {
+    return JTMB.createTargetMachine();
+  }
+
+  LoweredKernel lowerFor(const Kernel &K, LLVMContext &Ctx, TargetMachine &TM) {
+    CodeGenOptions CG;
+    CG.FPContract = Contract;
+    LoweredKernel L = lowerKernel(K, Ctx, kEntryName, CG);
+    L.M->setDataLayout(TM.createDataLayout());
+    L.M->setTargetTriple(TM.getTargetTriple().str());
+    for (Function &F : *L.M) {
+      if (F.isDeclaration())
+        continue;
+      F.addFnAttr("target-cpu", CPU);
+      F.addFnAttr("target-features", Features);
+    }
+    return L;
+  }
+
+  void optimize(llvm::Module &M, TargetMachine &TM) {
+    PipelineTuningOptions PTO;
+    PTO.LoopVectorization = Opts.OptLevel >= 2;
+    PTO.SLPVectorization = Opts.OptLevel >= 2;
+    LoopAnalysisManager LAM;
+    FunctionAnalysisManager FAM;
+    CGSCCAnalysisManager CGAM;
+    ModuleAnalysisManager MAM;
+    PassBuilder PB(&TM, PTO);
+    TargetLibraryInfoImpl TLII(TM.getTargetTriple());
+    addVectorMathFunctions(TLII, Features);
+    FAM.registerPass([&] { return TargetLibraryAnalysis(TLII); });
+    PB.registerModuleAnalyses(MAM);
+    PB.registerCGSCCAnalyses(CGAM);
+    PB.registerFunctionAnalyses(FAM);
+    PB.registerLoopAnalyses(LAM);
+    PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+    ModulePassManager MPM;
+    switch (Opts.OptLevel) {
+    case 0:
+      MPM = PB.buildO0DefaultPipeline(OptimizationLevel::O0);
+      break;
+    case 1:
+      MPM = PB.buildPerModuleDefaultPipeline(OptimizationLevel::O1);
+      break;
+    case 2:
+      MPM = PB.buildPerModuleDefaultPipeline(OptimizationLevel::O2);
+      break;
+    default:
+      MPM = PB.buildPerModuleDefaultPipeline(OptimizationLevel::O3);
+      break;
+    }
+    MPM.run(M, MAM);
+  }
+
+  Expected<std::string> emit(llvm::Module &M, TargetMachine &TM,
+                             CodeGenFileType Type) {
+    SmallVector<char, 0> Buf;
+    raw_svector_ostream OS(Buf);
+    legacy::PassManager PM;
+    if (TM.addPassesToEmitFile(PM, OS, nullptr, Type))
+      return makeError("the target cannot emit this file type");
+    PM.run(M);
+    return std::string(Buf.begin(), Buf.end());
+  }
+
+  std::string cachePath(const std::string &Key) const {
+    SmallString<128> P(Opts.CacheDir);
+    char Name[32];
+    std::snprintf(Name, sizeof(Name), "%016llx.nncobj",
+                  static_cast<unsigned long long>(xxh3_64bits(StringRef(Key))));
+    sys::path::append(P, Name);
+    return std::string(P);
+  }
+
+  std::optional<CacheEntry> loadFromDisk(const std::string &Key) {
+    if (Opts.CacheDir.empty())
+      return std::nullopt;
+    auto Buf = MemoryBuffer::getFile(cachePath(Key));
+    if (!Buf)
+      return std::nullopt;
+    return deserialize((*Buf)->getBuffer(), Key);
+  }
+
+  void storeToDisk(const std::string &Key, const CacheEntry &E) {
+    if (Opts.CacheDir.empty())
+      return;
+    if (sys::fs::create_directories(Opts.CacheDir))
+      return; // A cache that cannot be written is only a missed speed-up.
+    std::string Path = cachePath(Key);
+    std::string Tmp = Path + ".tmp" + std::to_string(Counter++) + "." +
+                      std::to_string(sys::Process::getProcessId());
+    {
+      std::ofstream OS(Tmp, std::ios::binary);
+      std::string Data = serialize(Key, E);
+      OS.write(Data.data(), static_cast<std::streamsize>(Data.size()));
+      if (!OS)
+        return;
+    }
+    sys::fs::rename(Tmp, Path); // Atomic: readers see old or new, whole.
+  }
+
+  Expected<std::shared_ptr<const CompiledKernel>> link(const Kernel &K,
+                                                       CacheEntry E) {
+    auto JD = J->createJITDylib("kernel." + std::to_string(Counter++));
+    if (!JD)
+      return JD.takeError();
+    JD->addToLinkOrder(J->getMainJITDylib());
+    if (Error Err = J->addObjectFile(
+            *JD, MemoryBuffer::getMemBufferCopy(E.Object, K.Name)))
+      return Err;
+    auto Addr = J->lookup(*JD, kEntryName);
+    if (!Addr) {
+      std::lock_guard<std::mutex> L(ErrMu);
+      std::string Extra = LastJITError;
+      return joinErrors(Addr.takeError(), makeError(Extra));
+    }
+    std::vector<DType> Types;
+    for (const Param &P : K.Params)
+      Types.push_back(P.Type);
+    return std::make_shared<const CompiledKernel>(
+        Addr->toPtr<CompiledKernel::EntryFn>(), std::move(E.Sites), K.Name,
+        std::move(Types));
+  }
+};
+
+bool hostHasFMA() {
+  StringMap<bool> F = sys::getHostCPUFeatures();
+  auto It = F.find("fma");
+  return It != F.end() && It->second;
+}
+
+Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    InitializeNativeTargetAsmParser();
+  });
+  if (Opts.OptLevel > 3)
+    return makeError("optimization level must be 0 to 3");
+  auto JTMB = orc::JITTargetMachineBuilder::detectHost();
+  if (!JTMB)
+    return JTMB.takeError();
+  if (!Opts.CPU.empty()) {
+    // A named CPU replaces the host's features with that CPU's.
+    JTMB->setCPU(Opts.CPU);
+    JTMB->getFeatures() = SubtargetFeatures();
+  }
+  if (!Opts.Features.empty()) {
+    SmallVector<StringRef, 8> Parts;
+    StringRef(Opts.Features).split(Parts, ',', -1, false);
+    for (StringRef F : Parts) {
+      F = F.trim();
+      if (F.size() < 2 || (F[0] != '+' && F[0] != '-'))
+        return makeError("feature '" + F + "' must start with '+' or '-'");
+      JTMB->getFeatures().AddFeature(F.drop_front(), F[0] == '+');
+    }
+  }
+  CodeGenOptLevel Level = Opts.OptLevel == 0   ? CodeGenOptLevel::None
+                          : Opts.OptLevel == 1 ? CodeGenOptLevel::Less
+                          : Opts.OptLevel == 2 ? CodeGenOptLevel::Default
+                                               : CodeGenOptLevel::Aggressive;
+  JTMB->setCodeGenOptLevel(Level);
+  JTMB->setRelocationModel(Reloc::PIC_);
+  JTMB->setCodeModel(CodeModel::Small);
+
+  auto I = std::make_unique<Impl>(*JTMB);
+  I->Opts = Opts;
+  I->CPU = JTMB->getCPU();
+  I->Features = JTMB->getFeatures().getString();
+  {
+    auto TM = JTMB->createTargetMachine();
+    if (!TM)
+      return TM.takeError();
+    bool HasFMA = (*TM)->getMCSubtargetInfo()->checkFeatures("+fma");
+    I->Contract = Opts.FPContract.value_or(HasFMA);
+    if (!Opts.CPU.empty() &&
+        !(*TM)->getMCSubtargetInfo()->isCPUStringValid(Opts.CPU))
+      return makeError("unknown CPU '" + Opts.CPU + "'");
+  }
+  auto J = orc::LLJITBuilder().setJITTargetMachineBuilder(*JTMB).create();
+  if (!J)
+    return J.takeError();
+  I->J = std::move(*J);
+  Impl *IP = I.get();
+  I->J->getExecutionSession().setErrorReporter([IP](Error E) {
+    std::lock_guard<std::mutex> L(IP->ErrMu);
+    IP->LastJITError = toString(std::move(E));
+  });
+  orc::JITDylib &Main = I->J->getMainJITDylib();
+  orc::SymbolMap Syms;
+  for (const RuntimeSymbol &S : runtimeSymbols())
+    Syms[I->J->mangleAndIntern(S.Name)] = {
+        orc::ExecutorAddr::fromPtr(S.Address),
+        JITSymbolFlags::Exported | JITSymbolFlags::Callable};
+  if (Error E = Main.define(orc::absoluteSymbols(std::move(Syms))))
+    return E;
+  // Vector math variants live in libmvec, which the process may not load.
+  auto Mvec = orc::DynamicLibrarySearchGenerator::Load(
+      "libmvec.so.1", I->J->getDataLayout().getGlobalPrefix());
+  if (Mvec)
+    Main.addGenerator(std::move(*Mvec));
+  else
+    consumeError(Mvec.takeError());
+  return std::unique_ptr<KernelJIT>(new KernelJIT(std::move(I)));
+}
+
+KernelJIT::KernelJIT(std::unique_ptr<Impl> I) : P(std::move(I)) {}
+KernelJIT::~KernelJIT() = default;
+
+const std::string &KernelJIT::cpuName() const { return P->CPU; }
+const std::string &KernelJIT::features() const { return P->Features; }
+bool KernelJIT::fpContract() const { return P->Contract; }
+
+Expected<std::shared_ptr<const CompiledKernel>>
+KernelJIT::compile(const Kernel &K, CompileTimes *Times) {
+  CompileTimes Local;
+  CompileTimes &T = Times ? *Times : Local;
+  T = CompileTimes();
+  std::string Key = P->cacheKey(K);
+  {
+    std::lock_guard<std::mutex> L(P->Mu);
+    auto It = P->Memory.find(Key);
+    if (It != P->Memory.end()) {
+      T.CacheHit = true;
+      return It->second;
+    }
+  }
+  std::optional<CacheEntry> Entry = P->loadFromDisk(Key);
+  T.CacheHit = Entry.has_value();
+  if (!Entry) {
+    auto TM = P->targetMachine();
+    if (!TM)
+      return TM.takeError();
+    LLVMContext Ctx;
+    auto Start = std::chrono::steady_clock::now();
+    LoweredKernel L = P->lowerFor(K, Ctx, **TM);
+    T.Lowering = msSince(Start);
+    Start = std::chrono::steady_clock::now();
+    P->optimize(*L.M, **TM);
+    T.Optimization = msSince(Start);
+    Start = std::chrono::steady_clock::now();
+    auto Obj = P->emit(*L.M, **TM, CodeGenFileType::ObjectFile);
+    if (!Obj)
+      return Obj.takeError();
+    T.MachineCode = msSince(Start);
+    Entry = CacheEntry{std::move(*Obj), std::move(L.ErrorSites)};
+    P->storeToDisk(Key, *Entry);
+  }
+  auto Start = std::chrono::steady_clock::now();
+  auto CK = P->link(K, std::move(*Entry));
+  T.Linking = msSince(Start);
+  if (!CK)
+    return CK.takeError();
+  std::lock_guard<std::mutex> L(P->Mu);
+  return P->Memory.emplace(Key, *CK).first->second;
+}
+
+Expected<std::string> KernelJIT::emitLLVM(const Kernel &K, bool Optimized) {
+  auto TM = P->targetMachine();
+  if (!TM)
+    return TM.takeError();
+  LLVMContext Ctx;
+  LoweredKernel L = P->lowerFor(K, Ctx, **TM);
+  if (Optimized)
+    P->optimize(*L.M, **TM);
+  std::string S;
+  raw_string_ostream OS(S);
+  L.M->print(OS, nullptr);
+  return S;
+}
+
+Expected<std::string> KernelJIT::emitAssembly(const Kernel &K) {
+  auto TM = P->targetMachine();
+  if (!TM)
+    return TM.takeError();
+  LLVMContext Ctx;
+  LoweredKernel L = P->lowerFor(K, Ctx, **TM);
+  P->optimize(*L.M, **TM);
+  return P->emit(*L.M, **TM, CodeGenFileType::AssemblyFile);
+}
+
+Expected<std::string> KernelJIT::emitObject(const Kernel &K) {
+  auto TM = P->targetMachine();
+  if (!TM)
+    return TM.takeError();
+  LLVMContext Ctx;
+  LoweredKernel L = P->lowerFor(K, Ctx, **TM);
+  P->optimize(*L.M, **TM);
+  return P->emit(*L.M, **TM, CodeGenFileType::ObjectFile);
+}
+
+} // namespace nnc

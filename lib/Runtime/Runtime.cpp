@@ -1,0 +1,114 @@
+//===- Runtime.cpp - The C ABI that JIT'ed kernels call -------------------===//
+#include "nnc/Runtime/Runtime.h"
+#include "nnc/IR/DType.h"
+#include "nnc/IR/ExternalFunctions.h"
+#include "nnc/Interp/ReferenceExternals.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+namespace {
+
+thread_local std::string LastError;
+
+int32_t failWith(std::string Msg) {
+  LastError = std::move(Msg);
+  return 1;
+}
+
+/// Decodes NNC's buffer arrays and runs Func. The reference implementations
+/// serve for now; every failure is a status and a message, never an abort.
+int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
+                     int64_t *BufRanks, int64_t *BufDims, int64_t *BufStrides,
+                     int8_t *BufDTypes, int64_t ArgsNum, int64_t *ExtraArgs) {
+  try {
+    std::vector<nnc::TensorRef> Bufs;
+    int64_t Pos = 0;
+    for (int64_t I = 0; I < BufsNum; ++I) {
+      if (BufDTypes[I] != static_cast<int8_t>(nnc::DType::F32))
+        return failWith("buffer " + std::to_string(I) + " is not f32");
+      nnc::TensorRef T;
+      T.Data = static_cast<float *>(BufData[I]);
+      T.Sizes.assign(BufDims + Pos, BufDims + Pos + BufRanks[I]);
+      T.Strides.assign(BufStrides + Pos, BufStrides + Pos + BufRanks[I]);
+      Pos += BufRanks[I];
+      Bufs.push_back(std::move(T));
+    }
+    std::vector<int64_t> IntArgs(ExtraArgs, ExtraArgs + ArgsNum);
+    std::vector<double> FloatArgs;
+    for (int64_t A : IntArgs) {
+      double D;
+      std::memcpy(&D, &A, sizeof(D));
+      FloatArgs.push_back(D);
+    }
+    nnc::TensorRef Out = Bufs.front();
+    Bufs.erase(Bufs.begin());
+    std::string Err =
+        nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
+    return Err.empty() ? 0 : failWith(Err);
+  } catch (const std::exception &E) {
+    return failWith(E.what());
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void *nnc_runtime_alloc(int64_t Bytes) {
+  if (Bytes < 0)
+    return nullptr;
+  size_t Rounded = (static_cast<size_t>(Bytes) + 63) / 64 * 64;
+  void *P = std::aligned_alloc(64, Rounded ? Rounded : 64);
+  if (P)
+    std::memset(P, 0, Rounded);
+  else
+    LastError = "out of memory allocating " + std::to_string(Bytes) + " bytes";
+  return P;
+}
+
+void nnc_runtime_free(void *P) { std::free(P); }
+
+const char *nnc_runtime_last_error() { return LastError.c_str(); }
+
+int32_t nnc_aten_conv2d(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                        int64_t *BufDims, int64_t *BufStrides,
+                        int8_t *BufDTypes, int64_t ArgsNum,
+                        int64_t *ExtraArgs) {
+  return callExternal(nnc::ExternalFunc::Conv2d, BufsNum, BufData, BufRanks,
+                      BufDims, BufStrides, BufDTypes, ArgsNum, ExtraArgs);
+}
+
+int32_t nnc_aten_matmul(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                        int64_t *BufDims, int64_t *BufStrides,
+                        int8_t *BufDTypes, int64_t ArgsNum,
+                        int64_t *ExtraArgs) {
+  return callExternal(nnc::ExternalFunc::Matmul, BufsNum, BufData, BufRanks,
+                      BufDims, BufStrides, BufDTypes, ArgsNum, ExtraArgs);
+}
+
+int32_t nnc_aten_addmm(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                       int64_t *BufDims, int64_t *BufStrides,
+                       int8_t *BufDTypes, int64_t ArgsNum,
+                       int64_t *ExtraArgs) {
+  return callExternal(nnc::ExternalFunc::Addmm, BufsNum, BufData, BufRanks,
+                      BufDims, BufStrides, BufDTypes, ArgsNum, ExtraArgs);
+}
+
+} // extern "C"
+
+namespace nnc {
+
+const std::vector<RuntimeSymbol> &runtimeSymbols() {
+  static const std::vector<RuntimeSymbol> Symbols = {
+      {"nnc_runtime_alloc", reinterpret_cast<void *>(&nnc_runtime_alloc)},
+      {"nnc_runtime_free", reinterpret_cast<void *>(&nnc_runtime_free)},
+      {"nnc_aten_conv2d", reinterpret_cast<void *>(&nnc_aten_conv2d)},
+      {"nnc_aten_matmul", reinterpret_cast<void *>(&nnc_aten_matmul)},
+      {"nnc_aten_addmm", reinterpret_cast<void *>(&nnc_aten_addmm)},
+  };
+  return Symbols;
+}
+
+} // namespace nnc
