@@ -781,6 +781,10 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
     return;
   }
   // Elements spanned: 1 + sum((dim - 1) * |stride|), or 0 if a dim is 0.
+  Value *Negative = B.getFalse();
+  for (Value *Dm : BI.Dims)
+    Negative = B.CreateOr(Negative, B.CreateICmpSLT(Dm, B.getInt64(0)));
+  checkError(Negative, ErrorKind::NegativeSize, Loc, Buf->Name);
   Value *N = B.getInt64(1);
   Value *Empty = B.getFalse();
   for (size_t D = 0; D < BI.Dims.size(); ++D) {

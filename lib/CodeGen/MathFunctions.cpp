@@ -33,12 +33,9 @@ constexpr MathFn VectorMathFns[] = {
 };
 
 struct Isa {
-  char Letter;       ///< x86 vector ABI ISA letter.
-  unsigned Bits;     ///< Register width.
-  const char *Feature;
+  char Letter;   ///< x86 vector ABI ISA letter.
+  unsigned Bits; ///< Register width.
 };
-constexpr Isa Isas[] = {{'b', 128, "+sse4.2"}, {'d', 256, "+avx2"},
-                        {'e', 512, "+avx512f"}};
 
 /// Owns the strings the VecDescs point at (TargetLibraryInfoImpl keeps
 /// StringRefs).
@@ -49,8 +46,8 @@ std::deque<std::string> &stringPool() {
 
 } // namespace
 
-void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII,
-                            const std::string &Features) {
+void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII, bool HasAVX2,
+                            bool HasAVX512) {
   static std::mutex Mu;
   std::lock_guard<std::mutex> Lock(Mu);
   std::deque<std::string> &Pool = stringPool();
@@ -58,25 +55,28 @@ void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII,
     Pool.push_back(std::move(S));
     return Pool.back();
   };
+  std::vector<Isa> Isas = {{'b', 128}}; // SSE2 is the x86-64 baseline.
+  if (HasAVX2)
+    Isas.push_back({'d', 256});
+  if (HasAVX512)
+    Isas.push_back({'e', 512});
   std::vector<llvm::VecDesc> Descs;
   for (const Isa &I : Isas) {
-    // SSE2 is the x86-64 baseline; the others need their feature.
-    bool Has = I.Letter == 'b' ||
-               Features.find(I.Feature) != std::string::npos;
-    if (!Has)
-      continue;
     for (const MathFn &F : VectorMathFns) {
       for (bool Single : {true, false}) {
         unsigned Lanes = I.Bits / (Single ? 32 : 64);
-        std::string Scalar = std::string(F.Name) + (Single ? "f" : "");
+        std::string Libm = std::string(F.Name) + (Single ? "f" : "");
         std::string Params(F.Arity, 'v');
         std::string Vector = "_ZGV" + std::string(1, I.Letter) + "N" +
-                             std::to_string(Lanes) + Params + "_" + Scalar;
-        std::string Prefix =
-            "_ZGV_LLVM_N" + std::to_string(Lanes) + Params;
-        Descs.emplace_back(Keep(Scalar), Keep(Vector),
-                           llvm::ElementCount::getFixed(Lanes), false,
-                           Keep(Prefix));
+                             std::to_string(Lanes) + Params + "_" + Libm;
+        std::string Prefix = "_ZGV_LLVM_N" + std::to_string(Lanes) + Params;
+        // InstCombine may turn a libm call into the LLVM intrinsic (`exp`
+        // into `llvm.exp.f64`): map both spellings.
+        for (std::string Scalar :
+             {Libm, "llvm." + std::string(F.Name) + (Single ? ".f32" : ".f64")})
+          Descs.emplace_back(Keep(Scalar), Keep(Vector),
+                             llvm::ElementCount::getFixed(Lanes), false,
+                             Keep(Prefix));
       }
     }
   }

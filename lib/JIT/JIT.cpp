@@ -35,7 +35,7 @@ namespace {
 
 /// Bumped whenever lowering or the cache format changes, so old cache files
 /// are not loaded.
-constexpr uint32_t kCacheFormatVersion = 1;
+constexpr uint32_t kCacheFormatVersion = 2;
 constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
 constexpr const char *kEntryName = "nnc_kernel_entry";
 
@@ -182,7 +182,7 @@ std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key) {
   for (uint32_t I = 0; I < NumSites; ++I) {
     uint8_t Kind;
     ErrorSite S;
-    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::AllocationTooLarge) ||
+    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::NegativeSize) ||
         !R.pod(S.Loc.Line) || !R.pod(S.Loc.Col) || !R.str(S.Detail))
       return std::nullopt;
     S.Kind = static_cast<ErrorKind>(Kind);
@@ -216,6 +216,9 @@ Diagnostic CompiledKernel::describeStatus(int32_t Status) const {
   case ErrorKind::AllocationTooLarge:
     return {Severity::Error, S.Loc,
             "cannot allocate temporary '" + S.Detail + "': too large"};
+  case ErrorKind::NegativeSize:
+    return {Severity::Error, S.Loc,
+            "temporary '" + S.Detail + "' has a negative size"};
   }
   return {Severity::Error, S.Loc, "kernel failed"};
 }
@@ -304,7 +307,9 @@ public:
     ModuleAnalysisManager MAM;
     PassBuilder PB(&TM, PTO);
     TargetLibraryInfoImpl TLII(TM.getTargetTriple());
-    addVectorMathFunctions(TLII, Features);
+    const MCSubtargetInfo &STI = *TM.getMCSubtargetInfo();
+    addVectorMathFunctions(TLII, STI.checkFeatures("+avx2"),
+                           STI.checkFeatures("+avx512f"));
     FAM.registerPass([&] { return TargetLibraryAnalysis(TLII); });
     PB.registerModuleAnalyses(MAM);
     PB.registerCGSCCAnalyses(CGAM);

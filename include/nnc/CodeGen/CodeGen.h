@@ -39,7 +39,12 @@ struct CodeGenOptions {
 };
 
 /// Why a kernel can stop with a non-zero status.
-enum class ErrorKind : uint8_t { DivisionByZero, ExternalCall, AllocationTooLarge };
+enum class ErrorKind : uint8_t {
+  DivisionByZero,
+  ExternalCall,
+  AllocationTooLarge,
+  NegativeSize,
+};
 
 struct ErrorSite {
   ErrorKind Kind;
@@ -61,10 +66,10 @@ LoweredKernel lowerKernel(const Kernel &K, llvm::LLVMContext &Ctx,
                           const CodeGenOptions &Opts);
 
 /// Registers the vector variants of the math functions that lowered kernels
-/// call (glibc's libmvec), for the widths the target's features allow, so the
-/// loop vectorizer replaces scalar calls by vector calls.
-void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII,
-                            const std::string &Features);
+/// call (glibc's libmvec): SSE always, AVX2 and AVX-512 when the target has
+/// them, so the loop vectorizer replaces scalar calls by vector calls.
+void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII, bool HasAVX2,
+                            bool HasAVX512);
 
 /// True if the intrinsic is computed by a math library (results within a few
 /// ULP of the interpreter's libm), false if it is exact in both engines.
