@@ -1,0 +1,8 @@
+// See Baselines.h; compile flags are set in bench/CMakeLists.txt.
+#include "Baselines.h"
+
+#include <cmath>
+
+namespace baseline {
+#include "BaselineLoops.inc"
+} // namespace baseline

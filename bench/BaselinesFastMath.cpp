@@ -1,0 +1,8 @@
+// See Baselines.h; compile flags are set in bench/CMakeLists.txt.
+#include "Baselines.h"
+
+#include <cmath>
+
+namespace baseline_fastmath {
+#include "BaselineLoops.inc"
+} // namespace baseline_fastmath

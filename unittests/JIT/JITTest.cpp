@@ -1,0 +1,175 @@
+//===- JITTest.cpp - Compiling and calling kernels ------------------------===//
+#include "../TestUtil.h"
+#include "nnc/Driver/Driver.h"
+#include "nnc/Interp/Interpreter.h"
+#include "nnc/JIT/JIT.h"
+
+#include <atomic>
+#include <thread>
+
+using namespace nnc;
+
+namespace {
+
+std::unique_ptr<KernelJIT> makeJIT(JITOptions Opts = {}) {
+  auto J = KernelJIT::create(std::move(Opts));
+  EXPECT_TRUE(static_cast<bool>(J)) << llvm::toString(J.takeError());
+  return J ? std::move(*J) : nullptr;
+}
+
+const char *Softmax = R"(
+kernel softmax(in x: f32[N, 64], out y: f32[N, 64], N: i64) {
+  Allocate(m); // dtype=float, dims=[N]
+  Allocate(s); // dtype=float, dims=[N]
+  for (int64_t i = 0ll; i < N; i++) {
+    m[i] = NEG_INFINITY;
+    for (int64_t j = 0ll; j < 64ll; j++) {
+      m[i] = Max(m[i], x[i, j], 1);
+    }
+    s[i] = 0.f;
+    for (int64_t j = 0ll; j < 64ll; j++) {
+      s[i] = s[i] + exp(x[i, j] - m[i]);
+    }
+    for (int64_t j = 0ll; j < 64ll; j++) {
+      y[i, j] = exp(x[i, j] - m[i]) / s[i];
+    }
+  }
+  Free(s);
+  Free(m);
+}
+)";
+
+TEST(JIT, MatchesTheInterpreter) {
+  Module M = test::parse(Softmax);
+  auto J = makeJIT();
+  ASSERT_TRUE(J);
+  auto CK = J->compile(M.Kernels[0]);
+  ASSERT_TRUE(static_cast<bool>(CK)) << llvm::toString(CK.takeError());
+  DiagnosticEngine Diags;
+  auto A = buildArgs(M.Kernels[0], {"N=37"}, {}, 1, Diags);
+  auto B = buildArgs(M.Kernels[0], {"N=37"}, {}, 1, Diags);
+  ASSERT_TRUE(A && B);
+  ASSERT_TRUE((*CK)->run(A->Values, Diags));
+  InterpOptions IO;
+  IO.FPContract = J->fpContract();
+  ASSERT_TRUE(interpret(M.Kernels[0], B->Values, Diags, IO));
+  EXPECT_TRUE(compareOutputs(M.Kernels[0], *A, *B, /*Approximate=*/true, Diags));
+  EXPECT_FALSE(Diags.hasErrors());
+}
+
+// One kernel called from 8 threads at once gives the results of one call.
+TEST(JIT, KernelsAreReentrant) {
+  Module M = test::parse(Softmax);
+  auto J = makeJIT();
+  ASSERT_TRUE(J);
+  auto CK = J->compile(M.Kernels[0]);
+  ASSERT_TRUE(static_cast<bool>(CK));
+  DiagnosticEngine Diags;
+  auto Ref = buildArgs(M.Kernels[0], {"N=100"}, {}, 3, Diags);
+  ASSERT_TRUE(Ref && (*CK)->run(Ref->Values, Diags));
+  std::vector<std::optional<KernelArgs>> Args;
+  for (int T = 0; T < 8; ++T)
+    Args.push_back(buildArgs(M.Kernels[0], {"N=100"}, {}, 3, Diags));
+  std::atomic<int> Failures{0};
+  std::vector<std::thread> Threads;
+  for (int T = 0; T < 8; ++T)
+    Threads.emplace_back([&, T] {
+      for (int Rep = 0; Rep < 50; ++Rep) {
+        DiagnosticEngine D;
+        if (!(*CK)->run(Args[T]->Values, D))
+          ++Failures;
+      }
+    });
+  for (std::thread &T : Threads)
+    T.join();
+  EXPECT_EQ(Failures.load(), 0);
+  for (int T = 0; T < 8; ++T)
+    EXPECT_TRUE(compareOutputs(M.Kernels[0], *Args[T], *Ref, false, Diags))
+        << "thread " << T;
+}
+
+// Compiling from several threads at once is safe, and identical kernels come
+// back from the in-memory cache.
+TEST(JIT, CompilationIsThreadSafe) {
+  Module M = test::parse(Softmax);
+  Module M2 = test::parse(R"(
+kernel scale(in x: f32[N], out y: f32[N], N: i64) {
+  for (int64_t i = 0ll; i < N; i++) {
+    y[i] = x[i] * 3.f;
+  }
+}
+)");
+  auto J = makeJIT();
+  ASSERT_TRUE(J);
+  std::vector<std::shared_ptr<const CompiledKernel>> Got(8);
+  std::vector<std::thread> Threads;
+  for (int T = 0; T < 8; ++T)
+    Threads.emplace_back([&, T] {
+      auto CK = J->compile(T % 2 ? M.Kernels[0] : M2.Kernels[0]);
+      if (CK)
+        Got[T] = *CK;
+      else
+        llvm::consumeError(CK.takeError());
+    });
+  for (std::thread &T : Threads)
+    T.join();
+  for (int T = 0; T < 8; ++T)
+    ASSERT_TRUE(Got[T]) << "thread " << T;
+  CompileTimes Times;
+  auto Again = J->compile(M.Kernels[0], &Times);
+  ASSERT_TRUE(static_cast<bool>(Again));
+  EXPECT_TRUE(Times.CacheHit);
+  EXPECT_EQ(*Again, J->compile(M.Kernels[0]).get()) << "same object";
+}
+
+TEST(JIT, ReportsFailingStatusesAtTheirNode) {
+  Module M = test::parse(R"(
+kernel k(out y: i32[1], d: i32) {
+  y[0] = 10 / d;
+}
+)");
+  auto J = makeJIT();
+  auto CK = J->compile(M.Kernels[0]);
+  ASSERT_TRUE(static_cast<bool>(CK));
+  DiagnosticEngine Diags;
+  auto A = buildArgs(M.Kernels[0], {"d=0"}, {}, 0, Diags);
+  ASSERT_TRUE(A);
+  EXPECT_FALSE((*CK)->run(A->Values, Diags));
+  ASSERT_EQ(Diags.diagnostics().size(), 1u);
+  EXPECT_EQ(Diags.diagnostics()[0].Message, "integer division by zero");
+  EXPECT_EQ(Diags.diagnostics()[0].Loc.Line, 3u);
+  EXPECT_EQ(Diags.diagnostics()[0].Loc.Col, 10u);
+  Diags.clear();
+  auto B = buildArgs(M.Kernels[0], {"d=-3"}, {}, 0, Diags);
+  ASSERT_TRUE(B && (*CK)->run(B->Values, Diags));
+  EXPECT_EQ(B->Buffers[0]->getInt(0), -3);
+}
+
+TEST(JIT, RejectsBadOptions) {
+  JITOptions O;
+  O.OptLevel = 7;
+  auto J = KernelJIT::create(O);
+  ASSERT_FALSE(static_cast<bool>(J));
+  EXPECT_EQ(llvm::toString(J.takeError()), "optimization level must be 0 to 3");
+}
+
+TEST(JIT, ComparisonNamesTheBufferIndexAndValues) {
+  Module M = test::parse("kernel k(out y: f32[2, 3]) {}");
+  DiagnosticEngine Diags;
+  auto A = buildArgs(M.Kernels[0], {}, {}, 0, Diags);
+  auto B = buildArgs(M.Kernels[0], {}, {}, 0, Diags);
+  ASSERT_TRUE(A && B);
+  A->Buffers[0]->setDouble(4, 1.5);
+  B->Buffers[0]->setDouble(4, 1.25);
+  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, false, Diags));
+  EXPECT_EQ(Diags.diagnostics().at(0).Message,
+            "output 'y' differs at index [1, 1]: jit 1.5, interpreter 1.25");
+  // Within tolerance only when approximate.
+  Diags.clear();
+  A->Buffers[0]->setDouble(4, 1.0f + 1e-6f);
+  B->Buffers[0]->setDouble(4, 1.0f);
+  EXPECT_TRUE(compareOutputs(M.Kernels[0], *A, *B, true, Diags));
+  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, false, Diags));
+}
+
+} // namespace
