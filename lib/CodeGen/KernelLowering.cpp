@@ -269,6 +269,10 @@ private:
                     const std::vector<Expr> &Strides, SourceLoc Loc);
   void releaseTemp(const Buffer &Buf);
   void lowerExternalCall(const ExternalCall *Op);
+  void lowerParallelCall(const ParallelCall *Op);
+  Function *lowerBody(const Kernel &Kn, const std::string &Name);
+  void loadArgs(const Kernel &Kn, size_t First, Value *Args,
+                std::vector<Value *> &CallArgs);
   AllocaInst *entryAlloca(Type *T, uint64_t N, const Twine &Name) {
     IRBuilder<> AB(EntryBlock, EntryBlock->begin());
     return AB.CreateAlloca(T, AB.getInt64(N), Name);
@@ -292,6 +296,7 @@ private:
   std::vector<std::unordered_map<std::string, Value *>> Scopes;
   std::unordered_map<const BufferNode *, BufInfo> Bufs;
   std::vector<AllocaInst *> HeapSlots;
+  std::unordered_map<const Kernel *, Function *> TaskFns;
   BasicBlock *EntryBlock = nullptr;
   BasicBlock *Cleanup = nullptr;
   PHINode *RetPhi = nullptr;
@@ -713,6 +718,8 @@ void KernelLowering::lower(const Stmt &S) {
     return;
   case StmtKind::ExternalCall:
     return lowerExternalCall(cast<ExternalCall>(S));
+  case StmtKind::ParallelCall:
+    return lowerParallelCall(cast<ParallelCall>(S));
   }
 }
 
@@ -878,28 +885,32 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
              Op->Loc, Op->Func);
 }
 
-std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
-  // The body: int32_t body(T0 p0, T1 p1, ...) with noalias buffer pointers.
+Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
+  // Per-function state.
+  Scopes.clear();
+  Bufs.clear();
+  HeapSlots.clear();
+  // int32_t body(T0 p0, T1 p1, ...) with noalias buffer pointers.
   std::vector<Type *> ParamTys;
-  for (const Param &P : K.Params)
+  for (const Param &P : Kn.Params)
     ParamTys.push_back(P.isBuffer() ? static_cast<Type *>(B.getPtrTy())
                                     : regType(P.Type));
   FunctionType *BodyTy = FunctionType::get(B.getInt32Ty(), ParamTys, false);
-  Function *Body = Function::Create(BodyTy, Function::InternalLinkage,
-                                    EntryName + ".body", M);
+  Function *Body =
+      Function::Create(BodyTy, Function::InternalLinkage, Name + ".body", M);
   Body->addFnAttr(Attribute::NoInline);
   Body->addFnAttr(Attribute::NoUnwind);
   Scopes.emplace_back();
-  for (size_t I = 0; I < K.Params.size(); ++I) {
+  for (size_t I = 0; I < Kn.Params.size(); ++I) {
     Argument *A = Body->getArg(I);
-    A->setName(K.Params[I].Name);
-    if (K.Params[I].isBuffer()) {
+    A->setName(Kn.Params[I].Name);
+    if (Kn.Params[I].isBuffer()) {
       A->addAttr(Attribute::NoAlias);
       A->addAttr(Attribute::NoCapture);
-      if (K.Params[I].Buf->Role == BufferRole::In)
+      if (Kn.Params[I].Buf->Role == BufferRole::In)
         A->addAttr(Attribute::ReadOnly);
     } else {
-      Scopes.back()[K.Params[I].Name] = A;
+      Scopes.back()[Kn.Params[I].Name] = A;
     }
   }
   EntryBlock = BasicBlock::Create(Ctx, "entry", Body);
@@ -909,8 +920,8 @@ std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
   RetPhi = B.CreatePHI(B.getInt32Ty(), 4, "status");
 
   B.SetInsertPoint(Start);
-  for (size_t I = 0; I < K.Params.size(); ++I) {
-    const Param &P = K.Params[I];
+  for (size_t I = 0; I < Kn.Params.size(); ++I) {
+    const Param &P = Kn.Params[I];
     if (!P.isBuffer())
       continue;
     BufInfo &BI = Bufs[P.Buf.get()];
@@ -918,7 +929,7 @@ std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
     BI.Dims = lowerAllI64(P.Buf->Dims);
     BI.Strides = lowerAllI64(P.Buf->Strides);
   }
-  lower(K.Body);
+  lower(Kn.Body);
   RetPhi->addIncoming(B.getInt32(0), B.GetInsertBlock());
   B.CreateBr(Cleanup);
 
@@ -932,7 +943,42 @@ std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
     B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {B.getPtrTy()}),
                  {B.CreateLoad(B.getPtrTy(), Slot)});
   B.CreateRet(RetPhi);
+  return Body;
+}
 
+/// Loads the arguments of Body from the pointer array Args (parameters
+/// First...), appending them to CallArgs.
+void KernelLowering::loadArgs(const Kernel &Kn, size_t First, Value *Args,
+                              std::vector<Value *> &CallArgs) {
+  for (size_t I = First; I < Kn.Params.size(); ++I) {
+    Value *Slot = B.CreateLoad(
+        B.getPtrTy(), B.CreateConstGEP1_64(B.getPtrTy(), Args, I - First),
+        Kn.Params[I].Name);
+    CallArgs.push_back(Kn.Params[I].isBuffer() ? Slot
+                                               : loadElem(Kn.Params[I].Type, Slot));
+  }
+}
+
+std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
+  // Tasks first (callees before callers): int32_t TASK(i64 begin, i64 end,
+  // void **env), env holding the captures as the entry's Args do.
+  unsigned N = 0;
+  for (const auto &T : tasksOf(K)) {
+    std::string Name = EntryName + ".task" + std::to_string(N++);
+    Function *Body = lowerBody(*T, Name);
+    Function *Fn = Function::Create(
+        FunctionType::get(B.getInt32Ty(),
+                          {B.getInt64Ty(), B.getInt64Ty(), B.getPtrTy()}, false),
+        Function::InternalLinkage, Name, M);
+    Fn->addFnAttr(Attribute::NoUnwind);
+    B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", Fn));
+    std::vector<Value *> CallArgs = {Fn->getArg(0), Fn->getArg(1)};
+    loadArgs(*T, 2, Fn->getArg(2), CallArgs);
+    B.CreateRet(B.CreateCall(Body, CallArgs));
+    TaskFns[T.get()] = Fn;
+  }
+
+  Function *Body = lowerBody(K, EntryName);
   // The entry: int32_t ENTRY(void **args).
   Function *Entry = Function::Create(
       FunctionType::get(B.getInt32Ty(), {B.getPtrTy()}, false),
@@ -941,15 +987,44 @@ std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
   Entry->getArg(0)->setName("args");
   B.SetInsertPoint(BasicBlock::Create(Ctx, "entry", Entry));
   std::vector<Value *> CallArgs;
-  for (size_t I = 0; I < K.Params.size(); ++I) {
-    Value *Slot = B.CreateLoad(B.getPtrTy(),
-                               B.CreateConstGEP1_64(B.getPtrTy(), Entry->getArg(0), I),
-                               K.Params[I].Name);
-    CallArgs.push_back(K.Params[I].isBuffer() ? Slot
-                                              : loadElem(K.Params[I].Type, Slot));
-  }
+  loadArgs(K, 0, Entry->getArg(0), CallArgs);
   B.CreateRet(B.CreateCall(Body, CallArgs));
   return Sites;
+}
+
+void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
+  Function *Task = TaskFns.at(Op->Task.get());
+  PointerType *P = B.getPtrTy();
+  AllocaInst *Env =
+      entryAlloca(P, std::max<size_t>(Op->Args.size(), 1), "task.env");
+  for (size_t I = 0; I < Op->Args.size(); ++I) {
+    const TaskArg &A = Op->Args[I];
+    Value *V;
+    if (A.Buf) {
+      V = Bufs.at(A.Buf.get()).Base;
+    } else {
+      DType T = A.Scalar->Type;
+      AllocaInst *Slot = entryAlloca(memType(T), 1, "task.arg");
+      storeElem(T, Slot, lower(A.Scalar));
+      V = Slot;
+    }
+    B.CreateStore(V, B.CreateConstGEP1_64(P, Env, I));
+  }
+  Type *I64 = B.getInt64Ty();
+  FunctionCallee Run = runtimeFn("nnc_parallel_for", B.getInt32Ty(),
+                                 {P, I64, I64, I64, P});
+  Value *Status = B.CreateCall(
+      Run, {Task, lower(Op->Start), lower(Op->Stop), lower(Op->Grain), Env});
+  // A task's status is already an error site of this module: pass it on.
+  Function *F = B.GetInsertBlock()->getParent();
+  BasicBlock *Err = BasicBlock::Create(Ctx, "task.error", F);
+  BasicBlock *Cont = BasicBlock::Create(Ctx, "task.ok", F);
+  B.CreateCondBr(B.CreateICmpNE(Status, B.getInt32(0)), Err, Cont,
+                 MDBuilder(Ctx).createUnlikelyBranchWeights());
+  B.SetInsertPoint(Err);
+  RetPhi->addIncoming(Status, Err);
+  B.CreateBr(Cleanup);
+  B.SetInsertPoint(Cont);
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include "nnc/IR/Verifier.h"
 #include "nnc/Interp/Interpreter.h"
 #include "nnc/Parse/Parser.h"
+#include "nnc/Runtime/Runtime.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -148,11 +149,18 @@ std::optional<LoadedModule> loadModuleFromText(std::string Name,
 const Kernel *selectKernel(const Module &M, const std::string &Name,
                            DiagnosticEngine &Diags) {
   if (Name.empty()) {
-    if (M.Kernels.size() == 1)
-      return &M.Kernels[0];
+    const Kernel *Only = nullptr;
     std::string Names;
-    for (const Kernel &K : M.Kernels)
+    unsigned N = 0;
+    for (const Kernel &K : M.Kernels) {
+      if (K.IsTask)
+        continue; // Tasks are called by kernels, not run on their own.
+      Only = &K;
+      ++N;
       Names += (Names.empty() ? "" : ", ") + K.Name;
+    }
+    if (N == 1)
+      return Only;
     Diags.error({}, "the file holds several kernels (" + Names +
                         "); choose one with --kernel");
     return nullptr;
@@ -540,8 +548,21 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
     return Finish(0);
   }
 
+  // The JIT compiles the kernel after the IR pipeline; the interpreter runs
+  // the kernel as written (program order is the meaning of a kernel).
+  Kernel Lowered = *K;
+  bool NeedJIT = !Opts.Interp || Opts.Check || !Opts.Emit.empty();
+  if (NeedJIT || !Opts.Pipeline.PrintAfter.empty() ||
+      Opts.Pipeline.PrintAfterAll || Opts.Pipeline.Parallel.Remarks) {
+    PipelineOptions P = Opts.Pipeline;
+    P.PrintStream = &Out;
+    if (!P.Parallel.Threads)
+      P.Parallel.Threads = static_cast<unsigned>(nnc_runtime_num_threads());
+    if (!runPasses(Lowered, buildDefaultPipeline(), P, Diags))
+      return Finish(1);
+  }
   std::unique_ptr<KernelJIT> JIT;
-  if (!Opts.Interp || Opts.Check || !Opts.Emit.empty()) {
+  if (NeedJIT) {
     auto J = KernelJIT::create(Opts.JIT);
     if (failed(J.takeError(), Diags))
       return Finish(1);
@@ -549,10 +570,10 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
   }
   if (!Opts.Emit.empty()) {
     llvm::Expected<std::string> Text =
-        Opts.Emit == "llvm"         ? JIT->emitLLVM(*K, true)
-        : Opts.Emit == "llvm-unopt" ? JIT->emitLLVM(*K, false)
-        : Opts.Emit == "asm"        ? JIT->emitAssembly(*K)
-                                    : JIT->emitObject(*K);
+        Opts.Emit == "llvm"         ? JIT->emitLLVM(Lowered, true)
+        : Opts.Emit == "llvm-unopt" ? JIT->emitLLVM(Lowered, false)
+        : Opts.Emit == "asm"        ? JIT->emitAssembly(Lowered)
+                                    : JIT->emitObject(Lowered);
     if (failed(Text.takeError(), Diags) ||
         !writeText(Opts.OutputFile, *Text, Opts.Emit == "obj", Out, Diags))
       return Finish(1);
@@ -575,7 +596,7 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
       return Finish(1);
   } else {
     CompileTimes Times;
-    auto CK = JIT->compile(*K, &Times);
+    auto CK = JIT->compile(Lowered, &Times);
     if (failed(CK.takeError(), Diags))
       return Finish(1);
     if (Opts.TimePasses) {
@@ -625,6 +646,8 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
 } // namespace
 
 int runDriver(const DriverOptions &Opts, std::ostream &Out, std::ostream &Err) {
+  if (Opts.Threads)
+    nnc_runtime_set_num_threads(static_cast<int32_t>(Opts.Threads));
   std::string Text, Error;
   std::string Name = Opts.InputPath == "-" ? "<stdin>" : Opts.InputPath;
   if (!readFile(Opts.InputPath, Text, Error)) {

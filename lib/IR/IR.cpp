@@ -309,6 +309,15 @@ Stmt ExternalCall::make(BufferView Out, std::string Func,
                                         DeclaresOut, L);
 }
 
+Stmt ParallelCall::make(std::shared_ptr<const Kernel> Task, Expr Start,
+                        Expr Stop, Expr Grain, std::vector<TaskArg> Args,
+                        SourceLoc L) {
+  assert(Task && Start && Stop && Grain && "incomplete parallel call");
+  return std::make_shared<ParallelCall>(std::move(Task), std::move(Start),
+                                        std::move(Stop), std::move(Grain),
+                                        std::move(Args), L);
+}
+
 const Param *Kernel::findParam(std::string_view N) const {
   for (const Param &P : Params)
     if (P.Name == N)

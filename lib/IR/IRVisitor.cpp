@@ -50,6 +50,8 @@ void IRVisitor::visit(const Stmt &S) {
     return visitFreeExt(cast<FreeExt>(S));
   case StmtKind::ExternalCall:
     return visitExternalCall(cast<ExternalCall>(S));
+  case StmtKind::ParallelCall:
+    return visitParallelCall(cast<ParallelCall>(S));
   }
 }
 
@@ -118,6 +120,15 @@ void IRVisitor::visitExternalCall(const ExternalCall *Op) {
     visit(E);
 }
 
+void IRVisitor::visitParallelCall(const ParallelCall *Op) {
+  visit(Op->Start);
+  visit(Op->Stop);
+  visit(Op->Grain);
+  for (const TaskArg &A : Op->Args)
+    if (A.Scalar)
+      visit(A.Scalar);
+}
+
 //===----------------------------------------------------------------------===//
 
 Expr IRMutator::mutate(const Expr &E) {
@@ -168,6 +179,8 @@ Stmt IRMutator::mutate(const Stmt &S) {
     return mutateFreeExt(cast<FreeExt>(S), S);
   case StmtKind::ExternalCall:
     return mutateExternalCall(cast<ExternalCall>(S), S);
+  case StmtKind::ParallelCall:
+    return mutateParallelCall(cast<ParallelCall>(S), S);
   }
   return S;
 }
@@ -298,6 +311,49 @@ Stmt IRMutator::mutateExternalCall(const ExternalCall *Op, const Stmt &S) {
     return S;
   return ExternalCall::make(std::move(Out), Op->Func, std::move(Args),
                             std::move(Scalars), Op->DeclaresOut, Op->Loc);
+}
+
+} // namespace nnc
+
+namespace nnc {
+
+Stmt IRMutator::mutateParallelCall(const ParallelCall *Op, const Stmt &S) {
+  bool Changed = false;
+  auto Bounds = mutateAll({Op->Start, Op->Stop, Op->Grain}, Changed);
+  std::vector<TaskArg> Args = Op->Args;
+  for (TaskArg &A : Args)
+    if (A.Scalar) {
+      Expr N = mutate(A.Scalar);
+      Changed |= N != A.Scalar;
+      A.Scalar = N;
+    }
+  if (!Changed)
+    return S;
+  return ParallelCall::make(Op->Task, Bounds[0], Bounds[1], Bounds[2],
+                            std::move(Args), Op->Loc);
+}
+
+std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K) {
+  std::vector<std::shared_ptr<const Kernel>> Out;
+  struct Finder : IRVisitor {
+    std::vector<std::shared_ptr<const Kernel>> *Out;
+    void visitParallelCall(const ParallelCall *Op) override {
+      for (const auto &T : tasksOf(*Op->Task))
+        add(T);
+      add(Op->Task);
+      IRVisitor::visitParallelCall(Op);
+    }
+    void add(const std::shared_ptr<const Kernel> &T) {
+      for (const auto &E : *Out)
+        if (E == T)
+          return;
+      Out->push_back(T);
+    }
+  } F;
+  F.Out = &Out;
+  if (K.Body)
+    F.visit(K.Body);
+  return Out;
 }
 
 } // namespace nnc

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 namespace nnc {
@@ -350,6 +351,27 @@ public:
       OS << "});\n";
       return;
     }
+    case StmtKind::ParallelCall: {
+      auto *P = cast<ParallelCall>(S);
+      indent(Ind);
+      OS << "nnc_parallel_for(task=" << P->Task->Name << ", start=";
+      expr(P->Start);
+      OS << ", stop=";
+      expr(P->Stop);
+      OS << ", grain=";
+      expr(P->Grain);
+      OS << ", args={";
+      for (size_t K = 0; K < P->Args.size(); ++K) {
+        if (K)
+          OS << ", ";
+        if (P->Args[K].Buf)
+          OS << P->Args[K].Buf->Name;
+        else
+          expr(P->Args[K].Scalar);
+      }
+      OS << "});\n";
+      return;
+    }
     case StmtKind::ExternalCall: {
       auto *E = cast<ExternalCall>(S);
       indent(Ind);
@@ -407,7 +429,9 @@ void printParam(std::ostream &OS, const Param &P) {
     return;
   }
   const BufferNode &B = *P.Buf;
-  OS << roleSpelling(B.Role) << ' ' << P.Name << ": " << dtypeName(B.Type)
+  // A task receives its caller's temporaries as inout buffers.
+  OS << (B.Role == BufferRole::Temp ? "inout" : roleSpelling(B.Role)) << ' '
+     << P.Name << ": " << dtypeName(B.Type)
      << '[';
   printShapeList(OS, B.Dims);
   OS << ']';
@@ -441,7 +465,7 @@ std::string toString(const BufferView &V) {
 }
 
 void printKernel(std::ostream &OS, const Kernel &K) {
-  OS << "kernel " << K.Name << '(';
+  OS << (K.IsTask ? "task " : "kernel ") << K.Name << '(';
   for (size_t I = 0; I < K.Params.size(); ++I) {
     OS << (I ? ",\n    " : "\n    ");
     printParam(OS, K.Params[I]);
@@ -451,11 +475,30 @@ void printKernel(std::ostream &OS, const Kernel &K) {
   OS << "}\n";
 }
 
+void printKernelWithTasks(std::ostream &OS, const Kernel &K) {
+  for (const auto &T : tasksOf(K)) {
+    printKernel(OS, *T);
+    OS << '\n';
+  }
+  printKernel(OS, K);
+}
+
 void printModule(std::ostream &OS, const Module &M) {
-  for (size_t I = 0; I < M.Kernels.size(); ++I) {
-    if (I)
+  // Tasks come before their callers, each once.
+  std::set<std::string> Printed;
+  bool First = true;
+  auto Print = [&](const Kernel &K) {
+    if (!Printed.insert(K.Name).second)
+      return;
+    if (!First)
       OS << '\n';
-    printKernel(OS, M.Kernels[I]);
+    First = false;
+    printKernel(OS, K);
+  };
+  for (const Kernel &K : M.Kernels) {
+    for (const auto &T : tasksOf(K))
+      Print(*T);
+    Print(K);
   }
 }
 

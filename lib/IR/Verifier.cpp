@@ -81,6 +81,12 @@ private:
   }
 
   void checkParams() {
+    if (K.IsTask &&
+        (K.Params.size() < 2 || K.Params[0].isBuffer() ||
+         K.Params[1].isBuffer() || K.Params[0].Type != DType::I64 ||
+         K.Params[1].Type != DType::I64))
+      error(K.Loc, "task '" + K.Name +
+                       "' must start with two i64 parameters (begin, end)");
     std::unordered_set<std::string> Seen;
     for (const Param &P : K.Params) {
       if (!Seen.insert(P.Name).second)
@@ -94,9 +100,11 @@ private:
       if (P.Buf->Name != P.Name)
         error(P.Loc, "parameter '" + P.Name + "' names buffer '" +
                          P.Buf->Name + "'");
-      if (P.Buf->Role == BufferRole::Temp)
+      if (P.Buf->Role == BufferRole::Temp && !K.IsTask)
         error(P.Loc, "parameter '" + P.Name + "' cannot be a temporary");
       Declared[P.Name] = P.Buf;
+      if (P.Buf->isTemp()) // A caller's temporary, passed to a task.
+        Live.insert(P.Name);
       checkShape(*P.Buf, "buffer '" + P.Name + "'");
     }
   }
@@ -463,6 +471,50 @@ private:
     unsigned Before = Diags.numErrors();
     if (!Info->Verify(*Op, Diags))
       NumErrors += Diags.numErrors() - Before;
+  }
+
+  void visitParallelCall(const ParallelCall *Op) override {
+    IRVisitor::visitParallelCall(Op);
+    for (const Expr *E : {&Op->Start, &Op->Stop, &Op->Grain})
+      if ((*E)->Type != DType::I64)
+        error((*E)->Loc, "bounds and grain of nnc_parallel_for must be i64, "
+                         "not " + typeStr((*E)->Type));
+    const Kernel &T = *Op->Task;
+    if (!T.IsTask) {
+      error(Op->Loc, "'" + T.Name + "' is not a task");
+      return;
+    }
+    if (T.Params.size() != Op->Args.size() + 2) {
+      error(Op->Loc, "task '" + T.Name + "' takes " +
+                         std::to_string(T.Params.size() - 2) +
+                         " arguments, " + std::to_string(Op->Args.size()) +
+                         " given");
+      return;
+    }
+    for (size_t I = 0; I < Op->Args.size(); ++I) {
+      const Param &P = T.Params[I + 2];
+      const TaskArg &A = Op->Args[I];
+      std::string What = "argument " + std::to_string(I + 1) + " of task '" +
+                         T.Name + "'";
+      if (P.isBuffer() != (A.Buf != nullptr)) {
+        error(Op->Loc, What + " must be " +
+                           (P.isBuffer() ? "a buffer" : "a scalar"));
+        continue;
+      }
+      if (A.Buf) {
+        if (!checkLive(A.Buf, Op->Loc))
+          continue;
+        if (A.Buf->Type != P.Buf->Type || A.Buf->rank() != P.Buf->rank())
+          error(Op->Loc, What + " '" + A.Buf->Name + "' does not match '" +
+                             P.Name + "'");
+        else if (P.Buf->isWritable() && !A.Buf->isWritable())
+          error(Op->Loc, What + ": the task writes '" + P.Name +
+                             "' but '" + A.Buf->Name + "' is an input");
+      } else if (A.Scalar->Type != P.Type) {
+        error(A.Scalar->Loc, What + " has type " + typeStr(A.Scalar->Type) +
+                                 ", the task expects " + typeStr(P.Type));
+      }
+    }
   }
 
   const Kernel &K;

@@ -334,6 +334,7 @@ private:
                                                 SourceLoc L, State &S);
   StmtFn compile(const Stmt &St, State &S);
   StmtFn compileExternalCall(const ExternalCall *Op, State &S);
+  StmtFn compileParallelCall(const ParallelCall *Op, State &S);
   ExprFn compileBinary(const Binary *Op);
   ExprFn compileIntrinsic(const Intrinsic *Op);
 
@@ -730,8 +731,69 @@ StmtFn Compiler::compile(const Stmt &St, State &S) {
   }
   case StmtKind::ExternalCall:
     return compileExternalCall(cast<ExternalCall>(St), S);
+  case StmtKind::ParallelCall:
+    return compileParallelCall(cast<ParallelCall>(St), S);
   }
   fail(St->Loc, "unknown statement");
+}
+
+/// A task compiled once per call site: its own slots and buffers.
+struct TaskProgram {
+  StmtFn Body;
+  size_t NumSlots = 0;
+  std::vector<const BufferNode *> BufNodes;
+  std::vector<int> Slot, Buf; // Per task parameter, -1 if not that kind.
+};
+
+StmtFn Compiler::compileParallelCall(const ParallelCall *Op, State &S) {
+  auto TP = std::make_shared<TaskProgram>();
+  const Kernel &T = *Op->Task;
+  {
+    State TS;
+    Compiler C(T, Opts);
+    C.setState(TS);
+    C.compileKernel(TS, TP->Body);
+    TP->NumSlots = TS.Slots.size();
+    for (const RtBuf &B : TS.Bufs)
+      TP->BufNodes.push_back(B.Node);
+    for (size_t I = 0; I < T.Params.size(); ++I) {
+      bool IsBuf = T.Params[I].isBuffer();
+      TP->Slot.push_back(IsBuf ? -1 : static_cast<int>(C.slotOfParam(I)));
+      TP->Buf.push_back(IsBuf ? static_cast<int>(C.bufOfParam(I)) : -1);
+    }
+  }
+  ExprFn Start = compile(Op->Start), Stop = compile(Op->Stop);
+  std::vector<ExprFn> Scalars;
+  std::vector<int> CallerBuf;
+  for (const TaskArg &A : Op->Args) {
+    Scalars.push_back(A.Scalar ? compile(A.Scalar) : ExprFn());
+    CallerBuf.push_back(A.Buf ? static_cast<int>(bufferIndex(A.Buf.get(), S))
+                              : -1);
+  }
+  // Iterations may run in any order; the reference runs them in order.
+  return [TP, Start, Stop, Scalars, CallerBuf](State &S) {
+    State TS;
+    TS.Slots.resize(TP->NumSlots);
+    TS.Bufs.resize(TP->BufNodes.size());
+    for (size_t I = 0; I < TP->BufNodes.size(); ++I)
+      TS.Bufs[I].Node = TP->BufNodes[I];
+    TS.Slots[TP->Slot[0]] = Start(S);
+    TS.Slots[TP->Slot[1]] = Stop(S);
+    for (size_t I = 0; I < Scalars.size(); ++I) {
+      if (CallerBuf[I] < 0) {
+        TS.Slots[TP->Slot[I + 2]] = Scalars[I](S);
+        continue;
+      }
+      const RtBuf &From = S.Bufs[CallerBuf[I]];
+      RtBuf &To = TS.Bufs[TP->Buf[I + 2]];
+      To.Data = From.Data;
+      To.Elems = From.Elems;
+      To.Dims = From.Dims;
+      To.Strides = From.Strides;
+      To.Live = From.Live;
+    }
+    TP->Body(TS);
+  };
 }
 
 StmtFn Compiler::compileExternalCall(const ExternalCall *Op, State &S) {

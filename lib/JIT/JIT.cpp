@@ -274,7 +274,7 @@ public:
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
        << "O" << Opts.OptLevel << " contract=" << Contract << '\n';
-    printKernel(OS, K);
+    printKernelWithTasks(OS, K);
     return OS.str();
   }
 

@@ -83,6 +83,8 @@ public:
       for (const Kernel &Prev : M.Kernels)
         if (Prev.Name == K.Name)
           fail(K.Loc, "redefinition of kernel '" + K.Name + "'");
+      if (K.IsTask)
+        Tasks[K.Name] = std::make_shared<const Kernel>(K);
       M.Kernels.push_back(std::move(K));
     }
     if (M.Kernels.empty())
@@ -209,9 +211,10 @@ private:
 
   Kernel parseKernel() {
     const Token &KwTok = peek();
-    if (!KwTok.isIdent("kernel"))
+    if (!KwTok.isIdent("kernel") && !KwTok.isIdent("task"))
       failAt(KwTok, "expected 'kernel', found " + describe(KwTok));
     Kernel K;
+    K.IsTask = KwTok.isIdent("task");
     K.Loc = locOf(take());
     K.Name = std::string(expectIdent("kernel name").Text);
     expect(TokKind::LParen, "'(' after the kernel name");
@@ -365,6 +368,8 @@ private:
       if (T.Text == "Alias")
         failAt(T, "Alias is not supported; write the temporary as "
                   "Allocate/Free (ir-format.md, Details 12)");
+      if (T.Text == "nnc_parallel_for")
+        return parseParallelCall();
       if (!lookupVar(T.Text))
         return parseExternalCall();
     }
@@ -637,6 +642,56 @@ private:
     BufferView Out = parseView(true, Declares);
     expect(TokKind::Assign, "'=' after the call's output");
     return parseCallRest(std::move(Out), Declares, Loc);
+  }
+
+  /// nnc_parallel_for(task=T, start=E, stop=E, grain=E, args={...});
+  Stmt parseParallelCall() {
+    Token Kw = take();
+    expect(TokKind::LParen, "'(' after 'nnc_parallel_for'");
+    expectKeyword("task");
+    expect(TokKind::Assign, "'=' after 'task'");
+    Token Name = expectIdent("a task name");
+    auto It = Tasks.find(std::string(Name.Text));
+    if (It == Tasks.end())
+      failAt(Name, "unknown task '" + std::string(Name.Text) +
+                       "' (a task must be defined before it is called)");
+    Expr Bounds[3];
+    const char *Keys[3] = {"start", "stop", "grain"};
+    for (int I = 0; I < 3; ++I) {
+      expect(TokKind::Comma, "','");
+      expectKeyword(Keys[I]);
+      expect(TokKind::Assign, "'='");
+      Bounds[I] = adaptTo(parseExpr(), DType::I64);
+    }
+    expect(TokKind::Comma, "','");
+    expectKeyword("args");
+    expect(TokKind::Assign, "'=' after 'args'");
+    expect(TokKind::LBrace, "'{'");
+    std::vector<TaskArg> Args;
+    while (!peek().is(TokKind::RBrace)) {
+      TaskArg A;
+      const Token &T = peek();
+      if (T.is(TokKind::Ident) && Buffers.count(std::string(T.Text)) &&
+          !lookupVar(T.Text) &&
+          (peek(1).is(TokKind::Comma) || peek(1).is(TokKind::RBrace))) {
+        A.Buf = Buffers[std::string(take().Text)];
+      } else {
+        A.Scalar = parseExpr();
+      }
+      Args.push_back(std::move(A));
+      if (!consumeIf(TokKind::Comma))
+        break;
+    }
+    expect(TokKind::RBrace, "'}' to close args");
+    expect(TokKind::RParen, "')'");
+    expect(TokKind::Semi, "';' after nnc_parallel_for(...)");
+    // Literal scalar arguments take the type of the task's parameter.
+    const Kernel &Task = *It->second;
+    for (size_t I = 0; I < Args.size() && I + 2 < Task.Params.size(); ++I)
+      if (Args[I].Scalar && !Task.Params[I + 2].isBuffer())
+        Args[I].Scalar = adaptTo(Args[I].Scalar, Task.Params[I + 2].Type);
+    return ParallelCall::make(It->second, Bounds[0], Bounds[1], Bounds[2],
+                              std::move(Args), locOf(Kw));
   }
 
   Stmt parseLet() {
@@ -964,6 +1019,7 @@ private:
   std::map<std::string, Buffer> Buffers;
   std::vector<std::vector<ScalarDecl>> Scopes;
   std::unordered_map<std::string, DType> ScalarParams;
+  std::map<std::string, std::shared_ptr<const Kernel>> Tasks;
 };
 
 } // namespace

@@ -4,13 +4,19 @@
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/Interp/ReferenceExternals.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
+
+#include <omp.h>
 
 namespace {
 
 thread_local std::string LastError;
+std::atomic<int32_t> NumThreads{0};
 
 int32_t failWith(std::string Msg) {
   LastError = std::move(Msg);
@@ -72,6 +78,49 @@ void nnc_runtime_free(void *P) { std::free(P); }
 
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
 
+void nnc_runtime_set_num_threads(int32_t N) { NumThreads = N < 0 ? 0 : N; }
+
+int32_t nnc_runtime_num_threads() {
+  int32_t N = NumThreads.load(std::memory_order_relaxed);
+  return N > 0 ? N : omp_get_max_threads();
+}
+
+int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
+                         int64_t Grain, void *Env) {
+  if (Stop <= Start)
+    return 0;
+  int64_t N = Stop - Start;
+  Grain = std::max<int64_t>(Grain, 1);
+  int32_t Threads = nnc_runtime_num_threads();
+  if (Threads <= 1 || N < 2 * Grain || omp_in_parallel())
+    return Body(Start, Stop, Env);
+  // Up to four chunks per thread, each at least the grain.
+  int64_t Chunks = std::min<int64_t>(N / Grain, int64_t(Threads) * 4);
+  int64_t Size = (N + Chunks - 1) / Chunks;
+  Chunks = (N + Size - 1) / Size;
+  std::atomic<int32_t> First{0};
+  std::mutex Mu;
+  std::string Why;
+#pragma omp parallel for num_threads(Threads) schedule(dynamic, 1)
+  for (int64_t C = 0; C < Chunks; ++C) {
+    if (First.load(std::memory_order_relaxed) != 0)
+      continue;
+    int64_t B = Start + C * Size;
+    int32_t Status = Body(B, std::min(Stop, B + Size), Env);
+    if (Status != 0) {
+      int32_t Expected = 0;
+      if (First.compare_exchange_strong(Expected, Status)) {
+        std::lock_guard<std::mutex> L(Mu);
+        Why = LastError; // The worker's message travels to the caller.
+      }
+    }
+  }
+  int32_t Status = First.load();
+  if (Status != 0)
+    LastError = Why;
+  return Status;
+}
+
 int32_t nnc_aten_conv2d(int64_t BufsNum, void **BufData, int64_t *BufRanks,
                         int64_t *BufDims, int64_t *BufStrides,
                         int8_t *BufDTypes, int64_t ArgsNum,
@@ -104,6 +153,7 @@ const std::vector<RuntimeSymbol> &runtimeSymbols() {
   static const std::vector<RuntimeSymbol> Symbols = {
       {"nnc_runtime_alloc", reinterpret_cast<void *>(&nnc_runtime_alloc)},
       {"nnc_runtime_free", reinterpret_cast<void *>(&nnc_runtime_free)},
+      {"nnc_parallel_for", reinterpret_cast<void *>(&nnc_parallel_for)},
       {"nnc_aten_conv2d", reinterpret_cast<void *>(&nnc_aten_conv2d)},
       {"nnc_aten_matmul", reinterpret_cast<void *>(&nnc_aten_matmul)},
       {"nnc_aten_addmm", reinterpret_cast<void *>(&nnc_aten_addmm)},

@@ -12,6 +12,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
+#include <algorithm>
 #include <iostream>
 
 using namespace llvm;
@@ -88,10 +89,56 @@ static cl::opt<std::string>
              cl::desc("Keep compiled kernels in DIR across runs"),
              cl::cat(Category));
 
+static cl::opt<std::string>
+    Parallel("parallel", cl::value_desc("all|outputs|none"), cl::init("all"),
+             cl::desc("Which loop nests may run in parallel: all (default), "
+                      "outputs (only nests writing outputs, NNC's old "
+                      "policy), none"),
+             cl::cat(Category));
+static cl::opt<int64_t> ParallelGrain(
+    "parallel-grain", cl::value_desc("N"),
+    cl::init(nnc::kDefaultParallelGrain),
+    cl::desc("Smallest work worth a parallel region, in innermost iterations"),
+    cl::cat(Category));
+static cl::opt<bool>
+    TrustParallel("trust-parallel",
+                  cl::desc("Trust /* parallel */ marks instead of checking "
+                           "them"),
+                  cl::cat(Category));
+static cl::list<std::string>
+    Remarks("remarks", cl::value_desc("pass"), cl::CommaSeparated,
+            cl::desc("Explain the decisions of a pass (parallelize)"),
+            cl::cat(Category));
+
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   // --time-passes and --stats are LLVM's own flags, given our meaning: the
   // compile time by phase.
+  // --threads is LLVM's own (hidden, int) flag too; we give it our meaning.
+  auto *Threads =
+      dynamic_cast<cl::opt<int> *>(cl::getRegisteredOptions().lookup("threads"));
+  if (Threads) {
+    Threads->addCategory(Category);
+    Threads->setDescription("Threads for parallel loops (default: "
+                            "OMP_NUM_THREADS, else the core count)");
+    Threads->setValueStr("N");
+    Threads->setHiddenFlag(cl::NotHidden);
+  }
+  // --print-after and --print-after-all are LLVM's flags as well: we read
+  // them for our passes, then clear them so LLVM's own passes print nothing.
+  auto *PrintAfter = dynamic_cast<cl::list<std::string> *>(
+      cl::getRegisteredOptions().lookup("print-after"));
+  auto *PrintAfterAll = dynamic_cast<cl::opt<bool> *>(
+      cl::getRegisteredOptions().lookup("print-after-all"));
+  if (PrintAfter) {
+    PrintAfter->addCategory(Category);
+    PrintAfter->setDescription("Print the IR after a pass (parallelize, "
+                               "outline-parallel)");
+  }
+  if (PrintAfterAll) {
+    PrintAfterAll->addCategory(Category);
+    PrintAfterAll->setDescription("Print the IR after every pass");
+  }
   for (const char *Name : {"time-passes", "stats"})
     if (cl::Option *O = cl::getRegisteredOptions().lookup(Name)) {
       O->addCategory(Category);
@@ -142,6 +189,44 @@ int main(int argc, char **argv) {
       Emit != "asm" && Emit != "obj")
     return Fail("--emit expects llvm, llvm-unopt, asm or obj, got '" + Emit +
                 "'");
+  if (Parallel == "all")
+    Opts.Pipeline.Parallel.Mode = nnc::ParallelMode::All;
+  else if (Parallel == "outputs")
+    Opts.Pipeline.Parallel.Mode = nnc::ParallelMode::Outputs;
+  else if (Parallel == "none")
+    Opts.Pipeline.Parallel.Mode = nnc::ParallelMode::None;
+  else
+    return Fail("--parallel expects all, outputs or none, got '" + Parallel +
+                "'");
+  if (ParallelGrain < 1)
+    return Fail("--parallel-grain expects a positive number");
+  if (Threads && Threads->getNumOccurrences()) {
+    if (*Threads < 1)
+      return Fail("--threads expects a positive number");
+    Opts.Threads = static_cast<unsigned>(*Threads);
+  }
+  Opts.Pipeline.Parallel.Threads = Opts.Threads;
+  Opts.Pipeline.Parallel.Grain = ParallelGrain;
+  Opts.Pipeline.Parallel.TrustParallel = TrustParallel;
+  auto Known = nnc::registeredPasses();
+  for (const std::string &P : Remarks) {
+    if (P != "parallelize")
+      return Fail("--remarks: no remarks from pass '" + P +
+                  "' (known: parallelize)");
+    Opts.Pipeline.Parallel.Remarks = true;
+  }
+  if (PrintAfter) {
+    for (const std::string &P : *PrintAfter) {
+      if (std::find(Known.begin(), Known.end(), P) == Known.end())
+        return Fail("--print-after: unknown pass '" + P + "'");
+      Opts.Pipeline.PrintAfter.push_back(P);
+    }
+    PrintAfter->clear();
+  }
+  if (PrintAfterAll) {
+    Opts.Pipeline.PrintAfterAll = *PrintAfterAll;
+    *PrintAfterAll = false;
+  }
   if (FPContract == "on")
     Opts.JIT.FPContract = true;
   else if (FPContract == "off")

@@ -10,6 +10,7 @@
 
 #include "nnc/IR/IR.h"
 #include "nnc/JIT/JIT.h"
+#include "nnc/Transforms/Passes.h"
 #include "nnc/Interp/HostBuffer.h"
 #include "nnc/Support/Diagnostics.h"
 
@@ -56,6 +57,10 @@ struct DriverOptions {
   /// Report compile time by phase on standard error.
   bool TimePasses = false;
   JITOptions JIT;
+  /// The IR pipeline before code generation (parallelize, outline-parallel).
+  PipelineOptions Pipeline;
+  /// Threads for parallel loops (0: OMP_NUM_THREADS, else the core count).
+  unsigned Threads = 0;
 };
 
 /// A loaded and verified file with its diagnostics context.

@@ -312,6 +312,7 @@ enum class StmtKind : uint8_t {
   Free,
   FreeExt,
   ExternalCall,
+  ParallelCall,
 };
 
 class StmtNode {
@@ -479,6 +480,36 @@ public:
   }
 };
 
+struct Kernel;
+
+/// One argument of a ParallelCall: a buffer, or a scalar expression.
+struct TaskArg {
+  Buffer Buf;
+  Expr Scalar;
+};
+
+/// `nnc_parallel_for(task=T, start=S, stop=E, grain=G, args={...})`: runs
+/// task T over [S, E) split into ranges of at least G iterations, possibly
+/// concurrently; T(begin, end, args...) runs the iterations in [begin, end).
+/// Made by the outline-parallel pass from a parallel loop; the arguments are
+/// the buffers and values the loop body uses (its closure).
+class ParallelCall final : public StmtNode {
+public:
+  const std::shared_ptr<const Kernel> Task;
+  const Expr Start, Stop, Grain;
+  const std::vector<TaskArg> Args;
+  ParallelCall(std::shared_ptr<const Kernel> T, Expr A, Expr B, Expr G,
+               std::vector<TaskArg> Ar, SourceLoc L)
+      : StmtNode(StmtKind::ParallelCall, L), Task(std::move(T)),
+        Start(std::move(A)), Stop(std::move(B)), Grain(std::move(G)),
+        Args(std::move(Ar)) {}
+  static Stmt make(std::shared_ptr<const Kernel> Task, Expr Start, Expr Stop,
+                   Expr Grain, std::vector<TaskArg> Args, SourceLoc L = {});
+  static bool classof(const StmtNode *S) {
+    return S->Kind == StmtKind::ParallelCall;
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
@@ -492,15 +523,21 @@ struct Param {
   bool isBuffer() const { return Buf != nullptr; }
 };
 
-/// A named kernel: parameters in call order and a body Block.
+/// A named kernel: parameters in call order and a body Block. A task (the
+/// outlined body of a parallel loop) is a kernel whose first two parameters
+/// are the i64 range `begin`, `end`; it is printed as `task NAME(...)`.
 struct Kernel {
   std::string Name;
   std::vector<Param> Params;
   Stmt Body;
   SourceLoc Loc;
+  bool IsTask = false;
 
   const Param *findParam(std::string_view Name) const;
 };
+
+/// The tasks K calls (directly or through other tasks), callees first.
+std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K);
 
 /// Every kernel of one file.
 struct Module {

@@ -44,6 +44,7 @@ protected:
   virtual void visitFree(const Free *) {}
   virtual void visitFreeExt(const FreeExt *) {}
   virtual void visitExternalCall(const ExternalCall *Op);
+  virtual void visitParallelCall(const ParallelCall *Op);
 
   /// Visits the size and stride expressions of an explicit view.
   void visitView(const BufferView &V);
@@ -78,6 +79,7 @@ protected:
   virtual Stmt mutateFree(const Free *, const Stmt &S) { return S; }
   virtual Stmt mutateFreeExt(const FreeExt *, const Stmt &S) { return S; }
   virtual Stmt mutateExternalCall(const ExternalCall *Op, const Stmt &S);
+  virtual Stmt mutateParallelCall(const ParallelCall *Op, const Stmt &S);
 
   /// Mutates a list; sets Changed if any element changed.
   std::vector<Expr> mutateAll(const std::vector<Expr> &Es, bool &Changed);

@@ -18,6 +18,8 @@ std::string toString(const Expr &E);
 /// Prints a statement at the given indentation (two spaces per level).
 std::string toString(const Stmt &S, unsigned Indent = 0);
 void printKernel(std::ostream &OS, const Kernel &K);
+/// Prints the tasks K calls, then K: a text that parses on its own.
+void printKernelWithTasks(std::ostream &OS, const Kernel &K);
 void printModule(std::ostream &OS, const Module &M);
 /// Prints a buffer view as NNC does in ExternalCalls: the name, or the full
 /// description `name(dtype=..., sizes=[...], strides=[...])` when explicit.

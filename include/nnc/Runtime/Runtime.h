@@ -20,6 +20,23 @@ void nnc_runtime_free(void *P);
 /// The message of the last failure on this thread ("" if none).
 const char *nnc_runtime_last_error();
 
+/// The body of a parallel loop: runs iterations [Begin, End) with the
+/// captured values in Env; returns 0 or an error status.
+typedef int32_t (*nnc_task_fn)(int64_t Begin, int64_t End, void *Env);
+
+/// Runs Body over [Start, Stop) on the OpenMP runtime (libomp): the range is
+/// split into chunks of at least Grain iterations, several per thread, handed
+/// out dynamically so that a descheduled thread cannot hold up the loop.
+/// Ranges shorter than two grains, a single thread, or a call from inside a
+/// running parallel region run serially on the calling thread. Returns the
+/// first non-zero status of any chunk (later chunks are skipped).
+int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
+                         int64_t Grain, void *Env);
+/// Threads nnc_parallel_for uses; 0 (the default) means the OpenMP default
+/// (OMP_NUM_THREADS, else the core count).
+void nnc_runtime_set_num_threads(int32_t N);
+int32_t nnc_runtime_num_threads();
+
 /// NNC's external-call convention. Buffer 0 is the output; for buffer i,
 /// BufData[i] is its data, BufRanks[i] its rank, and its dims and strides are
 /// the next BufRanks[i] entries of BufDims and BufStrides; BufDTypes[i] is its

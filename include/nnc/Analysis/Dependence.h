@@ -1,0 +1,71 @@
+//===- Dependence.h - Loop-carried dependence analysis ----------*- C++ -*-===//
+//
+// Answers one question: may the iterations of loop L run in any order, or at
+// the same time, with the results of program order? Where the answer is no,
+// it says why: the buffer, the two accesses with their locations, and the
+// distance when it is known.
+//
+// Accesses are loads, stores and external calls (which read all of each
+// argument buffer and write all of their output). Index expressions are
+// turned into affine forms over loop variables whose coefficients are
+// polynomials in the kernel's scalar parameters, so flattened and symbolic
+// indices (`A[i * N + j]` with `j < N`) are analysed exactly. Two accesses in
+// different iterations conflict only if their element offsets can be equal;
+// the test bounds the difference of the offsets over the iteration space
+// (Banerjee's inequalities, with symbolic bounds) and applies the GCD test.
+//
+// The analysis is sound: an index it cannot express (a load, a division, a
+// non-affine product) is a possible dependence. Temporaries allocated inside
+// L are private to an iteration and never carry a dependence.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_ANALYSIS_DEPENDENCE_H
+#define NNC_ANALYSIS_DEPENDENCE_H
+
+#include "nnc/IR/IR.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnc {
+
+/// A loop that encloses the loop being analysed. Its variable has the same
+/// value in both iterations compared.
+struct EnclosingLoop {
+  std::string Var;
+  Expr Start, Stop;
+};
+
+struct DependenceResult {
+  enum class Kind {
+    Independent, ///< Iterations may run in any order.
+    Proven,      ///< Two iterations certainly touch the same element.
+    Possible,    ///< Not proven independent (the analysis is conservative).
+  };
+  Kind K = Kind::Independent;
+  std::string Buffer;
+  /// The two accesses, as text ("write A[i + 1ll]"), and where they are.
+  std::string First, Second;
+  SourceLoc FirstLoc, SecondLoc;
+  /// The iteration distance, when it is one known constant.
+  std::optional<int64_t> Distance;
+  /// Why the analysis gave up, for Possible results ("index is not affine").
+  std::string Reason;
+
+  bool independent() const { return K == Kind::Independent; }
+  /// "loop-carried dependence on 'A' (write A[i + 1ll] at 4:5, read A[i] at
+  /// 4:14, distance 1)".
+  std::string describe() const;
+};
+
+/// Analyses loop L of kernel K, nested in Outer (outermost first).
+DependenceResult analyzeLoop(const Kernel &K, const For &L,
+                             const std::vector<EnclosingLoop> &Outer = {});
+
+/// The trip count of a loop if its bounds are constants.
+std::optional<int64_t> constantTripCount(const For &L);
+
+} // namespace nnc
+
+#endif // NNC_ANALYSIS_DEPENDENCE_H

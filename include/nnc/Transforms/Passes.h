@@ -1,0 +1,82 @@
+//===- Passes.h - IR passes and the default pipeline ------------*- C++ -*-===//
+//
+// One pass per file in lib/Transforms; PassRegistry.def lists them. The
+// default pipeline (buildDefaultPipeline) runs, in order:
+//
+//   parallelize       mark loop nests without loop-carried dependence parallel
+//   outline-parallel  turn every parallel loop into a task + nnc_parallel_for
+//
+// Every pass keeps the kernel verifiable; the pass manager verifies after
+// each pass and can print the IR after any of them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_TRANSFORMS_PASSES_H
+#define NNC_TRANSFORMS_PASSES_H
+
+#include "nnc/IR/IR.h"
+#include "nnc/Support/Diagnostics.h"
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace nnc {
+
+enum class ParallelMode {
+  All,     ///< Every top-level loop nest is a candidate.
+  Outputs, ///< NNC before the fix: only nests that write out/inout buffers.
+  None,
+};
+
+/// Smallest work, in innermost iterations, worth a parallel region; measured
+/// in docs/performance.md.
+constexpr int64_t kDefaultParallelGrain = 16384;
+
+struct ParallelizeOptions {
+  ParallelMode Mode = ParallelMode::All;
+  /// Threads the kernel will run on (decides how many loops to collapse);
+  /// 0 means the machine's.
+  unsigned Threads = 0;
+  /// Minimum work of a parallel region, in innermost iterations.
+  int64_t Grain = kDefaultParallelGrain;
+  /// Trust `/* parallel */` marks in the input instead of checking them.
+  bool TrustParallel = false;
+  /// Explain every decision as a remark at the loop.
+  bool Remarks = false;
+};
+
+/// parallelize: returns false after reporting an error (a loop marked
+/// parallel that carries a proven dependence).
+bool parallelizeLoops(Kernel &K, const ParallelizeOptions &Opts,
+                      DiagnosticEngine &Diags);
+
+/// outline-parallel: every parallel loop becomes a task kernel over
+/// [begin, end) plus a ParallelCall that passes its closure.
+bool outlineParallelLoops(Kernel &K, const ParallelizeOptions &Opts,
+                          DiagnosticEngine &Diags);
+
+/// Work of a statement in innermost iterations, if its trip counts are
+/// constants.
+std::optional<int64_t> constantWork(const Stmt &S);
+
+struct PipelineOptions {
+  ParallelizeOptions Parallel;
+  /// Print the kernel after these passes ("parallelize", ...).
+  std::vector<std::string> PrintAfter;
+  bool PrintAfterAll = false;
+  std::ostream *PrintStream = nullptr;
+};
+
+/// The passes in order, as registered names.
+std::vector<std::string> buildDefaultPipeline();
+/// Every registered pass name.
+std::vector<std::string> registeredPasses();
+
+/// Runs the named passes on K, verifying after each; false after an error.
+bool runPasses(Kernel &K, const std::vector<std::string> &Passes,
+               const PipelineOptions &Opts, DiagnosticEngine &Diags);
+
+} // namespace nnc
+
+#endif // NNC_TRANSFORMS_PASSES_H

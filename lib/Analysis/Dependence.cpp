@@ -1,0 +1,673 @@
+//===- Dependence.cpp - Loop-carried dependence analysis ------------------===//
+//
+// Representation: a Poly is a polynomial with integer coefficients in the
+// kernel's scalar parameters (`2*N*M - N + 3`); an Affine is a sum of loop
+// variables times Poly coefficients plus a Poly constant. Element offsets of
+// accesses become Affines (flat index, or the sum of index times stride).
+//
+// Test for loop L with variable i over [lo, hi]: access A in iteration i and
+// access B in iteration i + d (d != 0) touch the same element iff
+// E = addrA(i, u) - addrB(i + d, w) = 0 for some inner-loop values u, w and
+// the same values of the enclosing loops. E is affine in i, d, u, w; its
+// interval over the iteration space is computed term by term (the sign of a
+// symbolic coefficient is decided assuming every size parameter is at least
+// 1); if it excludes 0 for d > 0 and for d < 0, or the GCD of the constant
+// coefficients does not divide the constant, A and B never conflict.
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Analysis/Dependence.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/IR/Printer.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+namespace nnc {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Polynomials in the scalar parameters
+//===----------------------------------------------------------------------===//
+
+using Monomial = std::vector<std::string>; // Sorted parameter names.
+
+struct Poly {
+  std::map<Monomial, int64_t> T;
+  bool Overflow = false;
+
+  static Poly constant(int64_t C) {
+    Poly P;
+    if (C)
+      P.T[{}] = C;
+    return P;
+  }
+  static Poly symbol(const std::string &S) {
+    Poly P;
+    P.T[{S}] = 1;
+    return P;
+  }
+  bool isZero() const { return T.empty() && !Overflow; }
+  std::optional<int64_t> constValue() const {
+    if (Overflow)
+      return std::nullopt;
+    if (T.empty())
+      return 0;
+    if (T.size() == 1 && T.begin()->first.empty())
+      return T.begin()->second;
+    return std::nullopt;
+  }
+  void addTerm(const Monomial &M, int64_t C) {
+    int64_t &Slot = T[M];
+    if (__builtin_add_overflow(Slot, C, &Slot))
+      Overflow = true;
+    if (Slot == 0)
+      T.erase(M);
+  }
+  Poly operator+(const Poly &O) const {
+    Poly R = *this;
+    R.Overflow |= O.Overflow;
+    for (const auto &[M, C] : O.T)
+      R.addTerm(M, C);
+    return R;
+  }
+  Poly operator-() const {
+    Poly R;
+    R.Overflow = Overflow;
+    for (const auto &[M, C] : T) {
+      int64_t N;
+      if (__builtin_sub_overflow(int64_t(0), C, &N))
+        R.Overflow = true;
+      R.T[M] = N;
+    }
+    return R;
+  }
+  Poly operator-(const Poly &O) const { return *this + (-O); }
+  Poly operator*(const Poly &O) const {
+    Poly R;
+    R.Overflow = Overflow || O.Overflow;
+    for (const auto &[MA, CA] : T)
+      for (const auto &[MB, CB] : O.T) {
+        Monomial M = MA;
+        M.insert(M.end(), MB.begin(), MB.end());
+        std::sort(M.begin(), M.end());
+        int64_t C;
+        if (__builtin_mul_overflow(CA, CB, &C))
+          R.Overflow = true;
+        R.addTerm(M, C);
+      }
+    return R;
+  }
+};
+
+/// Sign reasoning. Parameters in Positive are known to be at least 1 (they
+/// size a buffer or bound a loop); substituting P = 1 + P' with P' >= 0, a
+/// polynomial whose coefficients are then all non-negative is non-negative.
+class SignOracle {
+public:
+  explicit SignOracle(std::set<std::string> Positive)
+      : Positive(std::move(Positive)) {}
+
+  bool nonNegative(const Poly &P) const {
+    auto E = expand(P);
+    if (!E)
+      return false;
+    for (const auto &[M, C] : *E)
+      if (C < 0)
+        return false;
+    return true;
+  }
+  bool positive(const Poly &P) const {
+    auto E = expand(P);
+    if (!E)
+      return false;
+    for (const auto &[M, C] : *E)
+      if (C < 0)
+        return false;
+    auto It = E->find({});
+    return It != E->end() && It->second > 0;
+  }
+
+private:
+  /// P with every positive parameter X replaced by 1 + X'; nullopt if P has
+  /// a parameter of unknown sign or overflows.
+  std::optional<std::map<Monomial, int64_t>> expand(const Poly &P) const {
+    if (P.Overflow)
+      return std::nullopt;
+    std::map<Monomial, int64_t> R;
+    for (const auto &[M, C] : P.T) {
+      for (const std::string &S : M)
+        if (!Positive.count(S))
+          return std::nullopt;
+      size_t N = M.size();
+      if (N > 16)
+        return std::nullopt;
+      for (size_t Mask = 0; Mask < (size_t(1) << N); ++Mask) {
+        Monomial Sub;
+        for (size_t K = 0; K < N; ++K)
+          if (Mask & (size_t(1) << K))
+            Sub.push_back(M[K]);
+        int64_t &Slot = R[Sub];
+        if (__builtin_add_overflow(Slot, C, &Slot))
+          return std::nullopt;
+      }
+    }
+    return R;
+  }
+
+  std::set<std::string> Positive;
+};
+
+//===----------------------------------------------------------------------===//
+// Affine forms over loop variables
+//===----------------------------------------------------------------------===//
+
+struct Affine {
+  std::map<std::string, Poly> Coef; // Loop variable -> coefficient.
+  Poly Const;
+
+  bool hasVars() const { return !Coef.empty(); }
+  void addCoef(const std::string &V, const Poly &P) {
+    Poly &Slot = Coef[V];
+    Slot = Slot + P;
+    if (Slot.isZero())
+      Coef.erase(V);
+  }
+  Affine operator+(const Affine &O) const {
+    Affine R = *this;
+    R.Const = R.Const + O.Const;
+    for (const auto &[V, P] : O.Coef)
+      R.addCoef(V, P);
+    return R;
+  }
+  Affine scaled(const Poly &K) const {
+    Affine R;
+    R.Const = Const * K;
+    for (const auto &[V, P] : Coef)
+      R.addCoef(V, P * K);
+    return R;
+  }
+  Affine operator-(const Affine &O) const { return *this + O.scaled(Poly::constant(-1)); }
+  bool overflow() const {
+    if (Const.Overflow)
+      return true;
+    for (const auto &[V, P] : Coef)
+      if (P.Overflow)
+        return true;
+    return false;
+  }
+};
+
+/// What names mean where an index is evaluated.
+struct Env {
+  std::set<std::string> LoopVars;
+  std::unordered_map<std::string, Expr> Lets;
+  std::set<std::string> Params; // Integral scalar parameters.
+};
+
+/// Converts an integer expression to an Affine; nullopt with Why set when it
+/// is not affine (loads, divisions, products of variables...).
+std::optional<Affine> toAffine(const Expr &E, const Env &En, std::string &Why,
+                               unsigned Depth = 0) {
+  if (Depth > 64) {
+    Why = "index is too deep to analyse";
+    return std::nullopt;
+  }
+  switch (E->Kind) {
+  case ExprKind::IntImm: {
+    Affine A;
+    A.Const = Poly::constant(cast<IntImm>(E)->Value);
+    return A;
+  }
+  case ExprKind::Var: {
+    const std::string &N = cast<Var>(E)->Name;
+    Affine A;
+    if (En.LoopVars.count(N)) {
+      A.Coef[N] = Poly::constant(1);
+      return A;
+    }
+    auto L = En.Lets.find(N);
+    if (L != En.Lets.end())
+      return toAffine(L->second, En, Why, Depth + 1);
+    if (En.Params.count(N)) {
+      A.Const = Poly::symbol(N);
+      return A;
+    }
+    Why = "index uses '" + N + "', which is not affine";
+    return std::nullopt;
+  }
+  case ExprKind::Cast: {
+    auto *C = cast<Cast>(E);
+    if (isIntegral(C->Type) && isIntegral(C->A->Type) && C->Type != DType::Bool)
+      return toAffine(C->A, En, Why, Depth + 1);
+    break;
+  }
+  case ExprKind::Neg: {
+    auto A = toAffine(cast<Neg>(E)->A, En, Why, Depth + 1);
+    if (!A)
+      return std::nullopt;
+    return A->scaled(Poly::constant(-1));
+  }
+  case ExprKind::Binary: {
+    auto *B = cast<Binary>(E);
+    if (B->Op != BinOp::Add && B->Op != BinOp::Sub && B->Op != BinOp::Mul)
+      break;
+    auto X = toAffine(B->A, En, Why, Depth + 1);
+    auto Y = toAffine(B->B, En, Why, Depth + 1);
+    if (!X || !Y)
+      return std::nullopt;
+    if (B->Op == BinOp::Add)
+      return *X + *Y;
+    if (B->Op == BinOp::Sub)
+      return *X - *Y;
+    if (!X->hasVars())
+      return Y->scaled(X->Const);
+    if (!Y->hasVars())
+      return X->scaled(Y->Const);
+    Why = "index multiplies two loop variables";
+    return std::nullopt;
+  }
+  case ExprKind::Load:
+    Why = "index depends on data (" + toString(E) + ")";
+    return std::nullopt;
+  default:
+    break;
+  }
+  Why = "index is not affine (" + toString(E) + ")";
+  return std::nullopt;
+}
+
+/// Inclusive symbolic interval; Known is false when a bound is unknown.
+struct Interval {
+  Poly Lo, Hi;
+  bool Known = true;
+};
+
+//===----------------------------------------------------------------------===//
+// Access collection
+//===----------------------------------------------------------------------===//
+
+struct Access {
+  Buffer Buf;
+  bool Write = false;
+  bool Whole = false;           ///< All of the buffer (an external call).
+  std::optional<Affine> Addr;   ///< Element offset, if affine.
+  std::string Why;              ///< Why Addr is missing.
+  std::map<std::string, Interval> InnerRanges; ///< Loops inside L around it.
+  std::string Text;
+  SourceLoc Loc;
+};
+
+std::string accessText(const Buffer &B, const std::vector<Expr> &Idx,
+                       bool Write) {
+  std::string S = std::string(Write ? "write " : "read ") + B->Name;
+  if (!Idx.empty()) {
+    S += "[";
+    for (size_t I = 0; I < Idx.size(); ++I)
+      S += (I ? ", " : "") + toString(Idx[I]);
+    S += "]";
+  }
+  return S;
+}
+
+class Collector : public IRVisitor {
+public:
+  explicit Collector(Env E) : En(std::move(E)) {}
+
+  std::vector<Access> Accesses;
+  std::set<const BufferNode *> Private; ///< Allocated inside the loop.
+
+  void enterLoop(const std::string &Var, Interval R) {
+    En.LoopVars.insert(Var);
+    Inner[Var] = R;
+  }
+
+protected:
+  void visitLoad(const Load *Op) override {
+    add(Op->Buf, Op->Indices, false, Op->Loc);
+    IRVisitor::visitLoad(Op);
+  }
+  void visitStore(const Store *Op) override {
+    add(Op->Buf, Op->Indices, true, Op->Loc);
+    IRVisitor::visitStore(Op);
+  }
+  void visitLet(const Let *Op) override {
+    IRVisitor::visitLet(Op);
+    En.Lets[Op->Name] = Op->Value;
+  }
+  void visitFor(const For *Op) override {
+    visit(Op->Start);
+    visit(Op->Stop);
+    Interval R = rangeOf(Op->Start, Op->Stop);
+    auto Saved = Inner;
+    auto SavedLets = En.Lets;
+    enterLoop(Op->Var, R);
+    visit(Op->Body);
+    Inner = std::move(Saved);
+    En.Lets = std::move(SavedLets);
+    En.LoopVars.erase(Op->Var);
+  }
+  void visitAllocate(const Allocate *Op) override {
+    Private.insert(Op->Buf.get());
+  }
+  void visitExternalCall(const ExternalCall *Op) override {
+    IRVisitor::visitExternalCall(Op);
+    if (Op->DeclaresOut)
+      Private.insert(Op->Out.Buf.get());
+    for (const BufferView &V : Op->Args)
+      addWhole(V.Buf, false, Op->Loc, Op->Func);
+    addWhole(Op->Out.Buf, true, Op->Loc, Op->Func);
+  }
+
+private:
+  Interval rangeOf(const Expr &Start, const Expr &Stop) {
+    std::string Why;
+    auto A = toAffine(Start, En, Why), B = toAffine(Stop, En, Why);
+    Interval R;
+    if (!A || !B || A->hasVars() || B->hasVars()) {
+      R.Known = false;
+      return R;
+    }
+    R.Lo = A->Const;
+    R.Hi = B->Const - Poly::constant(1);
+    return R;
+  }
+
+  void add(const Buffer &B, const std::vector<Expr> &Idx, bool Write,
+           SourceLoc L) {
+    Access A;
+    A.Buf = B;
+    A.Write = Write;
+    A.Text = accessText(B, Idx, Write);
+    A.Loc = L;
+    A.InnerRanges = Inner;
+    std::string Why;
+    std::optional<Affine> Addr = Affine();
+    if (Idx.size() == 1 && B->rank() != 1) {
+      Addr = toAffine(Idx[0], En, Why);
+    } else {
+      for (size_t D = 0; D < Idx.size() && Addr; ++D) {
+        auto I = toAffine(Idx[D], En, Why);
+        auto S = toAffine(B->Strides[D], En, Why);
+        if (!I || !S || S->hasVars()) {
+          Addr.reset();
+          if (Why.empty())
+            Why = "stride of '" + B->Name + "' is not constant";
+          break;
+        }
+        *Addr = *Addr + I->scaled(S->Const);
+      }
+    }
+    if (Addr && Addr->overflow()) {
+      Addr.reset();
+      Why = "index arithmetic overflows";
+    }
+    A.Addr = Addr;
+    A.Why = Why;
+    Accesses.push_back(std::move(A));
+  }
+
+  void addWhole(const Buffer &B, bool Write, SourceLoc L,
+                const std::string &Func) {
+    Access A;
+    A.Buf = B;
+    A.Write = Write;
+    A.Whole = true;
+    A.Text = std::string(Write ? "write of all of " : "read of all of ") +
+             B->Name + " by " + Func;
+    A.Loc = L;
+    Accesses.push_back(std::move(A));
+  }
+
+  Env En;
+  std::map<std::string, Interval> Inner;
+};
+
+/// The parameters known to be at least 1: they size a buffer or bound a loop.
+std::set<std::string> positiveParams(const Kernel &K) {
+  std::set<std::string> Scalars, Out;
+  for (const Param &P : K.Params)
+    if (!P.isBuffer() && isIntegral(P.Type))
+      Scalars.insert(P.Name);
+  struct Finder : IRVisitor {
+    const std::set<std::string> *Scalars;
+    std::set<std::string> *Out;
+    void visitVar(const Var *Op) override {
+      if (Scalars->count(Op->Name))
+        Out->insert(Op->Name);
+    }
+  } F;
+  F.Scalars = &Scalars;
+  F.Out = &Out;
+  for (const Param &P : K.Params)
+    if (P.isBuffer())
+      for (const Expr &D : P.Buf->Dims)
+        F.visit(D);
+  struct Loops : IRVisitor {
+    IRVisitor *F;
+    void visitFor(const For *Op) override {
+      F->visit(Op->Stop);
+      IRVisitor::visitFor(Op);
+    }
+  } L;
+  L.F = &F;
+  if (K.Body)
+    L.visit(K.Body);
+  return Out;
+}
+
+//===----------------------------------------------------------------------===//
+// The pair test
+//===----------------------------------------------------------------------===//
+
+/// Interval of the affine E whose variables range over R.
+Interval boundOf(const Affine &E, const std::map<std::string, Interval> &R,
+                 const SignOracle &S) {
+  Interval Out;
+  Out.Lo = E.Const;
+  Out.Hi = E.Const;
+  for (const auto &[V, K] : E.Coef) {
+    auto It = R.find(V);
+    if (It == R.end() || !It->second.Known) {
+      Out.Known = false;
+      return Out;
+    }
+    const Interval &VI = It->second;
+    if (S.nonNegative(K)) {
+      Out.Lo = Out.Lo + K * VI.Lo;
+      Out.Hi = Out.Hi + K * VI.Hi;
+    } else if (S.nonNegative(-K)) {
+      Out.Lo = Out.Lo + K * VI.Hi;
+      Out.Hi = Out.Hi + K * VI.Lo;
+    } else {
+      Out.Known = false;
+      return Out;
+    }
+  }
+  return Out;
+}
+
+bool excludesZero(const Interval &I, const SignOracle &S) {
+  return I.Known && (S.positive(I.Lo) || S.positive(-I.Hi));
+}
+
+/// Renames every variable of E except those in Keep with a prefix.
+Affine renamed(const Affine &E, const std::string &Prefix,
+               const std::set<std::string> &Keep) {
+  Affine R;
+  R.Const = E.Const;
+  for (const auto &[V, P] : E.Coef)
+    R.addCoef(Keep.count(V) ? V : Prefix + V, P);
+  return R;
+}
+
+} // namespace
+
+std::string DependenceResult::describe() const {
+  if (K == Kind::Independent)
+    return "no loop-carried dependence";
+  auto At = [](SourceLoc L) {
+    return L.isValid() ? " at " + std::to_string(L.Line) + ":" +
+                             std::to_string(L.Col)
+                       : std::string();
+  };
+  std::string S = std::string(K == Kind::Possible ? "possible " : "") +
+                  "loop-carried dependence on '" + Buffer + "' (" + First +
+                  At(FirstLoc) + ", " + Second + At(SecondLoc);
+  if (Distance)
+    S += ", distance " + std::to_string(*Distance);
+  S += ")";
+  if (!Reason.empty())
+    S += ": " + Reason;
+  return S;
+}
+
+std::optional<int64_t> constantTripCount(const For &L) {
+  auto A = getConstInt(L.Start), B = getConstInt(L.Stop);
+  if (!A || !B)
+    return std::nullopt;
+  return *B > *A ? *B - *A : 0;
+}
+
+DependenceResult analyzeLoop(const Kernel &K, const For &L,
+                             const std::vector<EnclosingLoop> &Outer) {
+  SignOracle Sign(positiveParams(K));
+  Env En;
+  for (const Param &P : K.Params)
+    if (!P.isBuffer() && isIntegral(P.Type))
+      En.Params.insert(P.Name);
+
+  // Ranges of the enclosing loops (same value in both iterations) and of L.
+  std::map<std::string, Interval> Ranges;
+  std::string Why;
+  auto RangeOf = [&](const Expr &Start, const Expr &Stop) {
+    Interval R;
+    auto A = toAffine(Start, En, Why), B = toAffine(Stop, En, Why);
+    if (!A || !B || A->hasVars() || B->hasVars()) {
+      R.Known = false;
+      return R;
+    }
+    R.Lo = A->Const;
+    R.Hi = B->Const - Poly::constant(1);
+    return R;
+  };
+  std::set<std::string> OuterVars;
+  for (const EnclosingLoop &O : Outer) {
+    Ranges[O.Var] = RangeOf(O.Start, O.Stop);
+    En.LoopVars.insert(O.Var);
+    OuterVars.insert(O.Var);
+  }
+  Interval IR = RangeOf(L.Start, L.Stop);
+  // Fewer than two iterations carry nothing.
+  if (IR.Known && Sign.nonNegative(IR.Lo - IR.Hi))
+    return {};
+
+  Collector C(En);
+  C.enterLoop(L.Var, IR);
+  C.visit(L.Body);
+
+  // The distance d of the second iteration from the first: 1 <= |d| <= T-1.
+  Poly TripMinus1 = IR.Hi - IR.Lo;
+  const std::string I1 = "i1#", D = "d#";
+  for (size_t X = 0; X < C.Accesses.size(); ++X) {
+    for (size_t Y = X; Y < C.Accesses.size(); ++Y) {
+      const Access &A = C.Accesses[X], &B = C.Accesses[Y];
+      if (A.Buf != B.Buf || (!A.Write && !B.Write) ||
+          C.Private.count(A.Buf.get()))
+        continue;
+      DependenceResult R;
+      R.Buffer = A.Buf->Name;
+      R.First = A.Text;
+      R.Second = B.Text;
+      R.FirstLoc = A.Loc;
+      R.SecondLoc = B.Loc;
+      if (A.Whole || B.Whole) {
+        R.K = DependenceResult::Kind::Proven;
+        return R;
+      }
+      if (!A.Addr || !B.Addr) {
+        R.K = DependenceResult::Kind::Possible;
+        R.Reason = !A.Addr ? A.Why : B.Why;
+        return R;
+      }
+      // E = addrA(i1, u) - addrB(i1 + d, w).
+      std::set<std::string> Keep = OuterVars;
+      Affine EA = renamed(*A.Addr, "a#", Keep);
+      Affine EB = renamed(*B.Addr, "b#", Keep);
+      Affine E;
+      E.Const = EA.Const - EB.Const;
+      for (const auto &[V, P] : EA.Coef)
+        E.addCoef(V == "a#" + L.Var ? I1 : V, P);
+      for (const auto &[V, P] : EB.Coef) {
+        if (V == "b#" + L.Var) {
+          E.addCoef(I1, -P);
+          E.addCoef(D, -P);
+        } else {
+          E.addCoef(V, -P);
+        }
+      }
+      std::map<std::string, Interval> R2 = Ranges;
+      R2[I1] = IR;
+      for (const auto &[V, I] : A.InnerRanges)
+        R2["a#" + V] = I;
+      for (const auto &[V, I] : B.InnerRanges)
+        R2["b#" + V] = I;
+
+      // GCD test on constant coefficients.
+      bool AllConst = E.Const.constValue().has_value();
+      int64_t G = 0;
+      for (const auto &[V, P] : E.Coef) {
+        auto CV = P.constValue();
+        if (!CV) {
+          AllConst = false;
+          break;
+        }
+        G = std::gcd(G, *CV < 0 ? -*CV : *CV);
+      }
+      if (AllConst && (G != 0 ? *E.Const.constValue() % G != 0
+                              : *E.Const.constValue() != 0))
+        continue;
+
+      Interval Pos, Neg;
+      R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};
+      Pos = boundOf(E, R2, Sign);
+      R2[D] = Interval{-TripMinus1, Poly::constant(-1), IR.Known};
+      Neg = boundOf(E, R2, Sign);
+      if (excludesZero(Pos, Sign) && excludesZero(Neg, Sign))
+        continue;
+
+      // Not independent: proven when E depends on d alone (or on nothing).
+      R.K = DependenceResult::Kind::Possible;
+      bool OnlyD = true;
+      for (const auto &[V, P] : E.Coef)
+        if (V != D)
+          OnlyD = false;
+      auto C0 = E.Const.constValue();
+      if (OnlyD && C0) {
+        auto It = E.Coef.find(D);
+        if (It == E.Coef.end()) {
+          if (*C0 == 0)
+            R.K = DependenceResult::Kind::Proven;
+        } else if (auto CD = It->second.constValue(); CD && *C0 % *CD == 0) {
+          int64_t Dist = -*C0 / *CD;
+          auto T = IR.Known ? TripMinus1.constValue() : std::nullopt;
+          if (Dist != 0 && (!T || (Dist <= *T && -Dist <= *T))) {
+            R.K = T ? DependenceResult::Kind::Proven
+                    : DependenceResult::Kind::Possible;
+            R.Distance = Dist < 0 ? -Dist : Dist;
+          }
+        }
+      }
+      if (R.K == DependenceResult::Kind::Possible && R.Reason.empty() &&
+          !Pos.Known)
+        R.Reason = "the bounds of a loop are not constant";
+      return R;
+    }
+  }
+  return {};
+}
+
+} // namespace nnc

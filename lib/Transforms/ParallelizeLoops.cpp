@@ -1,0 +1,370 @@
+//===- ParallelizeLoops.cpp - Mark independent loop nests parallel --------===//
+//
+// Pass `parallelize`. Runs on verified IR, before outline-parallel.
+//
+// Every top-level loop nest of the kernel body is a candidate (mode `all`),
+// whatever it writes: outputs, temporaries that feed an external call,
+// anything. Mode `outputs` keeps NNC's old policy (only nests that write an
+// out/inout buffer), `none` parallelizes nothing. For a candidate nest:
+//
+//  1. The dependence analysis decides whether the outermost loop carries a
+//     dependence. An inner reduction (`m[i] = Max(m[i], x[i, j])`) does not
+//     block the outer loop.
+//  2. When the outer loop has too few iterations for the threads (fewer than
+//     four per thread) and its body is one independent loop with bounds of
+//     its own, the two are collapsed into one loop (if the inner one is not
+//     innermost, so the innermost loop stays vectorizable), or the inner
+//     loop is parallelized instead.
+//  3. Nests with less work than the grain stay serial; symbolic trip counts
+//     are decided at run time by nnc_parallel_for.
+//
+// Loops already marked `/* parallel */` are checked: a proven dependence is an
+// error naming the buffer and the accesses, unless the marks are trusted.
+//
+// Before:                                 After:
+//   for (int64_t i = 0ll; i < 64ll; i++)    for (int64_t i = 0ll; i < 64ll; i++) /* parallel */
+//     for (int64_t j = 0ll; j < 512ll; j++)   for (int64_t j = 0ll; j < 512ll; j++)
+//       y[i, j] = x[i, j] * 2.f;                y[i, j] = x[i, j] * 2.f;
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Analysis/Dependence.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/Transforms/Passes.h"
+
+#include <set>
+#include <thread>
+
+namespace nnc {
+
+std::optional<int64_t> constantWork(const Stmt &S) {
+  if (auto *B = dyn_cast<Block>(S)) {
+    int64_t Sum = 0;
+    for (const Stmt &C : B->Stmts) {
+      auto W = constantWork(C);
+      if (!W)
+        return std::nullopt;
+      if (__builtin_add_overflow(Sum, *W, &Sum))
+        return INT64_MAX;
+    }
+    return std::max<int64_t>(Sum, 1);
+  }
+  if (auto *F = dyn_cast<For>(S)) {
+    auto T = constantTripCount(*F);
+    auto W = constantWork(F->Body);
+    if (!T || !W)
+      return std::nullopt;
+    int64_t R;
+    if (__builtin_mul_overflow(*T, *W, &R))
+      return INT64_MAX;
+    return R;
+  }
+  if (auto *C = dyn_cast<Cond>(S)) {
+    int64_t W = 1;
+    for (const Stmt &Br : {C->Then, C->Else})
+      if (Br) {
+        auto X = constantWork(Br);
+        if (!X)
+          return std::nullopt;
+        W = std::max(W, *X);
+      }
+    return W;
+  }
+  return 1;
+}
+
+namespace {
+
+/// The single loop a block consists of, if any.
+const For *onlyLoop(const Stmt &Body) {
+  auto *B = dyn_cast<Block>(Body);
+  if (!B || B->Stmts.size() != 1)
+    return nullptr;
+  return dyn_cast<For>(B->Stmts[0]);
+}
+
+bool usesVar(const Expr &E, const std::string &Name) {
+  struct Finder : IRVisitor {
+    const std::string *Name;
+    bool Found = false;
+    void visitVar(const Var *Op) override { Found |= Op->Name == *Name; }
+  } F;
+  F.Name = &Name;
+  F.visit(E);
+  return F.Found;
+}
+
+bool containsLoop(const Stmt &S) {
+  struct Finder : IRVisitor {
+    bool Found = false;
+    void visitFor(const For *) override { Found = true; }
+  } F;
+  F.visit(S);
+  return F.Found;
+}
+
+bool hasParallelMark(const Stmt &S) {
+  struct Finder : IRVisitor {
+    bool Found = false;
+    void visitFor(const For *Op) override {
+      Found |= Op->Options.Parallel;
+      IRVisitor::visitFor(Op);
+    }
+  } F;
+  F.visit(S);
+  return F.Found;
+}
+
+/// Names used anywhere in the kernel, for fresh names.
+std::set<std::string> usedNames(const Kernel &K) {
+  struct Names : IRVisitor {
+    std::set<std::string> *Out;
+    void visitVar(const Var *Op) override { Out->insert(Op->Name); }
+    void visitFor(const For *Op) override {
+      Out->insert(Op->Var);
+      IRVisitor::visitFor(Op);
+    }
+    void visitLet(const Let *Op) override {
+      Out->insert(Op->Name);
+      IRVisitor::visitLet(Op);
+    }
+    void visitAllocate(const Allocate *Op) override {
+      Out->insert(Op->Buf->Name);
+    }
+    void visitExternalCall(const ExternalCall *Op) override {
+      Out->insert(Op->Out.Buf->Name);
+      IRVisitor::visitExternalCall(Op);
+    }
+  } N;
+  std::set<std::string> Out;
+  N.Out = &Out;
+  for (const Param &P : K.Params)
+    Out.insert(P.Name);
+  if (K.Body)
+    N.visit(K.Body);
+  return Out;
+}
+
+std::string fresh(std::set<std::string> &Used, const std::string &Base) {
+  std::string N = Base;
+  for (int I = 1; Used.count(N); ++I)
+    N = Base + "_" + std::to_string(I);
+  Used.insert(N);
+  return N;
+}
+
+class Parallelizer {
+public:
+  Parallelizer(Kernel &K, const ParallelizeOptions &O, DiagnosticEngine &D)
+      : K(K), Opts(O), Diags(D), Used(usedNames(K)) {
+    Threads = Opts.Threads ? Opts.Threads
+                           : std::max(1u, std::thread::hardware_concurrency());
+  }
+
+  bool run() {
+    auto *Body = dyn_cast<Block>(K.Body);
+    if (!Body)
+      return true;
+    std::vector<Stmt> Out;
+    bool Changed = false;
+    for (const Stmt &S : Body->Stmts) {
+      Stmt N = S;
+      if (auto *F = dyn_cast<For>(S)) {
+        if (!checkMarks(S, {}))
+          return false;
+        N = decide(*F, S);
+      }
+      Changed |= N != S;
+      Out.push_back(N);
+    }
+    if (Changed)
+      K.Body = Block::make(std::move(Out), Body->Loc);
+    return !Failed;
+  }
+
+private:
+  void remark(SourceLoc L, const std::string &Msg) {
+    if (Opts.Remarks)
+      Diags.remark(L, Msg);
+  }
+
+  /// Checks every loop marked parallel in S (with its enclosing loops).
+  bool checkMarks(const Stmt &S, std::vector<EnclosingLoop> Outer) {
+    if (auto *B = dyn_cast<Block>(S)) {
+      for (const Stmt &C : B->Stmts)
+        if (!checkMarks(C, Outer))
+          return false;
+      return true;
+    }
+    if (auto *C = dyn_cast<Cond>(S)) {
+      for (const Stmt &Br : {C->Then, C->Else})
+        if (Br && !checkMarks(Br, Outer))
+          return false;
+      return true;
+    }
+    auto *F = dyn_cast<For>(S);
+    if (!F)
+      return true;
+    if (F->Options.Parallel && !Opts.TrustParallel) {
+      DependenceResult R = analyzeLoop(K, *F, Outer);
+      if (R.K == DependenceResult::Kind::Proven) {
+        Diags.error(F->Loc, "loop '" + F->Var +
+                                "' is marked parallel but has a " +
+                                R.describe());
+        Failed = true;
+        return false;
+      }
+      remark(F->Loc, "loop '" + F->Var + "' is marked parallel: kept" +
+                         (R.independent() ? " (checked)"
+                                          : " (not disproved: " +
+                                                R.describe() + ")"));
+    }
+    Outer.push_back({F->Var, F->Start, F->Stop});
+    return checkMarks(F->Body, Outer);
+  }
+
+  bool writesOutput(const Stmt &S) {
+    struct Finder : IRVisitor {
+      bool Found = false;
+      void visitStore(const Store *Op) override {
+        Found |= Op->Buf->Role == BufferRole::Out ||
+                 Op->Buf->Role == BufferRole::InOut;
+        IRVisitor::visitStore(Op);
+      }
+      void visitExternalCall(const ExternalCall *Op) override {
+        Found |= Op->Out.Buf->Role == BufferRole::Out ||
+                 Op->Out.Buf->Role == BufferRole::InOut;
+      }
+    } F;
+    F.visit(S);
+    return F.Found;
+  }
+
+  static Stmt withParallel(const For &F, Stmt Body = nullptr) {
+    LoopOptions O = F.Options;
+    O.Parallel = true;
+    return For::make(F.Var, F.VarType, F.Start, F.Stop, Body ? Body : F.Body, O,
+                     F.Loc);
+  }
+
+  static std::string tripText(const For &F) {
+    auto T = constantTripCount(F);
+    return T ? std::to_string(*T) : "symbolic";
+  }
+
+  Stmt decide(const For &F, const Stmt &S) {
+    std::string Name = "loop '" + F.Var + "'";
+    if (hasParallelMark(S))
+      return S; // The user's marks stand (checked above).
+    if (Opts.Mode == ParallelMode::None) {
+      remark(F.Loc, Name + " not parallelized: --parallel=none");
+      return S;
+    }
+    if (Opts.Mode == ParallelMode::Outputs && !writesOutput(S)) {
+      remark(F.Loc, Name + " not parallelized: it writes no kernel output "
+                           "(--parallel=outputs)");
+      return S;
+    }
+    if (Threads <= 1) {
+      remark(F.Loc, Name + " not parallelized: one thread");
+      return S;
+    }
+    DependenceResult R = analyzeLoop(K, F);
+    if (!R.independent()) {
+      remark(F.Loc, Name + " not parallelized: " + R.describe());
+      return S;
+    }
+    auto Work = constantWork(S);
+    if (Work && *Work < Opts.Grain) {
+      remark(F.Loc, Name + " not parallelized: too little work (" +
+                        std::to_string(*Work) +
+                        " innermost iterations, grain " +
+                        std::to_string(Opts.Grain) + ")");
+      return S;
+    }
+    auto Trip = constantTripCount(F);
+    int64_t Wanted = int64_t(Threads) * 4;
+    const For *Inner = onlyLoop(F.Body);
+    if (Trip && *Trip < Wanted && Inner && !usesVar(Inner->Start, F.Var) &&
+        !usesVar(Inner->Stop, F.Var) &&
+        analyzeLoop(K, *Inner, {{F.Var, F.Start, F.Stop}}).independent()) {
+      if (containsLoop(Inner->Body))
+        return collapse(F, *Inner);
+      // The inner loop is innermost: keep it whole (vectorizable) and run
+      // it in parallel for each outer iteration.
+      remark(Inner->Loc, "loop '" + Inner->Var + "' parallelized: trip count " +
+                             tripText(*Inner) + " (outer loop '" + F.Var +
+                             "' has only " + std::to_string(*Trip) +
+                             " iterations)");
+      return For::make(F.Var, F.VarType, F.Start, F.Stop,
+                       Block::make({withParallel(*Inner)}, F.Body->Loc),
+                       F.Options, F.Loc);
+    }
+    remark(F.Loc, Name + " parallelized: trip count " + tripText(F));
+    return withParallel(F);
+  }
+
+  /// for i in [a, b) { for j in [c, d) { body } } becomes
+  /// for k in [0, (b-a)*(d-c)) /* parallel */ { i = a + k / (d-c);
+  ///   j = c + k % (d-c); body }.
+  Stmt collapse(const For &F, const For &Inner) {
+    auto I64 = [](const Expr &E) {
+      return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
+    };
+    auto Sub = [](const Expr &A, const Expr &B) {
+      auto CA = getConstInt(A), CB = getConstInt(B);
+      if (CA && CB)
+        return IntImm::make(DType::I64, *CA - *CB, A->Loc);
+      if (CB && *CB == 0)
+        return A;
+      return Binary::make(BinOp::Sub, A, B, A->Loc);
+    };
+    Expr N0 = Sub(I64(F.Stop), I64(F.Start));
+    Expr N1 = Sub(I64(Inner.Stop), I64(Inner.Start));
+    Expr Total;
+    auto C0 = getConstInt(N0), C1 = getConstInt(N1);
+    if (C0 && C1)
+      Total = IntImm::make(DType::I64, *C0 * *C1, F.Loc);
+    else
+      Total = Binary::make(BinOp::Mul, N0, N1, F.Loc);
+    std::string KV = fresh(Used, F.Var + "_" + Inner.Var);
+    Expr KVar = Var::make(DType::I64, KV, F.Loc);
+    auto Back = [&](const Expr &Start, const Expr &Value, DType T) {
+      Expr V = Binary::make(BinOp::Add, I64(Start), Value, F.Loc);
+      return T == DType::I64 ? V : Cast::make(T, V, F.Loc);
+    };
+    std::vector<Stmt> Body = {
+        Let::make(F.Var, F.VarType,
+                  Back(F.Start, Binary::make(BinOp::Div, KVar, N1, F.Loc),
+                       F.VarType),
+                  F.Loc),
+        Let::make(Inner.Var, Inner.VarType,
+                  Back(Inner.Start, Binary::make(BinOp::Mod, KVar, N1, F.Loc),
+                       Inner.VarType),
+                  Inner.Loc)};
+    for (const Stmt &S : cast<Block>(Inner.Body)->Stmts)
+      Body.push_back(S);
+    LoopOptions O;
+    O.Parallel = true;
+    remark(F.Loc, "loop '" + F.Var + "' parallelized: 2 loops collapsed ('" +
+                      F.Var + "', '" + Inner.Var + "'), trip count " +
+                      (C0 && C1 ? std::to_string(*C0 * *C1) : "symbolic"));
+    return For::make(KV, DType::I64, IntImm::make(DType::I64, 0, F.Loc), Total,
+                     Block::make(std::move(Body), F.Body->Loc), O, F.Loc);
+  }
+
+  Kernel &K;
+  const ParallelizeOptions &Opts;
+  DiagnosticEngine &Diags;
+  std::set<std::string> Used;
+  unsigned Threads;
+  bool Failed = false;
+};
+
+} // namespace
+
+bool parallelizeLoops(Kernel &K, const ParallelizeOptions &Opts,
+                      DiagnosticEngine &Diags) {
+  return Parallelizer(K, Opts, Diags).run();
+}
+
+} // namespace nnc
