@@ -295,6 +295,9 @@ struct Access {
   bool Write = false;
   bool Whole = false;           ///< All of the buffer (an external call).
   std::optional<Affine> Addr;   ///< Element offset, if affine.
+  /// Per-dimension indices, if affine and the layout does not overlap: two
+  /// accesses then meet only if every dimension's indices are equal.
+  std::optional<std::vector<Affine>> Dims;
   std::string Why;              ///< Why Addr is missing.
   std::map<std::string, Interval> InnerRanges; ///< Loops inside L around it.
   std::string Text;
@@ -405,6 +408,16 @@ private:
       Addr.reset();
       Why = "index arithmetic overflows";
     }
+    if (Idx.size() == B->rank() && B->rank() >= 2 &&
+        B->Layout != LayoutKind::Explicit) {
+      std::vector<Affine> Dims;
+      std::string Ignored;
+      for (const Expr &I : Idx)
+        if (auto D = toAffine(I, En, Ignored); D && !D->overflow())
+          Dims.push_back(*D);
+      if (Dims.size() == Idx.size())
+        A.Dims = std::move(Dims);
+    }
     A.Addr = Addr;
     A.Why = Why;
     Accesses.push_back(std::move(A));
@@ -504,6 +517,27 @@ Affine renamed(const Affine &E, const std::string &Prefix,
   return R;
 }
 
+/// E = A(i1, u) - B(i1 + d, w): A's inner variables renamed a#, B's b#, the
+/// loop variable of A to I1 and of B to I1 + D; enclosing variables shared.
+Affine difference(const Affine &A, const Affine &B, const std::string &LoopVar,
+                  const std::set<std::string> &Outer, const std::string &I1,
+                  const std::string &D) {
+  Affine EA = renamed(A, "a#", Outer), EB = renamed(B, "b#", Outer);
+  Affine E;
+  E.Const = EA.Const - EB.Const;
+  for (const auto &[V, P] : EA.Coef)
+    E.addCoef(V == "a#" + LoopVar ? I1 : V, P);
+  for (const auto &[V, P] : EB.Coef) {
+    if (V == "b#" + LoopVar) {
+      E.addCoef(I1, -P);
+      E.addCoef(D, -P);
+    } else {
+      E.addCoef(V, -P);
+    }
+  }
+  return E;
+}
+
 } // namespace
 
 std::string DependenceResult::describe() const {
@@ -593,28 +627,29 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
         R.Reason = !A.Addr ? A.Why : B.Why;
         return R;
       }
-      // E = addrA(i1, u) - addrB(i1 + d, w).
-      std::set<std::string> Keep = OuterVars;
-      Affine EA = renamed(*A.Addr, "a#", Keep);
-      Affine EB = renamed(*B.Addr, "b#", Keep);
-      Affine E;
-      E.Const = EA.Const - EB.Const;
-      for (const auto &[V, P] : EA.Coef)
-        E.addCoef(V == "a#" + L.Var ? I1 : V, P);
-      for (const auto &[V, P] : EB.Coef) {
-        if (V == "b#" + L.Var) {
-          E.addCoef(I1, -P);
-          E.addCoef(D, -P);
-        } else {
-          E.addCoef(V, -P);
-        }
-      }
       std::map<std::string, Interval> R2 = Ranges;
       R2[I1] = IR;
       for (const auto &[V, I] : A.InnerRanges)
         R2["a#" + V] = I;
       for (const auto &[V, I] : B.InnerRanges)
         R2["b#" + V] = I;
+      auto NeverEqual = [&](const Affine &E) {
+        R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};
+        Interval Pos = boundOf(E, R2, Sign);
+        R2[D] = Interval{-TripMinus1, Poly::constant(-1), IR.Known};
+        Interval Neg = boundOf(E, R2, Sign);
+        return excludesZero(Pos, Sign) && excludesZero(Neg, Sign);
+      };
+      // Per dimension: different in one dimension means different elements.
+      if (A.Dims && B.Dims) {
+        bool Disjoint = false;
+        for (size_t K = 0; K < A.Dims->size() && !Disjoint; ++K)
+          Disjoint = NeverEqual(difference((*A.Dims)[K], (*B.Dims)[K],
+                                           L.Var, OuterVars, I1, D));
+        if (Disjoint)
+          continue;
+      }
+      Affine E = difference(*A.Addr, *B.Addr, L.Var, OuterVars, I1, D);
 
       // GCD test on constant coefficients.
       bool AllConst = E.Const.constValue().has_value();
@@ -631,12 +666,7 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
                               : *E.Const.constValue() != 0))
         continue;
 
-      Interval Pos, Neg;
-      R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};
-      Pos = boundOf(E, R2, Sign);
-      R2[D] = Interval{-TripMinus1, Poly::constant(-1), IR.Known};
-      Neg = boundOf(E, R2, Sign);
-      if (excludesZero(Pos, Sign) && excludesZero(Neg, Sign))
+      if (NeverEqual(E))
         continue;
 
       // Not independent: proven when E depends on d alone (or on nothing).
@@ -662,7 +692,7 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
         }
       }
       if (R.K == DependenceResult::Kind::Possible && R.Reason.empty() &&
-          !Pos.Known)
+          !boundOf(E, R2, Sign).Known)
         R.Reason = "the bounds of a loop are not constant";
       return R;
     }

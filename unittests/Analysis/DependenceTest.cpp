@@ -1,0 +1,187 @@
+//===- DependenceTest.cpp - Loop-carried dependence analysis --------------===//
+#include "../TestUtil.h"
+#include "nnc/Analysis/Dependence.h"
+
+using namespace nnc;
+
+namespace {
+
+/// Analyses the first top-level loop of the kernel in Text.
+DependenceResult analyzeFirst(const std::string &Text) {
+  Module M = test::parse(Text);
+  const Kernel &K = M.Kernels.at(0);
+  for (const Stmt &S : cast<Block>(K.Body)->Stmts)
+    if (auto *F = dyn_cast<For>(S))
+      return analyzeLoop(K, *F);
+  ADD_FAILURE() << "no loop";
+  return {};
+}
+
+/// Analyses the loop nested in the first top-level loop, with it enclosing.
+DependenceResult analyzeInner(const std::string &Text) {
+  Module M = test::parse(Text);
+  const Kernel &K = M.Kernels.at(0);
+  for (const Stmt &S : cast<Block>(K.Body)->Stmts)
+    if (auto *F = dyn_cast<For>(S)) {
+      auto *Inner = cast<For>(cast<Block>(F->Body)->Stmts.at(0));
+      return analyzeLoop(K, *Inner, {{F->Var, F->Start, F->Stop}});
+    }
+  ADD_FAILURE() << "no loop";
+  return {};
+}
+
+std::string loop(const std::string &Params, const std::string &Body,
+                 const std::string &Stop = "64ll") {
+  return "kernel k(" + Params + ") {\n  for (int64_t i = 0ll; i < " + Stop +
+         "; i++) {\n" + Body + "\n  }\n}\n";
+}
+
+TEST(Dependence, ProvesElementwiseAndBroadcastIndependent) {
+  EXPECT_TRUE(analyzeFirst(loop("in a: f32[64], in b: f32[1], out c: f32[64]",
+                                "c[i] = a[i] + b[0ll];"))
+                  .independent());
+}
+
+TEST(Dependence, ProvesInPlaceUpdatesIndependent) {
+  EXPECT_TRUE(analyzeFirst(loop("inout a: f32[64]", "a[i] = 2.f * a[i];"))
+                  .independent());
+}
+
+TEST(Dependence, ProvesStridedInterleavedAccessesIndependent) {
+  EXPECT_TRUE(analyzeFirst(loop("inout a: f32[128]",
+                                "a[2ll * i] = a[2ll * i + 1ll] + 1.f;"))
+                  .independent());
+}
+
+TEST(Dependence, ProvesFlattenedRowsIndependent) {
+  EXPECT_TRUE(analyzeFirst(loop("inout a: f32[64, 64]",
+                                "for (int64_t j = 0ll; j < 64ll; j++) {\n"
+                                "  a[64ll * i + j] = a[64ll * i + j] + 1.f;\n"
+                                "}"))
+                  .independent());
+}
+
+TEST(Dependence, ProvesTransposedCopyIndependent) {
+  EXPECT_TRUE(analyzeFirst(loop("in a: f32[64, 64], out b: f32[64, 64]",
+                                "for (int64_t j = 0ll; j < 64ll; j++) {\n"
+                                "  b[j, i] = a[i, j];\n"
+                                "}"))
+                  .independent());
+}
+
+TEST(Dependence, ProvesSymbolicRowsIndependent) {
+  EXPECT_TRUE(analyzeFirst(loop("inout a: f32[N, M], N: i64, M: i64",
+                                "for (int64_t j = 0ll; j < M; j++) {\n"
+                                "  a[i * M + j] = a[i * M + j] * 2.f;\n"
+                                "}",
+                                "N"))
+                  .independent());
+}
+
+TEST(Dependence, InnerReductionDoesNotBlockTheOuterLoop) {
+  EXPECT_TRUE(analyzeFirst(loop("in x: f32[64, 32], out m: f32[64]",
+                                "m[i] = NEG_INFINITY;\n"
+                                "for (int64_t j = 0ll; j < 32ll; j++) {\n"
+                                "  m[i] = Max(m[i], x[i, j], 1);\n"
+                                "}"))
+                  .independent());
+}
+
+TEST(Dependence, FindsADistanceOneDependence) {
+  DependenceResult R =
+      analyzeFirst(loop("inout a: f32[65]", "a[i + 1ll] = a[i] + 1.f;"));
+  EXPECT_EQ(R.K, DependenceResult::Kind::Proven);
+  EXPECT_EQ(R.Buffer, "a");
+  EXPECT_EQ(R.Distance, 1);
+  EXPECT_EQ(R.describe(), "loop-carried dependence on 'a' (write a[i + 1ll] "
+                          "at 3:1, read a[i] at 3:14, distance 1)");
+}
+
+TEST(Dependence, FindsDependencesAcrossStatements) {
+  DependenceResult R = analyzeFirst(loop(
+      "inout a: f32[70], out b: f32[64]", "b[i] = a[i + 3ll];\na[i] = 1.f;"));
+  EXPECT_EQ(R.K, DependenceResult::Kind::Proven);
+  EXPECT_EQ(R.Distance, 3);
+}
+
+TEST(Dependence, FindsDependencesThroughTemporaries) {
+  DependenceResult R = analyzeFirst(R"(
+kernel k(in x: f32[64], out y: f32[64]) {
+  Allocate(t); // dtype=float, dims=[1ll]
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    t[0ll] = x[i];
+    y[i] = t[0ll];
+  }
+  Free(t);
+}
+)");
+  EXPECT_EQ(R.K, DependenceResult::Kind::Proven);
+  EXPECT_EQ(R.Buffer, "t");
+}
+
+TEST(Dependence, TemporariesAllocatedInsideAreIterationPrivate) {
+  EXPECT_TRUE(analyzeFirst(R"(
+kernel k(in x: f32[64], out y: f32[64]) {
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    Allocate(t); // dtype=float, dims=[1ll]
+    t[0ll] = x[i];
+    y[i] = t[0ll];
+    Free(t);
+  }
+}
+)")
+                  .independent());
+}
+
+TEST(Dependence, DataDependentIndicesAreConservative) {
+  DependenceResult R = analyzeFirst(
+      loop("in idx: i64[64], inout a: f32[64]", "a[idx[i]] = 1.f;"));
+  EXPECT_EQ(R.K, DependenceResult::Kind::Possible);
+  EXPECT_EQ(R.Reason, "index depends on data (idx[i])");
+}
+
+TEST(Dependence, NonAffineIndicesAreConservative) {
+  DependenceResult R =
+      analyzeFirst(loop("inout a: f32[4096]", "a[i * i] = 1.f;"));
+  EXPECT_EQ(R.K, DependenceResult::Kind::Possible);
+  EXPECT_EQ(R.Reason, "index multiplies two loop variables");
+}
+
+TEST(Dependence, ReversalIsADependence) {
+  EXPECT_FALSE(
+      analyzeFirst(loop("inout a: f32[64]", "a[i] = a[63ll - i];")).independent());
+}
+
+TEST(Dependence, ExternalCallsAccessWholeBuffers) {
+  DependenceResult R = analyzeFirst(R"(
+kernel k(in a: f32[4, 4], out c: f32[4, 4]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    c = nnc_aten_matmul(buf_args={a, a}, args={})
+  }
+}
+)");
+  EXPECT_EQ(R.K, DependenceResult::Kind::Proven);
+  EXPECT_EQ(R.First, "write of all of c by nnc_aten_matmul");
+}
+
+TEST(Dependence, InnerLoopOfARowIsIndependentGivenTheOuterIndex) {
+  EXPECT_TRUE(analyzeInner(loop("inout a: f32[64, 64]",
+                                "for (int64_t j = 0ll; j < 64ll; j++) {\n"
+                                "  a[i, j] = a[i, j] + 1.f;\n"
+                                "}"))
+                  .independent());
+  // A prefix sum along j depends on j.
+  EXPECT_FALSE(analyzeInner(loop("inout a: f32[64, 65]",
+                                 "for (int64_t j = 0ll; j < 64ll; j++) {\n"
+                                 "  a[i, j + 1ll] = a[i, j];\n"
+                                 "}"))
+                   .independent());
+}
+
+TEST(Dependence, SingleIterationLoopsCarryNothing) {
+  EXPECT_TRUE(analyzeFirst(loop("inout a: f32[2]", "a[0ll] = a[0ll] + 1.f;",
+                                "1ll"))
+                  .independent());
+}
+
+} // namespace
