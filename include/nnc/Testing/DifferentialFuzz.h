@@ -1,0 +1,27 @@
+//===- DifferentialFuzz.h - Random kernels, JIT against interpreter -*- C++ -*-===//
+#ifndef NNC_TESTING_DIFFERENTIALFUZZ_H
+#define NNC_TESTING_DIFFERENTIALFUZZ_H
+
+#include "nnc/JIT/JIT.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nnc {
+
+/// A random valid kernel (the same for the same seed): elementwise nests,
+/// broadcasts, row reductions, shifted and reversed nests with and without
+/// real dependences, flat indices and temporaries.
+std::string generateRandomKernel(uint64_t Seed);
+
+/// Parses, prints and re-parses Text, then runs it through the pipeline and
+/// the JIT at each thread count and compares with the interpreter. On a
+/// failure returns false with a description (diagnostics, the compiled IR).
+bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
+                       const std::vector<unsigned> &Threads,
+                       std::string &Failure);
+
+} // namespace nnc
+
+#endif // NNC_TESTING_DIFFERENTIALFUZZ_H

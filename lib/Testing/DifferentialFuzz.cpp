@@ -1,0 +1,220 @@
+//===- DifferentialFuzz.cpp - Random kernels, JIT against interpreter -----===//
+//
+// generateRandomKernel writes a random but valid kernel: elementwise nests,
+// broadcasts, row reductions, shifted (truly dependent) and reversed nests,
+// flat indices and temporaries, over random small shapes. runDifferentialFuzz
+// checks each one: parse, print, parse and print again (the texts must be
+// equal), then parallelize, outline and JIT at each thread count with a tiny
+// grain (so parallel regions really split), and compare every output with the
+// interpreter's. A wrong parallelization shows up as a mismatch.
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Testing/DifferentialFuzz.h"
+#include "nnc/Driver/Driver.h"
+#include "nnc/IR/Printer.h"
+#include "nnc/Interp/Interpreter.h"
+#include "nnc/Runtime/Runtime.h"
+
+#include <chrono>
+#include <random>
+#include <sstream>
+
+namespace nnc {
+
+namespace {
+
+class Generator {
+public:
+  explicit Generator(uint64_t Seed) : R(Seed) {}
+
+  std::string kernel() {
+    Rows = pick(1, 40);
+    Cols = pick(1, 40);
+    std::ostringstream Body;
+    int Nests = pick(1, 4);
+    for (int N = 0; N < Nests; ++N)
+      Body << nest(N);
+    std::ostringstream K;
+    K << "kernel fuzz(\n    in x: f32[" << Rows << ", " << Cols
+      << "],\n    in z: f32[" << Rows << ", " << Cols << "],\n    in col: f32["
+      << Rows << "],\n    in row: f32[" << Cols << "],\n    out y: f32["
+      << Rows << ", " << Cols << "],\n    inout w: f32[" << Rows << ", "
+      << Cols << "],\n    out r: f32[" << Rows << "]) {\n"
+      << Body.str() << "}\n";
+    return K.str();
+  }
+
+private:
+  int pick(int Lo, int Hi) {
+    return std::uniform_int_distribution<int>(Lo, Hi)(R);
+  }
+  bool coin() { return pick(0, 1) == 1; }
+
+  /// A random f32 expression of the loads available at (i, j).
+  std::string expr(int Depth, const std::vector<std::string> &Leaves) {
+    if (Depth == 0 || pick(0, 3) == 0) {
+      if (pick(0, 4) == 0)
+        return std::to_string(pick(-3, 3)) + ".5f";
+      return Leaves[pick(0, static_cast<int>(Leaves.size()) - 1)];
+    }
+    std::string A = expr(Depth - 1, Leaves), B = expr(Depth - 1, Leaves);
+    switch (pick(0, 7)) {
+    case 0:
+      return "(" + A + ") + (" + B + ")";
+    case 1:
+      return "(" + A + ") - (" + B + ")";
+    case 2:
+      return "(" + A + ") * (" + B + ")";
+    case 3:
+      return "Max(" + A + ", " + B + ", 1)";
+    case 4:
+      return "Min(" + A + ", " + B + ", 1)";
+    case 5:
+      return "(" + A + ")<(" + B + ") ? (" + A + ") : 0.f";
+    case 6:
+      return "tanh(" + A + ")";
+    default:
+      return "sigmoid(" + A + ")";
+    }
+  }
+
+  std::string loops(const std::string &I, const std::string &J,
+                    const std::string &Body, int RowStart = 0,
+                    int RowStop = -1) {
+    if (RowStop < 0)
+      RowStop = Rows;
+    std::ostringstream S;
+    S << "  for (int64_t " << I << " = " << RowStart << "ll; " << I << " < "
+      << RowStop << "ll; " << I << "++) {\n"
+      << "    for (int64_t " << J << " = 0ll; " << J << " < " << Cols << "ll; "
+      << J << "++) {\n"
+      << "      " << Body << "\n    }\n  }\n";
+    return S.str();
+  }
+
+  std::string nest(int N) {
+    std::string I = "i" + std::to_string(N), J = "j" + std::to_string(N);
+    std::string At = "[" + I + ", " + J + "]";
+    std::string Flat = "[" + std::to_string(Cols) + "ll * " + I + " + " + J + "]";
+    std::vector<std::string> Leaves = {"x" + At, "z" + Flat, "row[" + J + "]",
+                                       "col[" + I + "]", "w" + At};
+    switch (pick(0, 7)) {
+    case 0: // Elementwise with broadcasts.
+      return loops(I, J, "y" + At + " = " + expr(3, Leaves) + ";");
+    case 1: // Flat store, in-place update.
+      return loops(I, J, "w" + Flat + " = (w" + Flat + ") * 0.5f + " +
+                             expr(2, Leaves) + ";");
+    case 2: { // Row reduction.
+      std::ostringstream S;
+      S << "  for (int64_t " << I << " = 0ll; " << I << " < " << Rows << "ll; "
+        << I << "++) {\n    r[" << I << "] = 0.f;\n    for (int64_t " << J
+        << " = 0ll; " << J << " < " << Cols << "ll; " << J << "++) {\n"
+        << "      r[" << I << "] = r[" << I << "] + " << expr(2, Leaves)
+        << ";\n    }\n  }\n";
+      return S.str();
+    }
+    case 3: // A true dependence: each row reads the row before.
+      if (Rows < 2)
+        return "";
+      return loops(I, J,
+                   "w[" + I + ", " + J + "] = w[" + I + " - 1ll, " + J +
+                       "] * 0.5f + x" + At + ";",
+                   1);
+    case 4: // Reversed rows into another buffer (independent).
+      return loops(I, J,
+                   "y[" + std::to_string(Rows - 1) + "ll - " + I + ", " + J +
+                       "] = " + expr(2, Leaves) + ";");
+    case 5: // In-place reversal of w: a dependence.
+      return loops(I, J,
+                   "w" + At + " = w[" + std::to_string(Rows - 1) + "ll - " +
+                       I + ", " + J + "] + 1.f;");
+    case 6: { // A temporary, written then read.
+      std::string T = "t" + std::to_string(N);
+      std::ostringstream S;
+      S << "  Allocate(" << T << "); // dtype=float, dims=[" << Rows << "ll, "
+        << Cols << "ll]\n"
+        << loops(I, J, T + At + " = " + expr(2, Leaves) + ";")
+        << loops(I + "b", J + "b",
+                 "y[" + I + "b, " + J + "b] = " + T + "[" + I + "b, " + J +
+                     "b] * 2.f;")
+        << "  Free(" << T << ");\n";
+      return S.str();
+    }
+    default: // Anti-dependence: each row reads the next, then is written.
+      if (Rows < 2)
+        return "";
+      return loops(I, J,
+                   "w" + At + " = w[" + I + " + 1ll, " + J + "] - z" + At +
+                       ";",
+                   0, Rows - 1);
+    }
+  }
+
+  std::mt19937_64 R;
+  int Rows = 1, Cols = 1;
+};
+
+} // namespace
+
+std::string generateRandomKernel(uint64_t Seed) {
+  return Generator(Seed).kernel();
+}
+
+bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
+                       const std::vector<unsigned> &Threads,
+                       std::string &Failure) {
+  DiagnosticEngine Diags;
+  auto LM = loadModuleFromText("fuzz.nnc", Text, Diags);
+  auto Fail = [&](const std::string &What) {
+    std::ostringstream OS;
+    Diags.print(OS);
+    Failure = What + "\n" + OS.str();
+    return false;
+  };
+  if (!LM)
+    return Fail("the generated kernel does not parse or verify");
+  std::ostringstream P1;
+  printModule(P1, LM->M);
+  DiagnosticEngine D2;
+  auto LM2 = loadModuleFromText("printed.nnc", P1.str(), D2);
+  std::ostringstream P2;
+  if (LM2)
+    printModule(P2, LM2->M);
+  if (!LM2 || P1.str() != P2.str())
+    return Fail("print/parse/print is not stable");
+  const Kernel &K = LM->M.Kernels[0];
+  auto Ref = buildArgs(K, {}, {}, 1, Diags);
+  InterpOptions IO;
+  IO.FPContract = JIT.fpContract();
+  if (!Ref || !interpret(K, Ref->Values, Diags, IO))
+    return Fail("the interpreter failed");
+  for (unsigned T : Threads) {
+    Kernel Lowered = K;
+    PipelineOptions PO;
+    PO.Parallel.Threads = T;
+    PO.Parallel.Grain = 1;
+    if (!runPasses(Lowered, buildDefaultPipeline(), PO, Diags))
+      return Fail("the pipeline failed at " + std::to_string(T) + " threads");
+    auto CK = JIT.compile(Lowered);
+    if (!CK) {
+      Diags.error({}, llvm::toString(CK.takeError()));
+      return Fail("the JIT failed");
+    }
+    nnc_runtime_set_num_threads(static_cast<int32_t>(T));
+    auto Got = buildArgs(K, {}, {}, 1, Diags);
+    bool Ran = Got && (*CK)->run(Got->Values, Diags);
+    nnc_runtime_set_num_threads(0);
+    if (!Ran)
+      return Fail("the compiled kernel failed");
+    if (!compareOutputs(K, *Got, *Ref, usesApproximateMath(K), Diags)) {
+      std::ostringstream IR;
+      printKernelWithTasks(IR, Lowered);
+      Diags.note({}, "at " + std::to_string(T) + " threads; the kernel "
+                     "compiled was:\n" + IR.str());
+      return Fail("mismatch");
+    }
+  }
+  return true;
+}
+
+} // namespace nnc

@@ -1,0 +1,68 @@
+//===- nnc-fuzz.cpp - Differential fuzzing of the whole compiler ----------===//
+//
+// Generates random kernels and checks each against the interpreter at several
+// thread counts (lib/Testing/DifferentialFuzz.cpp). docs/Testing.md says how
+// to run it long; CI runs a short seeded smoke through lit.
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Testing/DifferentialFuzz.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+#include <chrono>
+#include <iostream>
+
+using namespace llvm;
+
+static cl::OptionCategory Category("nnc-fuzz options");
+static cl::opt<uint64_t> Seed("seed", cl::init(1),
+                              cl::desc("First seed"), cl::cat(Category));
+static cl::opt<uint64_t> Count("count", cl::init(100),
+                               cl::desc("Kernels to check (0: until --time)"),
+                               cl::cat(Category));
+static cl::opt<unsigned> Seconds("time", cl::init(0),
+                                 cl::desc("Stop after this many seconds"),
+                                 cl::cat(Category));
+static cl::list<unsigned> ThreadCounts("thread-counts", cl::CommaSeparated,
+                                       cl::desc("Thread counts (default 1,2,3,4)"),
+                                       cl::cat(Category));
+static cl::opt<bool> Print("print", cl::desc("Print each kernel and stop"),
+                           cl::cat(Category));
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::HideUnrelatedOptions(Category);
+  cl::ParseCommandLineOptions(argc, argv, "nnc-fuzz: differential fuzzing\n");
+  if (Print) {
+    std::cout << nnc::generateRandomKernel(Seed);
+    return 0;
+  }
+  std::vector<unsigned> Threads(ThreadCounts.begin(), ThreadCounts.end());
+  if (Threads.empty())
+    Threads = {1, 2, 3, 4};
+  auto J = nnc::KernelJIT::create({});
+  if (!J) {
+    std::cerr << "nnc-fuzz: error: " << toString(J.takeError()) << '\n';
+    return 1;
+  }
+  auto Start = std::chrono::steady_clock::now();
+  uint64_t N = 0;
+  for (uint64_t S = Seed;; ++S) {
+    if (Count && N >= Count)
+      break;
+    if (Seconds && std::chrono::steady_clock::now() - Start >=
+                       std::chrono::seconds(Seconds))
+      break;
+    std::string Text = nnc::generateRandomKernel(S);
+    std::string Failure;
+    if (!nnc::checkRandomKernel(Text, **J, Threads, Failure)) {
+      std::cout << "nnc-fuzz: seed " << S << ": " << Failure << "\n"
+                << Text;
+      return 1;
+    }
+    ++N;
+  }
+  std::cout << "nnc-fuzz: " << N << " kernels, 0 mismatches\n";
+  return 0;
+}
