@@ -46,6 +46,8 @@ constexpr int64_t kMaxTempBytes = int64_t(1) << 40;
 
 bool isSignedOrBool(DType T) { return isSigned(T); }
 
+std::string traceName(const Stmt &S);
+
 /// A load or store address, as text: two accesses with the same key touch the
 /// same element.
 std::string accessKey(const Buffer &B, const std::vector<Expr> &Idx) {
@@ -929,7 +931,20 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
     BI.Dims = lowerAllI64(P.Buf->Dims);
     BI.Strides = lowerAllI64(P.Buf->Strides);
   }
-  lower(Kn.Body);
+  if (Opts.Trace && !Kn.IsTask) {
+    // One span per top-level statement, named for the trace viewer.
+    Scopes.emplace_back();
+    for (const Stmt &S : cast<Block>(Kn.Body)->Stmts) {
+      Value *Name = B.CreateGlobalStringPtr(traceName(S), "trace.name");
+      B.CreateCall(runtimeFn("nnc_trace_begin", B.getVoidTy(), {B.getPtrTy()}),
+                   {Name});
+      lower(S);
+      B.CreateCall(runtimeFn("nnc_trace_end", B.getVoidTy(), {}), {});
+    }
+    Scopes.pop_back();
+  } else {
+    lower(Kn.Body);
+  }
   RetPhi->addIncoming(B.getInt32(0), B.GetInsertBlock());
   B.CreateBr(Cleanup);
 
@@ -944,6 +959,30 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
                  {B.CreateLoad(B.getPtrTy(), Slot)});
   B.CreateRet(RetPhi);
   return Body;
+}
+
+/// "line 12: for i", "line 20: nnc_aten_conv2d", "line 5: parallel for j".
+std::string traceName(const Stmt &S) {
+  std::string What;
+  if (auto *F = dyn_cast<For>(S))
+    What = "for " + F->Var;
+  else if (auto *E = dyn_cast<ExternalCall>(S))
+    What = E->Func;
+  else if (auto *P = dyn_cast<ParallelCall>(S)) {
+    auto *Loop = dyn_cast<For>(cast<Block>(P->Task->Body)->Stmts.at(0));
+    What = "parallel for " + (Loop ? Loop->Var : P->Task->Name);
+  } else if (auto *St = dyn_cast<Store>(S)) {
+    What = "store " + St->Buf->Name;
+  } else if (auto *A = dyn_cast<Allocate>(S)) {
+    What = "Allocate " + A->Buf->Name;
+  } else if (auto *Fr = dyn_cast<Free>(S)) {
+    What = "Free " + Fr->Buf->Name;
+  } else if (auto *L = dyn_cast<Let>(S)) {
+    What = "let " + L->Name;
+  } else {
+    What = "statement";
+  }
+  return "line " + std::to_string(S->Loc.Line) + ": " + What;
 }
 
 /// Loads the arguments of Body from the pointer array Args (parameters

@@ -629,8 +629,20 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
         return Finish(1);
       Out << "check: outputs match the interpreter ("
           << (Approx ? "within tolerance" : "exactly") << ")\n";
-    } else if (!(*CK)->run(Args->Values, Diags)) {
-      return Finish(1);
+    } else {
+      if (!Opts.TraceFile.empty())
+        enableTracing(true);
+      bool Ok = (*CK)->run(Args->Values, Diags);
+      if (!Opts.TraceFile.empty()) {
+        enableTracing(false);
+        std::string Why;
+        if (!writeTrace(Opts.TraceFile, Why)) {
+          Diags.error({}, Why);
+          return Finish(1);
+        }
+      }
+      if (!Ok)
+        return Finish(1);
     }
     if (Opts.BenchRuns &&
         !benchmark(Opts.BenchRuns, *K, *Args, Out,

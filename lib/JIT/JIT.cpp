@@ -273,7 +273,8 @@ public:
     OS << "nnc-jit cache v" << kCacheFormatVersion << '\n'
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
-       << "O" << Opts.OptLevel << " contract=" << Contract << '\n';
+       << "O" << Opts.OptLevel << " contract=" << Contract
+       << " trace=" << Opts.Trace << '\n';
     printKernelWithTasks(OS, K);
     return OS.str();
   }
@@ -285,6 +286,7 @@ public:
   LoweredKernel lowerFor(const Kernel &K, LLVMContext &Ctx, TargetMachine &TM) {
     CodeGenOptions CG;
     CG.FPContract = Contract;
+    CG.Trace = Opts.Trace;
     LoweredKernel L = lowerKernel(K, Ctx, kEntryName, CG);
     L.M->setDataLayout(TM.createDataLayout());
     L.M->setTargetTriple(TM.getTargetTriple().str());

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -17,6 +20,32 @@ namespace {
 
 thread_local std::string LastError;
 std::atomic<int32_t> NumThreads{0};
+
+//===--- Tracing -----------------------------------------------------------===//
+
+struct Span {
+  std::string Name;
+  int Tid;
+  int64_t BeginNs, EndNs;
+};
+std::atomic<bool> Tracing{false};
+std::mutex TraceMu;
+std::vector<Span> Spans;
+std::atomic<int> NextTid{0};
+thread_local int Tid = NextTid++;
+thread_local std::vector<std::pair<const char *, int64_t>> Open;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void record(std::string Name, int64_t Begin) {
+  int64_t End = nowNs();
+  std::lock_guard<std::mutex> L(TraceMu);
+  Spans.push_back({std::move(Name), Tid, Begin, End});
+}
 
 int32_t failWith(std::string Msg) {
   LastError = std::move(Msg);
@@ -78,6 +107,19 @@ void nnc_runtime_free(void *P) { std::free(P); }
 
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
 
+void nnc_trace_begin(const char *Name) {
+  if (Tracing.load(std::memory_order_relaxed))
+    Open.emplace_back(Name, nowNs());
+}
+
+void nnc_trace_end() {
+  if (!Tracing.load(std::memory_order_relaxed) || Open.empty())
+    return;
+  auto [Name, Begin] = Open.back();
+  Open.pop_back();
+  record(Name, Begin);
+}
+
 void nnc_runtime_set_num_threads(int32_t N) { NumThreads = N < 0 ? 0 : N; }
 
 int32_t nnc_runtime_num_threads() {
@@ -101,12 +143,17 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
   std::atomic<int32_t> First{0};
   std::mutex Mu;
   std::string Why;
+  bool Trace = Tracing.load(std::memory_order_relaxed);
 #pragma omp parallel for num_threads(Threads) schedule(dynamic, 1)
   for (int64_t C = 0; C < Chunks; ++C) {
     if (First.load(std::memory_order_relaxed) != 0)
       continue;
-    int64_t B = Start + C * Size;
-    int32_t Status = Body(B, std::min(Stop, B + Size), Env);
+    int64_t B = Start + C * Size, E = std::min(Stop, B + Size);
+    int64_t T0 = Trace ? nowNs() : 0;
+    int32_t Status = Body(B, E, Env);
+    if (Trace)
+      record("chunk [" + std::to_string(B) + ", " + std::to_string(E) + ")",
+             T0);
     if (Status != 0) {
       int32_t Expected = 0;
       if (First.compare_exchange_strong(Expected, Status)) {
@@ -154,11 +201,48 @@ const std::vector<RuntimeSymbol> &runtimeSymbols() {
       {"nnc_runtime_alloc", reinterpret_cast<void *>(&nnc_runtime_alloc)},
       {"nnc_runtime_free", reinterpret_cast<void *>(&nnc_runtime_free)},
       {"nnc_parallel_for", reinterpret_cast<void *>(&nnc_parallel_for)},
+      {"nnc_trace_begin", reinterpret_cast<void *>(&nnc_trace_begin)},
+      {"nnc_trace_end", reinterpret_cast<void *>(&nnc_trace_end)},
       {"nnc_aten_conv2d", reinterpret_cast<void *>(&nnc_aten_conv2d)},
       {"nnc_aten_matmul", reinterpret_cast<void *>(&nnc_aten_matmul)},
       {"nnc_aten_addmm", reinterpret_cast<void *>(&nnc_aten_addmm)},
   };
   return Symbols;
+}
+
+void enableTracing(bool On) {
+  std::lock_guard<std::mutex> L(TraceMu);
+  if (On)
+    Spans.clear();
+  Tracing = On;
+}
+
+bool writeTrace(const std::string &Path, std::string &Err) {
+  std::lock_guard<std::mutex> L(TraceMu);
+  std::ofstream OS(Path);
+  int64_t Base = INT64_MAX;
+  for (const Span &S : Spans)
+    Base = std::min(Base, S.BeginNs);
+  OS << "{\"traceEvents\": [\n";
+  for (size_t I = 0; I < Spans.size(); ++I) {
+    const Span &S = Spans[I];
+    std::string Name;
+    for (char C : S.Name)
+      Name += (C == '"' || C == '\\') ? std::string("\\") + C : std::string(1, C);
+    char Buf[128];
+    std::snprintf(Buf, sizeof(Buf),
+                  "\"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, "
+                  "\"dur\": %.3f",
+                  S.Tid, (S.BeginNs - Base) / 1e3, (S.EndNs - S.BeginNs) / 1e3);
+    OS << "  {\"name\": \"" << Name << "\", " << Buf << "}"
+       << (I + 1 < Spans.size() ? ",\n" : "\n");
+  }
+  OS << "], \"displayTimeUnit\": \"ms\"}\n";
+  if (!OS) {
+    Err = "cannot write '" + Path + "'";
+    return false;
+  }
+  return true;
 }
 
 } // namespace nnc

@@ -100,6 +100,11 @@ static cl::opt<int64_t> ParallelGrain(
     cl::init(nnc::kDefaultParallelGrain),
     cl::desc("Smallest work worth a parallel region, in innermost iterations"),
     cl::cat(Category));
+static cl::opt<std::string>
+    TraceFile("trace", cl::value_desc("file.json"),
+              cl::desc("Write a Chrome trace of the run: one span per "
+                       "statement and per parallel chunk per thread"),
+              cl::cat(Category));
 static cl::opt<bool>
     TrustParallel("trust-parallel",
                   cl::desc("Trust /* parallel */ marks instead of checking "
@@ -207,6 +212,12 @@ int main(int argc, char **argv) {
   }
   Opts.Pipeline.Parallel.Threads = Opts.Threads;
   Opts.Pipeline.Parallel.Grain = ParallelGrain;
+  if (!TraceFile.empty()) {
+    if (Interp)
+      return Fail("--trace needs the JIT (it records compiled code)");
+    Opts.TraceFile = TraceFile;
+    Opts.JIT.Trace = true;
+  }
   Opts.Pipeline.Parallel.TrustParallel = TrustParallel;
   auto Known = nnc::registeredPasses();
   for (const std::string &P : Remarks) {

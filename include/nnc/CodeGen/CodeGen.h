@@ -36,6 +36,8 @@ struct CodeGenOptions {
   /// fused multiply-add. The interpreter applies the same rule when asked,
   /// so results stay bit-identical. Nothing else is contracted.
   bool FPContract = false;
+  /// Call nnc_trace_begin/end around each top-level statement.
+  bool Trace = false;
 };
 
 /// Why a kernel can stop with a non-zero status.

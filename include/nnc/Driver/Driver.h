@@ -61,6 +61,8 @@ struct DriverOptions {
   PipelineOptions Pipeline;
   /// Threads for parallel loops (0: OMP_NUM_THREADS, else the core count).
   unsigned Threads = 0;
+  /// Write a Chrome trace of the run here.
+  std::string TraceFile;
 };
 
 /// A loaded and verified file with its diagnostics context.

@@ -43,6 +43,8 @@ struct JITOptions {
   std::optional<bool> FPContract;
   /// Directory of the persistent compile cache; empty for none.
   std::string CacheDir;
+  /// Record trace spans around top-level statements (see Runtime.h).
+  bool Trace = false;
 };
 
 /// Wall time spent in each compile phase, in milliseconds.

@@ -37,6 +37,12 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
 void nnc_runtime_set_num_threads(int32_t N);
 int32_t nnc_runtime_num_threads();
 
+/// Tracing (--trace): kernels compiled with tracing call these around each
+/// top-level statement; nnc_parallel_for records one span per chunk and
+/// thread. Nothing is recorded unless tracing is enabled.
+void nnc_trace_begin(const char *Name);
+void nnc_trace_end();
+
 /// NNC's external-call convention. Buffer 0 is the output; for buffer i,
 /// BufData[i] is its data, BufRanks[i] its rank, and its dims and strides are
 /// the next BufRanks[i] entries of BufDims and BufStrides; BufDTypes[i] is its
@@ -62,6 +68,12 @@ struct RuntimeSymbol {
 /// Every function of this header that JIT'ed code may call, for the JIT to
 /// register by name.
 const std::vector<RuntimeSymbol> &runtimeSymbols();
+
+/// Starts (clearing earlier spans) or stops recording trace spans.
+void enableTracing(bool On);
+/// Writes the recorded spans as a Chrome trace-event file (Perfetto,
+/// chrome://tracing); false with Err set if the file cannot be written.
+bool writeTrace(const std::string &Path, std::string &Err);
 
 } // namespace nnc
 
