@@ -630,9 +630,13 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
       Out << "check: outputs match the interpreter ("
           << (Approx ? "within tolerance" : "exactly") << ")\n";
     } else {
+      // The trace covers the run and, with --bench, every timed run.
       if (!Opts.TraceFile.empty())
         enableTracing(true);
-      bool Ok = (*CK)->run(Args->Values, Diags);
+      bool Ok = (*CK)->run(Args->Values, Diags) &&
+                (!Opts.BenchRuns ||
+                 benchmark(Opts.BenchRuns, *K, *Args, Out,
+                           [&] { return (*CK)->run(Args->Values, Diags); }));
       if (!Opts.TraceFile.empty()) {
         enableTracing(false);
         std::string Why;
@@ -644,7 +648,7 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
       if (!Ok)
         return Finish(1);
     }
-    if (Opts.BenchRuns &&
+    if (Opts.Check && Opts.BenchRuns &&
         !benchmark(Opts.BenchRuns, *K, *Args, Out,
                    [&] { return (*CK)->run(Args->Values, Diags); }))
       return Finish(1);

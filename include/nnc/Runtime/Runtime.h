@@ -25,7 +25,7 @@ const char *nnc_runtime_last_error();
 typedef int32_t (*nnc_task_fn)(int64_t Begin, int64_t End, void *Env);
 
 /// Runs Body over [Start, Stop) on the OpenMP runtime (libomp): the range is
-/// split into chunks of at least Grain iterations, several per thread, handed
+/// split into chunks of at least Grain iterations, two per thread, handed
 /// out dynamically so that a descheduled thread cannot hold up the loop.
 /// Ranges shorter than two grains, a single thread, or a call from inside a
 /// running parallel region run serially on the calling thread. Returns the
@@ -71,6 +71,14 @@ const std::vector<RuntimeSymbol> &runtimeSymbols();
 
 /// Starts (clearing earlier spans) or stops recording trace spans.
 void enableTracing(bool On);
+struct TraceSpan {
+  std::string Name;
+  int Thread;
+  double BeginUs, DurationUs;
+};
+/// The spans recorded so far.
+std::vector<TraceSpan> traceSpans();
+
 /// Writes the recorded spans as a Chrome trace-event file (Perfetto,
 /// chrome://tracing); false with Err set if the file cannot be written.
 bool writeTrace(const std::string &Path, std::string &Err);

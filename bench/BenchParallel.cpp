@@ -1,0 +1,277 @@
+//===- BenchParallel.cpp - Parallel loops: policy, scaling, overhead ------===//
+//
+// In one process (these machines are shared and noisy):
+//  - the seed kernel (NHWC relu(a + b) feeding a 3x3 conv by ExternalCall)
+//    under --parallel=outputs and --parallel=all: the elementwise stage's
+//    time, read from trace spans;
+//  - an elementwise kernel at 1 and 2 threads against the same loop written
+//    with `#pragma omp parallel for`;
+//  - the cost of an empty parallel region, and a 4K-element kernel under
+//    `all` against `none` (small kernels must never get slower);
+//  - the resnet18 workload (19 convolutions, 24 loop nests) under both
+//    policies: the loop-nest time and the whole kernel.
+//
+//   build/bin/nnc-bench-parallel --benchmark_repetitions=5
+//       --benchmark_enable_random_interleaving=true
+//       --benchmark_report_aggregates_only=true
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Driver/Driver.h"
+#include "nnc/Runtime/Runtime.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+namespace omp_baseline {
+void addRelu(const float *A, const float *B, float *C, int64_t N, int Threads);
+} // namespace omp_baseline
+
+using namespace nnc;
+
+namespace {
+
+const char *SeedText = R"(
+kernel seed(
+    in a: f32[1, 64, 56, 56] channels_last,
+    in b: f32[1, 64, 56, 56] channels_last,
+    in w: f32[64, 64, 3, 3] channels_last,
+    in bias: f32[64],
+    out y: f32[1, 64, 56, 56] channels_last) {
+  Allocate(t); // dtype=float, dims=[1ll, 64ll, 56ll, 56ll]
+  for (int64_t i = 0ll; i < 1ll; i++) {
+    for (int64_t j = 0ll; j < 56ll; j++) {
+      for (int64_t k = 0ll; k < 56ll; k++) {
+        for (int64_t l = 0ll; l < 64ll; l++) {
+          t[((l + 64ll * k) + 3584ll * j) + 200704ll * i] = (a[((l + 64ll * k) + 3584ll * j) + 200704ll * i]) + (b[((l + 64ll * k) + 3584ll * j) + 200704ll * i])<0.f ? 0.f : (a[((l + 64ll * k) + 3584ll * j) + 200704ll * i]) + (b[((l + 64ll * k) + 3584ll * j) + 200704ll * i]);
+        }
+      }
+    }
+  }
+  y = nnc_aten_conv2d(buf_args={t(dtype=float, sizes=[1ll, 64ll, 56ll, 56ll], strides=[200704ll, 1ll, 3584ll, 64ll]), w, bias}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll})
+  Free(t);
+}
+kernel add_relu(in a: f32[N], in b: f32[N], out c: f32[N], N: i64) {
+  for (int64_t i = 0ll; i < N; i++) {
+    c[i] = a[i] + b[i]<0.f ? 0.f : a[i] + b[i];
+  }
+}
+kernel small(in a: f32[4096], in b: f32[4096], out c: f32[4096]) {
+  for (int64_t i = 0ll; i < 4096ll; i++) {
+    c[i] = a[i] + b[i]<0.f ? 0.f : a[i] + b[i];
+  }
+}
+kernel grain(in a: f32[N], out c: f32[N], N: i64) {
+  for (int64_t i = 0ll; i < N; i++) {
+    c[i] = tanh(a[i]);
+  }
+}
+)";
+
+constexpr int64_t kEwN = int64_t(1) << 24;
+
+[[noreturn]] void die(const std::string &Msg) {
+  std::cerr << "nnc-bench-parallel: " << Msg << '\n';
+  std::exit(1);
+}
+
+struct Compiled {
+  Kernel K;
+  std::shared_ptr<const CompiledKernel> CK;
+  std::optional<KernelArgs> Args;
+};
+
+KernelJIT &jit() {
+  static std::unique_ptr<KernelJIT> J = [] {
+    JITOptions O;
+    O.Trace = true; // Spans are only recorded while tracing is enabled.
+    auto E = KernelJIT::create(O);
+    if (!E)
+      die(llvm::toString(E.takeError()));
+    return std::move(*E);
+  }();
+  return *J;
+}
+
+/// Compiles kernel Name of Text under a policy, with its arguments.
+Compiled &compiled(const char *Text, const std::string &Name, ParallelMode Mode,
+                   std::vector<std::string> Params = {}) {
+  static std::map<std::string, Compiled> Cache;
+  std::string Key = Name + "/" + std::to_string(static_cast<int>(Mode));
+  auto It = Cache.find(Key);
+  if (It != Cache.end())
+    return It->second;
+  DiagnosticEngine Diags;
+  auto LM = loadModuleFromText("bench.nnc", Text, Diags);
+  if (!LM)
+    die("cannot parse the benchmark kernels");
+  Compiled C;
+  C.K = *LM->M.findKernel(Name);
+  PipelineOptions P;
+  P.Parallel.Mode = Mode;
+  P.Parallel.Threads = 2;
+  if (!runPasses(C.K, buildDefaultPipeline(), P, Diags))
+    die("pipeline failed");
+  auto CK = jit().compile(C.K);
+  if (!CK)
+    die(llvm::toString(CK.takeError()));
+  C.CK = *CK;
+  C.Args = buildArgs(C.K, Params, {}, 1, Diags);
+  if (!C.Args)
+    die("cannot build arguments");
+  return Cache.emplace(Key, std::move(C)).first->second;
+}
+
+void run(Compiled &C) {
+  DiagnosticEngine D;
+  if (!C.CK->run(C.Args->Values, D))
+    die("kernel failed");
+}
+
+/// Sum of the spans of loop statements (not external calls) in the trace.
+double loopMicros() {
+  double Us = 0;
+  for (const TraceSpan &S : traceSpans())
+    if (S.Name.find(": for ") != std::string::npos ||
+        S.Name.find(": parallel for ") != std::string::npos)
+      Us += S.DurationUs;
+  return Us;
+}
+
+//===--- The seed kernel under each policy ---------------------------------===//
+
+void seed(benchmark::State &S, ParallelMode Mode) {
+  nnc_runtime_set_num_threads(2);
+  Compiled &C = compiled(SeedText, "seed", Mode);
+  double StageUs = 0;
+  for (auto _ : S) {
+    enableTracing(true);
+    run(C);
+    enableTracing(false);
+    StageUs += loopMicros();
+  }
+  S.counters["elementwise_stage_us"] = StageUs / S.iterations();
+  nnc_runtime_set_num_threads(0);
+}
+void BM_Seed_Outputs(benchmark::State &S) { seed(S, ParallelMode::Outputs); }
+void BM_Seed_All(benchmark::State &S) { seed(S, ParallelMode::All); }
+
+//===--- Elementwise scaling against OpenMP C++ ----------------------------===//
+
+void BM_AddRelu_NNC(benchmark::State &S) {
+  int Threads = static_cast<int>(S.range(0));
+  nnc_runtime_set_num_threads(Threads);
+  Compiled &C = compiled(SeedText, "add_relu", ParallelMode::All,
+                         {"N=" + std::to_string(kEwN)});
+  for (auto _ : S)
+    run(C);
+  S.SetBytesProcessed(S.iterations() * kEwN * 12);
+  nnc_runtime_set_num_threads(0);
+}
+void BM_AddRelu_OpenMP(benchmark::State &S) {
+  int Threads = static_cast<int>(S.range(0));
+  Compiled &C = compiled(SeedText, "add_relu", ParallelMode::All,
+                         {"N=" + std::to_string(kEwN)});
+  auto *A = static_cast<const float *>(C.Args->Buffers[0]->data());
+  auto *B = static_cast<const float *>(C.Args->Buffers[1]->data());
+  auto *Out = static_cast<float *>(C.Args->Buffers[2]->data());
+  for (auto _ : S) {
+    omp_baseline::addRelu(A, B, Out, kEwN, Threads);
+    benchmark::ClobberMemory();
+  }
+  S.SetBytesProcessed(S.iterations() * kEwN * 12);
+}
+
+//===--- Overheads ----------------------------------------------------------===//
+
+int32_t emptyBody(int64_t, int64_t, void *) { return 0; }
+
+void BM_EmptyParallelRegion(benchmark::State &S) {
+  nnc_runtime_set_num_threads(2);
+  for (auto _ : S)
+    benchmark::DoNotOptimize(nnc_parallel_for(emptyBody, 0, 2, 1, nullptr));
+  nnc_runtime_set_num_threads(0);
+}
+
+void small(benchmark::State &S, ParallelMode Mode) {
+  nnc_runtime_set_num_threads(2);
+  Compiled &C = compiled(SeedText, "small", Mode);
+  for (auto _ : S)
+    run(C);
+  nnc_runtime_set_num_threads(0);
+}
+void BM_Small4K_All(benchmark::State &S) { small(S, ParallelMode::All); }
+void BM_Small4K_None(benchmark::State &S) { small(S, ParallelMode::None); }
+
+/// The grain: a light transcendental kernel of N elements, serial against
+/// 2 threads with every region split (grain 1 iteration).
+void grain(benchmark::State &S, int Threads) {
+  nnc_runtime_set_num_threads(Threads);
+  static std::map<int64_t, std::unique_ptr<Compiled>> Kernels;
+  int64_t N = S.range(0);
+  auto &C = Kernels[N];
+  if (!C) {
+    DiagnosticEngine Diags;
+    auto LM = loadModuleFromText("bench.nnc", SeedText, Diags);
+    C = std::make_unique<Compiled>();
+    C->K = *LM->M.findKernel("grain");
+    PipelineOptions P;
+    P.Parallel.Threads = 2;
+    P.Parallel.Grain = 1;
+    runPasses(C->K, buildDefaultPipeline(), P, Diags);
+    C->CK = *jit().compile(C->K);
+    C->Args = buildArgs(C->K, {"N=" + std::to_string(N)}, {}, 1, Diags);
+  }
+  for (auto _ : S)
+    run(*C);
+  nnc_runtime_set_num_threads(0);
+}
+void BM_Grain_1Thread(benchmark::State &S) { grain(S, 1); }
+void BM_Grain_2Threads(benchmark::State &S) { grain(S, 2); }
+
+//===--- The resnet18 workload ---------------------------------------------===//
+
+std::string resnetText() {
+  std::string Err, Text;
+  const char *Dir = std::getenv("NNC_WORKLOADS_DIR");
+  std::string Path = std::string(Dir ? Dir : "../shared/workloads") +
+                     "/resnet18_frozen_cl_rm__g01.nnc";
+  if (!readFile(Path, Text, Err))
+    die("cannot read " + Path + " (set NNC_WORKLOADS_DIR): " + Err);
+  return Text;
+}
+
+void resnet(benchmark::State &S, ParallelMode Mode) {
+  static std::string Text = resnetText();
+  nnc_runtime_set_num_threads(2);
+  Compiled &C = compiled(Text.c_str(), "resnet18_frozen_cl_rm__g01", Mode);
+  double LoopUs = 0;
+  for (auto _ : S) {
+    enableTracing(true);
+    run(C);
+    enableTracing(false);
+    LoopUs += loopMicros();
+  }
+  S.counters["loop_nests_us"] = LoopUs / S.iterations();
+  nnc_runtime_set_num_threads(0);
+}
+void BM_Resnet18_Outputs(benchmark::State &S) { resnet(S, ParallelMode::Outputs); }
+void BM_Resnet18_All(benchmark::State &S) { resnet(S, ParallelMode::All); }
+
+} // namespace
+
+BENCHMARK(BM_Seed_Outputs)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Seed_All)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AddRelu_NNC)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AddRelu_OpenMP)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_EmptyParallelRegion)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Small4K_All)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Small4K_None)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Grain_1Thread)->RangeMultiplier(4)->Range(1024, 262144)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Grain_2Threads)->RangeMultiplier(4)->Range(1024, 262144)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Resnet18_Outputs)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Resnet18_All)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+BENCHMARK_MAIN();
