@@ -202,3 +202,86 @@ ScalarValue convertScalar(DType From, DType To, ScalarValue V) {
 }
 
 } // namespace nnc
+
+namespace nnc {
+
+namespace {
+template <class T> T readAs(const void *P) {
+  T V;
+  std::memcpy(&V, P, sizeof(T));
+  return V;
+}
+template <class T> void writeAs(void *P, T V) { std::memcpy(P, &V, sizeof(T)); }
+} // namespace
+
+ScalarValue loadScalar(DType T, const void *P) {
+  ScalarValue R;
+  switch (T) {
+  case DType::Bool:
+    R.I = readAs<uint8_t>(P) != 0;
+    break;
+  case DType::I8:
+    R.I = readAs<int8_t>(P);
+    break;
+  case DType::U8:
+    R.I = readAs<uint8_t>(P);
+    break;
+  case DType::I16:
+    R.I = readAs<int16_t>(P);
+    break;
+  case DType::I32:
+    R.I = readAs<int32_t>(P);
+    break;
+  case DType::I64:
+    R.I = readAs<int64_t>(P);
+    break;
+  case DType::F16:
+    R.F = halfBitsToFloat(readAs<uint16_t>(P));
+    break;
+  case DType::BF16:
+    R.F = bf16BitsToFloat(readAs<uint16_t>(P));
+    break;
+  case DType::F32:
+    R.F = readAs<float>(P);
+    break;
+  case DType::F64:
+    R.F = readAs<double>(P);
+    break;
+  }
+  return R;
+}
+
+void storeScalar(DType T, void *P, const ScalarValue &V) {
+  switch (T) {
+  case DType::Bool:
+    writeAs<uint8_t>(P, V.I != 0);
+    return;
+  case DType::I8:
+  case DType::U8:
+    writeAs<uint8_t>(P, static_cast<uint8_t>(V.I));
+    return;
+  case DType::I16:
+    writeAs<int16_t>(P, static_cast<int16_t>(V.I));
+    return;
+  case DType::I32:
+    writeAs<int32_t>(P, static_cast<int32_t>(V.I));
+    return;
+  case DType::I64:
+    writeAs<int64_t>(P, V.I);
+    return;
+  case DType::F16:
+    writeAs<uint16_t>(P, floatToHalfBits(static_cast<float>(V.F)));
+    return;
+  case DType::BF16:
+    writeAs<uint16_t>(P, floatToBF16Bits(static_cast<float>(V.F)));
+    return;
+  case DType::F32:
+    writeAs<float>(P, static_cast<float>(V.F));
+    return;
+  case DType::F64:
+    writeAs<double>(P, V.F);
+    return;
+  }
+}
+
+} // namespace nnc

@@ -47,114 +47,30 @@ int64_t HostBuffer::numElements() const {
   return N;
 }
 
+// Accessors convert between the buffer's type and double or int64_t with the
+// language's cast semantics (saturating float to integer).
 double HostBuffer::getDouble(int64_t Off) const {
-  const uint8_t *P = Data.get() + Off * dtypeSize(Type);
-  switch (Type) {
-  case DType::F32: {
-    float F;
-    std::memcpy(&F, P, 4);
-    return F;
-  }
-  case DType::F64: {
-    double D;
-    std::memcpy(&D, P, 8);
-    return D;
-  }
-  case DType::F16: {
-    uint16_t H;
-    std::memcpy(&H, P, 2);
-    return halfBitsToFloat(H);
-  }
-  case DType::BF16: {
-    uint16_t H;
-    std::memcpy(&H, P, 2);
-    return bf16BitsToFloat(H);
-  }
-  default:
-    return static_cast<double>(getInt(Off));
-  }
+  ScalarValue V = loadScalar(Type, Data.get() + Off * dtypeSize(Type));
+  return isFloat(Type) ? V.F : convertScalar(Type, DType::F64, V).F;
 }
 
 int64_t HostBuffer::getInt(int64_t Off) const {
-  const uint8_t *P = Data.get() + Off * dtypeSize(Type);
-  switch (Type) {
-  case DType::Bool:
-    return *P != 0;
-  case DType::I8:
-    return static_cast<int8_t>(*P);
-  case DType::U8:
-    return *P;
-  case DType::I16: {
-    int16_t V;
-    std::memcpy(&V, P, 2);
-    return V;
-  }
-  case DType::I32: {
-    int32_t V;
-    std::memcpy(&V, P, 4);
-    return V;
-  }
-  case DType::I64: {
-    int64_t V;
-    std::memcpy(&V, P, 8);
-    return V;
-  }
-  default:
-    return static_cast<int64_t>(getDouble(Off));
-  }
+  ScalarValue V = loadScalar(Type, Data.get() + Off * dtypeSize(Type));
+  return isFloat(Type) ? convertScalar(Type, DType::I64, V).I : V.I;
 }
 
-void HostBuffer::setDouble(int64_t Off, double V) {
-  uint8_t *P = Data.get() + Off * dtypeSize(Type);
-  switch (Type) {
-  case DType::F32: {
-    float F = static_cast<float>(V);
-    std::memcpy(P, &F, 4);
-    return;
-  }
-  case DType::F64:
-    std::memcpy(P, &V, 8);
-    return;
-  case DType::F16: {
-    uint16_t H = floatToHalfBits(static_cast<float>(V));
-    std::memcpy(P, &H, 2);
-    return;
-  }
-  case DType::BF16: {
-    uint16_t H = floatToBF16Bits(static_cast<float>(V));
-    std::memcpy(P, &H, 2);
-    return;
-  }
-  default:
-    setInt(Off, static_cast<int64_t>(V));
-  }
+void HostBuffer::setDouble(int64_t Off, double D) {
+  ScalarValue V;
+  V.F = D;
+  storeScalar(Type, Data.get() + Off * dtypeSize(Type),
+              isFloat(Type) ? V : convertScalar(DType::F64, Type, V));
 }
 
-void HostBuffer::setInt(int64_t Off, int64_t V) {
-  uint8_t *P = Data.get() + Off * dtypeSize(Type);
-  V = wrapInt(isFloat(Type) ? DType::I64 : Type, V);
-  switch (Type) {
-  case DType::Bool:
-  case DType::I8:
-  case DType::U8:
-    *P = static_cast<uint8_t>(V);
-    return;
-  case DType::I16: {
-    int16_t X = static_cast<int16_t>(V);
-    std::memcpy(P, &X, 2);
-    return;
-  }
-  case DType::I32: {
-    int32_t X = static_cast<int32_t>(V);
-    std::memcpy(P, &X, 4);
-    return;
-  }
-  case DType::I64:
-    std::memcpy(P, &V, 8);
-    return;
-  default:
-    setDouble(Off, static_cast<double>(V));
-  }
+void HostBuffer::setInt(int64_t Off, int64_t I) {
+  ScalarValue V;
+  V.I = I;
+  storeScalar(Type, Data.get() + Off * dtypeSize(Type),
+              isFloat(Type) ? convertScalar(DType::I64, Type, V) : V);
 }
 
 } // namespace nnc

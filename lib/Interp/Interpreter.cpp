@@ -66,139 +66,32 @@ Val mkF(double V) {
   return R;
 }
 
+Val toVal(DType T, const ScalarValue &S) { return isFloat(T) ? mkF(S.F) : mkI(S.I); }
+ScalarValue toScalar(DType T, Val V) {
+  ScalarValue S;
+  if (isFloat(T))
+    S.F = V.F;
+  else
+    S.I = V.I;
+  return S;
+}
+
 Val readElem(DType T, const uint8_t *Base, int64_t Off) {
-  const uint8_t *P = Base + Off * dtypeSize(T);
-  switch (T) {
-  case DType::Bool:
-    return mkI(*P != 0);
-  case DType::I8:
-    return mkI(static_cast<int8_t>(*P));
-  case DType::U8:
-    return mkI(*P);
-  case DType::I16: {
-    int16_t V;
-    std::memcpy(&V, P, 2);
-    return mkI(V);
-  }
-  case DType::I32: {
-    int32_t V;
-    std::memcpy(&V, P, 4);
-    return mkI(V);
-  }
-  case DType::I64: {
-    int64_t V;
-    std::memcpy(&V, P, 8);
-    return mkI(V);
-  }
-  case DType::F16: {
-    uint16_t H;
-    std::memcpy(&H, P, 2);
-    return mkF(halfBitsToFloat(H));
-  }
-  case DType::BF16: {
-    uint16_t H;
-    std::memcpy(&H, P, 2);
-    return mkF(bf16BitsToFloat(H));
-  }
-  case DType::F32: {
-    float F;
-    std::memcpy(&F, P, 4);
-    return mkF(F);
-  }
-  case DType::F64: {
-    double D;
-    std::memcpy(&D, P, 8);
-    return mkF(D);
-  }
-  }
-  return mkI(0);
+  return toVal(T, loadScalar(T, Base + Off * dtypeSize(T)));
 }
 
 void writeElem(DType T, uint8_t *Base, int64_t Off, Val V) {
-  uint8_t *P = Base + Off * dtypeSize(T);
-  switch (T) {
-  case DType::Bool:
-  case DType::I8:
-  case DType::U8:
-    *P = static_cast<uint8_t>(V.I);
-    return;
-  case DType::I16: {
-    int16_t X = static_cast<int16_t>(V.I);
-    std::memcpy(P, &X, 2);
-    return;
-  }
-  case DType::I32: {
-    int32_t X = static_cast<int32_t>(V.I);
-    std::memcpy(P, &X, 4);
-    return;
-  }
-  case DType::I64:
-    std::memcpy(P, &V.I, 8);
-    return;
-  case DType::F16: {
-    uint16_t H = floatToHalfBits(static_cast<float>(V.F));
-    std::memcpy(P, &H, 2);
-    return;
-  }
-  case DType::BF16: {
-    uint16_t H = floatToBF16Bits(static_cast<float>(V.F));
-    std::memcpy(P, &H, 2);
-    return;
-  }
-  case DType::F32: {
-    float F = static_cast<float>(V.F);
-    std::memcpy(P, &F, 4);
-    return;
-  }
-  case DType::F64:
-    std::memcpy(P, &V.F, 8);
-    return;
-  }
+  storeScalar(T, Base + Off * dtypeSize(T), toScalar(T, V));
 }
 
+/// The bits of V in T's memory representation, and back.
 uint64_t toBits(DType T, Val V) {
-  switch (T) {
-  case DType::F32: {
-    float F = static_cast<float>(V.F);
-    uint32_t B;
-    std::memcpy(&B, &F, 4);
-    return B;
-  }
-  case DType::F64: {
-    uint64_t B;
-    std::memcpy(&B, &V.F, 8);
-    return B;
-  }
-  case DType::F16:
-    return floatToHalfBits(static_cast<float>(V.F));
-  case DType::BF16:
-    return floatToBF16Bits(static_cast<float>(V.F));
-  default:
-    return static_cast<uint64_t>(V.I);
-  }
+  uint64_t B = 0;
+  storeScalar(T, &B, toScalar(T, V));
+  return B;
 }
 
-Val fromBits(DType T, uint64_t B) {
-  switch (T) {
-  case DType::F32: {
-    uint32_t X = static_cast<uint32_t>(B);
-    float F;
-    std::memcpy(&F, &X, 4);
-    return mkF(F);
-  }
-  case DType::F64: {
-    double D;
-    std::memcpy(&D, &B, 8);
-    return mkF(D);
-  }
-  case DType::F16:
-    return mkF(halfBitsToFloat(static_cast<uint16_t>(B)));
-  case DType::BF16:
-    return mkF(bf16BitsToFloat(static_cast<uint16_t>(B)));
-  default:
-    return mkI(wrapInt(T, static_cast<int64_t>(B)));
-  }
-}
+Val fromBits(DType T, uint64_t B) { return toVal(T, loadScalar(T, &B)); }
 
 /// Float intrinsics in f32 (for f32, f16, bf16) or f64.
 template <class R> R floatIntrinsic(IntrinsicOp Op, R A, R B) {

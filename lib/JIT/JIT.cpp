@@ -49,52 +49,6 @@ Error makeError(const Twine &Msg) {
   return make_error<StringError>(Msg, inconvertibleErrorCode());
 }
 
-/// Writes a scalar argument in its memory representation.
-void storeScalar(DType T, const ScalarValue &V, uint64_t &Slot) {
-  Slot = 0;
-  void *P = &Slot;
-  switch (T) {
-  case DType::Bool:
-  case DType::I8:
-  case DType::U8: {
-    uint8_t X = static_cast<uint8_t>(V.I);
-    std::memcpy(P, &X, 1);
-    break;
-  }
-  case DType::I16: {
-    int16_t X = static_cast<int16_t>(V.I);
-    std::memcpy(P, &X, 2);
-    break;
-  }
-  case DType::I32: {
-    int32_t X = static_cast<int32_t>(V.I);
-    std::memcpy(P, &X, 4);
-    break;
-  }
-  case DType::I64:
-    std::memcpy(P, &V.I, 8);
-    break;
-  case DType::F16: {
-    uint16_t H = floatToHalfBits(static_cast<float>(V.F));
-    std::memcpy(P, &H, 2);
-    break;
-  }
-  case DType::BF16: {
-    uint16_t H = floatToBF16Bits(static_cast<float>(V.F));
-    std::memcpy(P, &H, 2);
-    break;
-  }
-  case DType::F32: {
-    float F = static_cast<float>(V.F);
-    std::memcpy(P, &F, 4);
-    break;
-  }
-  case DType::F64:
-    std::memcpy(P, &V.F, 8);
-    break;
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // The persistent cache: one file per key, validated on load.
 //===----------------------------------------------------------------------===//
@@ -237,7 +191,7 @@ bool CompiledKernel::run(const std::vector<ArgValue> &Args,
     if (Args[I].Buf) {
       Ptrs[I] = Args[I].Buf->data();
     } else {
-      storeScalar(ParamTypes[I], Args[I].Scalar, Scalars[I]);
+      storeScalar(ParamTypes[I], &Scalars[I], Args[I].Scalar);
       Ptrs[I] = &Scalars[I];
     }
   }

@@ -60,6 +60,14 @@ struct ScalarValue {
 };
 ScalarValue convertScalar(DType From, DType To, ScalarValue V);
 
+/// Reads the element of type T stored at P in its memory representation
+/// (bool, i8, u8 one byte; f16 IEEE half bits; bf16 the upper half of an f32):
+/// integers come back in I, floats in F.
+ScalarValue loadScalar(DType T, const void *P);
+/// Writes V as an element of type T at P (integers from I, wrapped; floats
+/// from F, rounded to T).
+void storeScalar(DType T, void *P, const ScalarValue &V);
+
 /// IEEE binary16 / bfloat16 conversions (round to nearest even).
 uint16_t floatToHalfBits(float F);
 float halfBitsToFloat(uint16_t H);
