@@ -5,7 +5,8 @@
 //    under --parallel=outputs and --parallel=all: the elementwise stage's
 //    time, read from trace spans;
 //  - an elementwise kernel at 1 and 2 threads against the same loop written
-//    with `#pragma omp parallel for`;
+//    with `#pragma omp parallel for`, also with another thread busy on one
+//    core;
 //  - the cost of an empty parallel region, and a 4K-element kernel under
 //    `all` against `none` (small kernels must never get slower);
 //  - the resnet18 workload (19 convolutions, 24 loop nests) under both
@@ -21,7 +22,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 #include <iostream>
 #include <map>
 
@@ -184,6 +187,35 @@ void BM_AddRelu_OpenMP(benchmark::State &S) {
   S.SetBytesProcessed(S.iterations() * kEwN * 12);
 }
 
+/// Another thread busy on one of the cores for the whole benchmark (what a
+/// shared machine does): a statically split loop waits for its descheduled
+/// half; dynamic chunks let the running thread take over.
+class Spinner {
+public:
+  Spinner() : T([this] {
+      while (!Stop.load(std::memory_order_relaxed))
+        benchmark::DoNotOptimize(Count++);
+    }) {}
+  ~Spinner() {
+    Stop = true;
+    T.join();
+  }
+
+private:
+  std::atomic<bool> Stop{false};
+  uint64_t Count = 0;
+  std::thread T;
+};
+
+void BM_AddRelu_NNC_Contended(benchmark::State &S) {
+  Spinner Busy;
+  BM_AddRelu_NNC(S);
+}
+void BM_AddRelu_OpenMP_Contended(benchmark::State &S) {
+  Spinner Busy;
+  BM_AddRelu_OpenMP(S);
+}
+
 //===--- Overheads ----------------------------------------------------------===//
 
 int32_t emptyBody(int64_t, int64_t, void *) { return 0; }
@@ -266,6 +298,8 @@ BENCHMARK(BM_Seed_Outputs)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Seed_All)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_NNC)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_OpenMP)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AddRelu_NNC_Contended)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AddRelu_OpenMP_Contended)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EmptyParallelRegion)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Small4K_All)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Small4K_None)->Unit(benchmark::kMicrosecond)->UseRealTime();
