@@ -3,6 +3,7 @@
 #include "nnc/IR/DType.h"
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/Interp/ReferenceExternals.h"
+#include "nnc/Runtime/OneDNN.h"
 
 #include <algorithm>
 #include <atomic>
@@ -85,8 +86,34 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
     }
     nnc::TensorRef Out = Bufs.front();
     Bufs.erase(Bufs.begin());
-    std::string Err =
-        nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
+    auto T = [](const nnc::TensorRef &R) {
+      return nnc::onednn::Tensor{R.Data, R.Sizes, R.Strides};
+    };
+    std::string Err;
+    if (Func == nnc::ExternalFunc::Conv2d) {
+      nnc::Conv2dParams P;
+      if (!nnc::decodeConv2dParams(IntArgs, P))
+        return failWith("invalid convolution parameters");
+      if (Bufs.size() < 2 || Bufs.size() > 3)
+        return failWith("expected 2 or 3 input buffers");
+      nnc::onednn::Tensor B;
+      if (Bufs.size() == 3)
+        B = T(Bufs[2]);
+      return nnc::onednn::conv2d(T(Out), T(Bufs[0]), T(Bufs[1]),
+                                 Bufs.size() == 3 ? &B : nullptr, P, {}, {},
+                                 Err) == 0
+                 ? 0
+                 : failWith(Err);
+    }
+    if (Func == nnc::ExternalFunc::Matmul) {
+      if (Bufs.size() != 2)
+        return failWith("expected 2 input buffers");
+      return nnc::onednn::matmul(T(Out), T(Bufs[0]), T(Bufs[1]), Err) == 0
+                 ? 0
+                 : failWith(Err);
+    }
+    // nnc_aten_addmm keeps the reference implementation.
+    Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
     return Err.empty() ? 0 : failWith(Err);
   } catch (const std::exception &E) {
     return failWith(E.what());
@@ -126,7 +153,13 @@ void nnc_trace_end() {
   record(Name, Begin);
 }
 
-void nnc_runtime_set_num_threads(int32_t N) { NumThreads = N < 0 ? 0 : N; }
+void nnc_runtime_set_num_threads(int32_t N) {
+  NumThreads = N < 0 ? 0 : N;
+  // oneDNN's parallel regions use the OpenMP default of the calling thread:
+  // one thread count for compiled loops and library calls alike.
+  if (N > 0)
+    omp_set_num_threads(N);
+}
 
 int32_t nnc_runtime_num_threads() {
   int32_t N = NumThreads.load(std::memory_order_relaxed);

@@ -206,7 +206,7 @@ bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
     nnc_runtime_set_num_threads(0);
     if (!Ran)
       return Fail("the compiled kernel failed");
-    if (!compareOutputs(K, *Got, *Ref, usesApproximateMath(K), Diags)) {
+    if (!compareOutputs(K, *Got, *Ref, expectedPrecision(K), Diags)) {
       std::ostringstream IR;
       printKernelWithTasks(IR, Lowered);
       Diags.note({}, "at " + std::to_string(T) + " threads; the kernel "

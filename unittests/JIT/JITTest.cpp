@@ -53,7 +53,7 @@ TEST(JIT, MatchesTheInterpreter) {
   InterpOptions IO;
   IO.FPContract = J->fpContract();
   ASSERT_TRUE(interpret(M.Kernels[0], B->Values, Diags, IO));
-  EXPECT_TRUE(compareOutputs(M.Kernels[0], *A, *B, /*Approximate=*/true, Diags));
+  EXPECT_TRUE(compareOutputs(M.Kernels[0], *A, *B, Precision::MathLibrary, Diags));
   EXPECT_FALSE(Diags.hasErrors());
 }
 
@@ -84,7 +84,7 @@ TEST(JIT, KernelsAreReentrant) {
     T.join();
   EXPECT_EQ(Failures.load(), 0);
   for (int T = 0; T < 8; ++T)
-    EXPECT_TRUE(compareOutputs(M.Kernels[0], *Args[T], *Ref, false, Diags))
+    EXPECT_TRUE(compareOutputs(M.Kernels[0], *Args[T], *Ref, Precision::Exact, Diags))
         << "thread " << T;
 }
 
@@ -161,15 +161,15 @@ TEST(JIT, ComparisonNamesTheBufferIndexAndValues) {
   ASSERT_TRUE(A && B);
   A->Buffers[0]->setDouble(4, 1.5);
   B->Buffers[0]->setDouble(4, 1.25);
-  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, false, Diags));
+  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, Precision::Exact, Diags));
   EXPECT_EQ(Diags.diagnostics().at(0).Message,
             "output 'y' differs at index [1, 1]: jit 1.5, interpreter 1.25");
   // Within tolerance only when approximate.
   Diags.clear();
   A->Buffers[0]->setDouble(4, 1.0f + 1e-6f);
   B->Buffers[0]->setDouble(4, 1.0f);
-  EXPECT_TRUE(compareOutputs(M.Kernels[0], *A, *B, true, Diags));
-  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, false, Diags));
+  EXPECT_TRUE(compareOutputs(M.Kernels[0], *A, *B, Precision::MathLibrary, Diags));
+  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, Precision::Exact, Diags));
 }
 
 } // namespace

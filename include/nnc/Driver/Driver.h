@@ -103,16 +103,24 @@ std::optional<KernelArgs> buildArgs(const Kernel &K,
 void printOutputSummary(std::ostream &OS, const Kernel &K,
                         const KernelArgs &Args);
 
-/// Compares the out/inout buffers of two runs of K: integers exactly; floats
-/// exactly, or within the documented tolerance when Approximate. Reports the
-/// first mismatch (buffer, index, both values) and returns false.
-bool compareOutputs(const Kernel &K, const KernelArgs &Jit,
-                    const KernelArgs &Ref, bool Approximate,
-                    DiagnosticEngine &Diags);
+/// How closely the JIT's results must match the interpreter's.
+enum class Precision {
+  Exact,        ///< Bit for bit: integer and plain float arithmetic.
+  MathLibrary,  ///< A vector math library computes some intrinsics.
+  Accumulation, ///< External calls (oneDNN) sum in another order.
+};
 
-/// True if K's results may differ in the last bits between the JIT and the
-/// interpreter: it calls a math-library intrinsic or an external function.
-bool usesApproximateMath(const Kernel &K);
+/// The precision K's results can be compared at (docs/CommandLine.md), and
+/// the number of external calls, whose rounding differences compound.
+Precision expectedPrecision(const Kernel &K, unsigned *ExternalCalls = nullptr);
+const char *precisionName(Precision P);
+
+/// Compares the out/inout buffers of two runs of K: integers exactly; floats
+/// exactly or within the tolerance of P. Reports the first mismatch (buffer,
+/// index, both values) and returns false.
+bool compareOutputs(const Kernel &K, const KernelArgs &Jit,
+                    const KernelArgs &Ref, Precision P,
+                    DiagnosticEngine &Diags, unsigned ExternalCalls = 1);
 
 /// Writes the NAME=FILE outputs.
 bool writeOutputs(const Kernel &K, const KernelArgs &Args,

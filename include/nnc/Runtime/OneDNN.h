@@ -1,0 +1,66 @@
+//===- OneDNN.h - Convolution and matmul on oneDNN ---------------*- C++ -*-===//
+//
+// The oneDNN implementations behind nnc_aten_conv2d and nnc_aten_matmul
+// (lib/Runtime/OneDNN.cpp has the design: user strides in and out, weights
+// reordered once, a thread-safe primitive cache, post-ops).
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_RUNTIME_ONEDNN_H
+#define NNC_RUNTIME_ONEDNN_H
+
+#include "nnc/IR/ExternalFunctions.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nnc::onednn {
+
+/// An f32 tensor as a pointer, sizes and element strides.
+struct Tensor {
+  float *Data = nullptr;
+  std::vector<int64_t> Sizes, Strides;
+};
+
+/// An elementwise operation applied to the convolution's result, in order.
+struct PostOp {
+  enum class Kind : uint8_t {
+    Relu,      ///< max(x, 0)
+    LeakyRelu, ///< x < 0 ? Alpha * x : x
+    Clamp,     ///< min(max(x, Alpha), Beta) (hardtanh, relu6)
+    Sigmoid,
+    Tanh,
+    GeluErf,
+    GeluTanh,
+    Silu,      ///< x * sigmoid(x)
+    Hardswish, ///< x * relu6(x + 3) / 6
+    Add,       ///< x + other, a tensor of the output's shape
+  };
+  Kind K;
+  float Alpha = 0, Beta = 0;
+  std::vector<int64_t> OtherStrides; ///< Add: the other tensor's strides.
+};
+
+/// Out = post-ops(conv2d(X, W, Bias)); Others are the Add operands in order.
+/// Returns 0, or 1 with Err set (a shape mismatch, an oneDNN error).
+int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
+               const Tensor *Bias, const Conv2dParams &P,
+               const std::vector<PostOp> &Ops,
+               const std::vector<const float *> &Others, std::string &Err);
+
+/// Out = A @ B for 2-D or batched 3-D tensors.
+int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
+               std::string &Err);
+
+struct CacheStats {
+  uint64_t Hits = 0, Misses = 0;
+  std::string LastImpl; ///< oneDNN's implementation of the last new primitive.
+};
+CacheStats cacheStats();
+
+/// A stable text for a list of post-ops (part of the cache key).
+std::string postOpsKey(const std::vector<PostOp> &Ops);
+
+} // namespace nnc::onednn
+
+#endif // NNC_RUNTIME_ONEDNN_H

@@ -1,0 +1,336 @@
+//===- OneDNN.cpp - Convolution and matmul on oneDNN ----------------------===//
+//
+// nnc_aten_conv2d and nnc_aten_matmul run oneDNN primitives on the kernel's
+// own buffers: source and destination memory descriptors carry the buffers'
+// real strides (NHWC or NCHW, read from the strides), so oneDNN writes
+// straight into the output, with no temporary and no copy. Weights are given
+// to the primitive descriptor as `format_tag::any` (plain `oihw` weights make
+// oneDNN fall back to its reference kernel, 200x slower; toolchain.md §5),
+// reordered once into the layout it prefers, and kept.
+//
+// Cache: primitives and reordered weights are kept by shapes, strides,
+// parameters, post-ops and the weights' identity (their address, size and a
+// checksum of 64 sampled values: weights are constants, as in PyTorch's
+// frozen, prepacked convolutions). The cache is thread-safe; a second call
+// with the same key only executes. Scratchpads are per call (user mode), so
+// one primitive may run on several threads at once.
+//
+// oneDNN runs on the process's OpenMP runtime, which is libomp (see
+// docs/Parallelism.md), with the thread count set by
+// nnc_runtime_set_num_threads.
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Runtime/OneDNN.h"
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+namespace nnc::onednn {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::engine &engine() {
+  static dnnl::engine E(dnnl::engine::kind::cpu, 0);
+  return E;
+}
+
+memory::desc descOf(const Tensor &T) {
+  memory::dims Dims(T.Sizes.begin(), T.Sizes.end());
+  memory::dims Strides(T.Strides.begin(), T.Strides.end());
+  return memory::desc(Dims, memory::data_type::f32, Strides);
+}
+
+/// "[2, 3]": the sizes, for messages.
+std::string sizes(const Tensor &T) {
+  std::string S = "[";
+  for (size_t I = 0; I < T.Sizes.size(); ++I)
+    S += (I ? ", " : "") + std::to_string(T.Sizes[I]);
+  return S + "]";
+}
+
+/// Sizes and strides, for cache keys.
+std::string shape(const Tensor &T) {
+  std::ostringstream OS;
+  OS << '[';
+  for (size_t I = 0; I < T.Sizes.size(); ++I)
+    OS << (I ? "," : "") << T.Sizes[I] << ':' << T.Strides[I];
+  OS << ']';
+  return OS.str();
+}
+
+/// Address, element count and a checksum of up to 64 evenly spaced values.
+std::string identity(const Tensor &T) {
+  int64_t N = 1, Span = 1;
+  for (size_t I = 0; I < T.Sizes.size(); ++I) {
+    N *= T.Sizes[I];
+    Span += (T.Sizes[I] - 1) * T.Strides[I];
+  }
+  uint64_t H = 1469598103934665603ull;
+  int64_t Step = std::max<int64_t>(1, Span / 64);
+  for (int64_t I = 0; I < Span; I += Step) {
+    uint32_t Bits;
+    std::memcpy(&Bits, T.Data + I, 4);
+    H = (H ^ Bits) * 1099511628211ull;
+  }
+  std::ostringstream OS;
+  OS << static_cast<const void *>(T.Data) << '/' << N << '/' << std::hex << H;
+  return OS.str();
+}
+
+dnnl::algorithm eltwiseAlgorithm(PostOp::Kind K) {
+  switch (K) {
+  case PostOp::Kind::Relu:
+  case PostOp::Kind::LeakyRelu:
+    return dnnl::algorithm::eltwise_relu;
+  case PostOp::Kind::Clamp:
+    return dnnl::algorithm::eltwise_clip;
+  case PostOp::Kind::Sigmoid:
+    return dnnl::algorithm::eltwise_logistic;
+  case PostOp::Kind::Tanh:
+    return dnnl::algorithm::eltwise_tanh;
+  case PostOp::Kind::GeluErf:
+    return dnnl::algorithm::eltwise_gelu_erf;
+  case PostOp::Kind::GeluTanh:
+    return dnnl::algorithm::eltwise_gelu_tanh;
+  case PostOp::Kind::Silu:
+    return dnnl::algorithm::eltwise_swish;
+  case PostOp::Kind::Hardswish:
+    return dnnl::algorithm::eltwise_hardswish;
+  case PostOp::Kind::Add:
+    break;
+  }
+  return dnnl::algorithm::eltwise_relu;
+}
+
+struct ConvEntry {
+  dnnl::convolution_forward Prim;
+  memory Weights; // Reordered once.
+  memory::desc Src, Dst, Bias, Scratch;
+  std::vector<memory::desc> Binary; // Post-op operands.
+  std::string Impl;
+};
+
+struct MatmulEntry {
+  dnnl::matmul Prim;
+  memory::desc A, B, C, Scratch;
+  std::string Impl;
+};
+
+std::mutex CacheMu;
+std::map<std::string, std::shared_ptr<ConvEntry>> ConvCache;
+std::map<std::string, std::shared_ptr<MatmulEntry>> MatmulCache;
+CacheStats Stats;
+
+dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops,
+                             const Tensor &Out,
+                             std::vector<memory::desc> &Binary) {
+  dnnl::primitive_attr Attr;
+  Attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops PO;
+  for (const PostOp &Op : Ops) {
+    if (Op.K == PostOp::Kind::Add) {
+      // The other tensor has the output's shape; its own strides.
+      Tensor T = Out;
+      T.Strides = Op.OtherStrides;
+      Binary.push_back(descOf(T));
+      PO.append_binary(dnnl::algorithm::binary_add, Binary.back());
+      continue;
+    }
+    float Alpha = Op.Alpha, Beta = Op.Beta;
+    if (Op.K == PostOp::Kind::Silu)
+      Alpha = 1.f;
+    PO.append_eltwise(1.f, eltwiseAlgorithm(Op.K), Alpha, Beta);
+  }
+  Attr.set_post_ops(PO);
+  return Attr;
+}
+
+void runWith(dnnl::primitive &P, std::unordered_map<int, memory> &Args,
+             const memory::desc &Scratch) {
+  thread_local std::vector<uint8_t> Pad;
+  if (Pad.size() < Scratch.get_size())
+    Pad.resize(Scratch.get_size());
+  Args.emplace(DNNL_ARG_SCRATCHPAD, memory(Scratch, engine(), Pad.data()));
+  thread_local dnnl::stream S(engine());
+  P.execute(S, Args);
+  S.wait();
+}
+
+} // namespace
+
+std::string postOpsKey(const std::vector<PostOp> &Ops) {
+  std::ostringstream OS;
+  for (const PostOp &Op : Ops) {
+    OS << static_cast<int>(Op.K) << '(' << Op.Alpha << ',' << Op.Beta;
+    for (int64_t S : Op.OtherStrides)
+      OS << ',' << S;
+    OS << ')';
+  }
+  return OS.str();
+}
+
+int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
+               const Tensor *Bias, const Conv2dParams &P,
+               const std::vector<PostOp> &Ops,
+               const std::vector<const float *> &Others, std::string &Err) {
+  int64_t N = X.Sizes[0], C = X.Sizes[1], H = X.Sizes[2], Wd = X.Sizes[3];
+  int64_t O = W.Sizes[0], CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
+  int64_t OH = (H + 2 * P.PadH - P.DilationH * (KH - 1) - 1) / P.StrideH + 1;
+  int64_t OW = (Wd + 2 * P.PadW - P.DilationW * (KW - 1) - 1) / P.StrideW + 1;
+  std::vector<int64_t> Expect = {N, O, OH, OW};
+  if (C != CPerG * P.Groups || O % P.Groups != 0 || Out.Sizes != Expect ||
+      (Bias && Bias->Sizes[0] != O)) {
+    Err = "shapes do not match: input " + sizes(X) + ", weight " + sizes(W) +
+          ", output " + sizes(Out) + ", groups " + std::to_string(P.Groups);
+    return 1;
+  }
+  std::ostringstream K;
+  K << "conv " << shape(Out) << shape(X) << shape(W) << identity(W)
+    << (Bias ? shape(*Bias) : "nobias") << ' ' << P.StrideH << ',' << P.StrideW
+    << ',' << P.PadH << ',' << P.PadW << ',' << P.DilationH << ','
+    << P.DilationW << ',' << P.Groups << ' ' << postOpsKey(Ops);
+  try {
+    std::shared_ptr<ConvEntry> E;
+    {
+      std::lock_guard<std::mutex> L(CacheMu);
+      auto It = ConvCache.find(K.str());
+      if (It != ConvCache.end()) {
+        E = It->second;
+        ++Stats.Hits;
+      }
+    }
+    if (!E) {
+      E = std::make_shared<ConvEntry>();
+      // Weights: [O, C/G, KH, KW], or [G, O/G, C/G, KH, KW] with groups.
+      memory::dims WDims, WStrides;
+      if (P.Groups == 1) {
+        WDims = {O, CPerG, KH, KW};
+        WStrides = {W.Strides[0], W.Strides[1], W.Strides[2], W.Strides[3]};
+      } else {
+        WDims = {P.Groups, O / P.Groups, CPerG, KH, KW};
+        WStrides = {(O / P.Groups) * W.Strides[0], W.Strides[0], W.Strides[1],
+                    W.Strides[2], W.Strides[3]};
+      }
+      memory::desc UserW(WDims, memory::data_type::f32, WStrides);
+      memory::desc AnyW(WDims, memory::data_type::f32, memory::format_tag::any);
+      E->Src = descOf(X);
+      E->Dst = descOf(Out);
+      if (Bias)
+        E->Bias = descOf(*Bias);
+      // Right padding makes oneDNN's output size PyTorch's (floor division).
+      memory::dims Strides = {P.StrideH, P.StrideW};
+      memory::dims Dil = {P.DilationH - 1, P.DilationW - 1};
+      memory::dims PadL = {P.PadH, P.PadW};
+      memory::dims PadR = {
+          (OH - 1) * P.StrideH + (KH - 1) * P.DilationH + 1 - H - P.PadH,
+          (OW - 1) * P.StrideW + (KW - 1) * P.DilationW + 1 - Wd - P.PadW};
+      auto Desc = Bias ? dnnl::convolution_forward::desc(
+                             dnnl::prop_kind::forward_inference,
+                             dnnl::algorithm::convolution_direct, E->Src, AnyW,
+                             E->Bias, E->Dst, Strides, Dil, PadL, PadR)
+                       : dnnl::convolution_forward::desc(
+                             dnnl::prop_kind::forward_inference,
+                             dnnl::algorithm::convolution_direct, E->Src, AnyW,
+                             E->Dst, Strides, Dil, PadL, PadR);
+      auto Attr = attrFor(Ops, Out, E->Binary);
+      dnnl::convolution_forward::primitive_desc PD(Desc, Attr, engine());
+      E->Prim = dnnl::convolution_forward(PD);
+      E->Scratch = PD.scratchpad_desc();
+      E->Impl = PD.impl_info_str();
+      E->Weights = memory(PD.weights_desc(), engine());
+      memory UserMem(UserW, engine(), W.Data);
+      thread_local dnnl::stream S(engine());
+      dnnl::reorder(UserMem, E->Weights).execute(S, UserMem, E->Weights);
+      S.wait();
+      std::lock_guard<std::mutex> L(CacheMu);
+      ConvCache.emplace(K.str(), E);
+      ++Stats.Misses;
+      Stats.LastImpl = E->Impl;
+    }
+    std::unordered_map<int, memory> Args = {
+        {DNNL_ARG_SRC, memory(E->Src, engine(), X.Data)},
+        {DNNL_ARG_WEIGHTS, E->Weights},
+        {DNNL_ARG_DST, memory(E->Dst, engine(), Out.Data)}};
+    if (Bias)
+      Args.emplace(DNNL_ARG_BIAS, memory(E->Bias, engine(), Bias->Data));
+    for (size_t I = 0, B = 0; I < Ops.size(); ++I)
+      if (Ops[I].K == PostOp::Kind::Add) {
+        Args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(I)) |
+                         DNNL_ARG_SRC_1,
+                     memory(E->Binary[B], engine(),
+                            const_cast<float *>(Others[B])));
+        ++B;
+      }
+    runWith(E->Prim, Args, E->Scratch);
+    return 0;
+  } catch (const dnnl::error &Ex) {
+    Err = std::string("oneDNN: ") + Ex.what();
+    return 1;
+  }
+}
+
+int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
+               std::string &Err) {
+  size_t R = A.Sizes.size();
+  size_t Off = R - 2;
+  if (B.Sizes.size() != R || Out.Sizes.size() != R ||
+      A.Sizes[Off + 1] != B.Sizes[Off] || Out.Sizes[Off] != A.Sizes[Off] ||
+      Out.Sizes[Off + 1] != B.Sizes[Off + 1] ||
+      (R == 3 && (B.Sizes[0] != A.Sizes[0] || Out.Sizes[0] != A.Sizes[0]))) {
+    Err = "shapes do not match: " + sizes(A) + " @ " + sizes(B) + " -> " +
+          sizes(Out);
+    return 1;
+  }
+  std::string K = "matmul " + shape(Out) + shape(A) + shape(B);
+  try {
+    std::shared_ptr<MatmulEntry> E;
+    {
+      std::lock_guard<std::mutex> L(CacheMu);
+      auto It = MatmulCache.find(K);
+      if (It != MatmulCache.end()) {
+        E = It->second;
+        ++Stats.Hits;
+      }
+    }
+    if (!E) {
+      E = std::make_shared<MatmulEntry>();
+      E->A = descOf(A);
+      E->B = descOf(B);
+      E->C = descOf(Out);
+      dnnl::primitive_attr Attr;
+      Attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::matmul::primitive_desc PD(dnnl::matmul::desc(E->A, E->B, E->C),
+                                      Attr, engine());
+      E->Prim = dnnl::matmul(PD);
+      E->Scratch = PD.scratchpad_desc();
+      E->Impl = PD.impl_info_str();
+      std::lock_guard<std::mutex> L(CacheMu);
+      MatmulCache.emplace(K, E);
+      ++Stats.Misses;
+      Stats.LastImpl = E->Impl;
+    }
+    std::unordered_map<int, memory> Args = {
+        {DNNL_ARG_SRC, memory(E->A, engine(), A.Data)},
+        {DNNL_ARG_WEIGHTS, memory(E->B, engine(), B.Data)},
+        {DNNL_ARG_DST, memory(E->C, engine(), Out.Data)}};
+    runWith(E->Prim, Args, E->Scratch);
+    return 0;
+  } catch (const dnnl::error &Ex) {
+    Err = std::string("oneDNN: ") + Ex.what();
+    return 1;
+  }
+}
+
+CacheStats cacheStats() {
+  std::lock_guard<std::mutex> L(CacheMu);
+  return Stats;
+}
+
+} // namespace nnc::onednn
