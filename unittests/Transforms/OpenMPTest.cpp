@@ -4,6 +4,7 @@
 // test may have started a larger pool before it.
 //
 //===----------------------------------------------------------------------===//
+#include "nnc/Runtime/OneDNN.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -53,9 +54,22 @@ int countThreads() {
 TEST(OpenMP, OneThreadPool) {
   nnc_runtime_set_num_threads(2);
   std::atomic<int64_t> Sum{0};
-  for (int R = 0; R < 3; ++R)
+  // Compiled-loop regions and oneDNN convolutions, alternating.
+  std::vector<float> X(1 * 16 * 28 * 28, 0.5f), W(16 * 16 * 9, 0.25f),
+      Y(1 * 16 * 28 * 28);
+  nnc::onednn::Tensor TX{X.data(), {1, 16, 28, 28}, {12544, 1, 448, 16}};
+  nnc::onednn::Tensor TW{W.data(), {16, 16, 3, 3}, {144, 9, 3, 1}};
+  nnc::onednn::Tensor TY{Y.data(), {1, 16, 28, 28}, {12544, 1, 448, 16}};
+  nnc::Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
+  std::string Err;
+  for (int R = 0; R < 3; ++R) {
     nnc_parallel_for(work, 0, 1 << 16, 1, &Sum);
-  // The main thread plus one pool worker; a second runtime would add more.
+    ASSERT_EQ(nnc::onednn::conv2d(TY, TX, TW, nullptr, P, {}, {}, Err), 0)
+        << Err;
+  }
+  EXPECT_FLOAT_EQ(Y[(14 * 28 + 14) * 16], 0.5f * 0.25f * 9 * 16); // Interior.
+  // The main thread plus one pool worker: oneDNN used the same pool. A
+  // second OpenMP runtime (libgomp behind oneDNN) would add its own threads.
   EXPECT_EQ(countThreads(), 2);
   nnc_runtime_set_num_threads(0);
 }

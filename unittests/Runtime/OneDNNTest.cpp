@@ -1,0 +1,173 @@
+//===- OneDNNTest.cpp - oneDNN convolution and matmul against the reference ===//
+#include "nnc/Interp/HostBuffer.h"
+#include "nnc/Interp/ReferenceExternals.h"
+#include "nnc/Runtime/OneDNN.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace nnc;
+
+namespace {
+
+std::vector<int64_t> rowMajor(const std::vector<int64_t> &S) {
+  std::vector<int64_t> St(S.size());
+  int64_t Acc = 1;
+  for (size_t I = S.size(); I-- > 0;) {
+    St[I] = Acc;
+    Acc *= S[I];
+  }
+  return St;
+}
+
+std::vector<int64_t> channelsLast(const std::vector<int64_t> &S) {
+  // N, C, H, W sizes; memory order N, H, W, C.
+  return {S[1] * S[2] * S[3], 1, S[3] * S[1], S[1]};
+}
+
+HostBuffer make(std::vector<int64_t> Sizes, bool ChannelsLast,
+                std::mt19937 &R) {
+  HostBuffer B(DType::F32, Sizes,
+               ChannelsLast ? channelsLast(Sizes) : rowMajor(Sizes));
+  std::uniform_real_distribution<float> U(-1.f, 1.f);
+  B.forEachOffset([&](int64_t Off) { B.setDouble(Off, U(R)); });
+  return B;
+}
+
+onednn::Tensor tensor(HostBuffer &B) {
+  return {static_cast<float *>(B.data()), B.sizes(), B.strides()};
+}
+TensorRef ref(HostBuffer &B) {
+  return {static_cast<float *>(B.data()), B.sizes(), B.strides()};
+}
+
+/// Largest |a - b| over all logical elements, relative to max |b|.
+double relDiff(const HostBuffer &A, const HostBuffer &B) {
+  double Max = 0, Scale = 1e-30;
+  B.forEachOffset([&](int64_t Off) { Scale = std::max(Scale, std::fabs(B.getDouble(Off))); });
+  std::vector<double> VA, VB;
+  A.forEachOffset([&](int64_t Off) { VA.push_back(A.getDouble(Off)); });
+  B.forEachOffset([&](int64_t Off) { VB.push_back(B.getDouble(Off)); });
+  for (size_t I = 0; I < VA.size(); ++I)
+    Max = std::max(Max, std::fabs(VA[I] - VB[I]));
+  return Max / Scale;
+}
+
+struct ConvCase {
+  int64_t C, O, G;
+};
+
+// Both layouts, strides 1 and 2, padding 0/1/2, dilation 1 and 2, groups 1,
+// 2 and C (depthwise), bias on and off, odd sizes (7x9 images, 3 and 5
+// channels): oneDNN against the plain reference.
+TEST(OneDNNConv, MatchesTheReferenceOverAParameterGrid) {
+  std::mt19937 R(5);
+  int Cases = 0;
+  for (ConvCase CC : {ConvCase{3, 5, 1}, ConvCase{4, 8, 1}, ConvCase{4, 8, 2},
+                      ConvCase{4, 8, 4}, ConvCase{5, 5, 5}})
+    for (bool NHWC : {false, true})
+      for (int64_t Stride : {1, 2})
+        for (int64_t Pad : {0, 1, 2})
+          for (int64_t Dil : {1, 2})
+            for (bool HasBias : {false, true}) {
+              const int64_t N = 2, H = 7, W = 9, K = 3;
+              Conv2dParams P{Stride, Stride, Pad, Pad, Dil, Dil, CC.G};
+              int64_t OH = (H + 2 * Pad - Dil * (K - 1) - 1) / Stride + 1;
+              int64_t OW = (W + 2 * Pad - Dil * (K - 1) - 1) / Stride + 1;
+              HostBuffer X = make({N, CC.C, H, W}, NHWC, R);
+              HostBuffer Wt = make({CC.O, CC.C / CC.G, K, K}, NHWC, R);
+              HostBuffer B = make({CC.O}, false, R);
+              HostBuffer Got = make({N, CC.O, OH, OW}, NHWC, R);
+              HostBuffer Want = make({N, CC.O, OH, OW}, NHWC, R);
+              std::vector<TensorRef> Ins = {ref(X), ref(Wt)};
+              if (HasBias)
+                Ins.push_back(ref(B));
+              ASSERT_EQ(runReferenceExternal(
+                            ExternalFunc::Conv2d, ref(Want), Ins,
+                            {Stride, Stride, Pad, Pad, Dil, Dil, CC.G}, {}),
+                        "");
+              onednn::Tensor TB = tensor(B);
+              std::string Err;
+              ASSERT_EQ(onednn::conv2d(tensor(Got), tensor(X), tensor(Wt),
+                                       HasBias ? &TB : nullptr, P, {}, {}, Err),
+                        0)
+                  << Err;
+              EXPECT_LT(relDiff(Got, Want), 1e-5)
+                  << "C=" << CC.C << " O=" << CC.O << " G=" << CC.G
+                  << " nhwc=" << NHWC << " s=" << Stride << " p=" << Pad
+                  << " d=" << Dil << " bias=" << HasBias;
+              ++Cases;
+            }
+  EXPECT_EQ(Cases, 240);
+}
+
+TEST(OneDNNConv, ChannelsLastUsesAJitKernelAndCachesThePrimitive) {
+  std::mt19937 R(1);
+  HostBuffer X = make({1, 32, 14, 14}, true, R);
+  HostBuffer Wt = make({32, 32, 3, 3}, true, R);
+  HostBuffer Y = make({1, 32, 14, 14}, true, R);
+  Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
+  std::string Err;
+  auto Before = onednn::cacheStats();
+  ASSERT_EQ(onednn::conv2d(tensor(Y), tensor(X), tensor(Wt), nullptr, P, {},
+                           {}, Err),
+            0);
+  auto Mid = onednn::cacheStats();
+  EXPECT_EQ(Mid.Misses, Before.Misses + 1);
+  EXPECT_NE(Mid.LastImpl.rfind("ref", 0), 0u)
+      << "oneDNN fell back to its reference kernel: " << Mid.LastImpl;
+  ASSERT_EQ(onednn::conv2d(tensor(Y), tensor(X), tensor(Wt), nullptr, P, {},
+                           {}, Err),
+            0);
+  auto After = onednn::cacheStats();
+  EXPECT_EQ(After.Misses, Mid.Misses) << "the second call creates nothing";
+  EXPECT_EQ(After.Hits, Mid.Hits + 1);
+}
+
+TEST(OneDNNConv, ReportsShapeMismatches) {
+  std::mt19937 R(1);
+  HostBuffer X = make({1, 3, 8, 8}, false, R), Wt = make({4, 2, 3, 3}, false, R),
+             Y = make({1, 4, 6, 6}, false, R);
+  std::string Err;
+  EXPECT_EQ(onednn::conv2d(tensor(Y), tensor(X), tensor(Wt), nullptr,
+                           Conv2dParams(), {}, {}, Err),
+            1);
+  EXPECT_EQ(Err, "shapes do not match: input [1, 3, 8, 8], weight [4, 2, 3, "
+                 "3], output [1, 4, 6, 6], groups 1");
+}
+
+// Non-square, one-row and batched shapes, and a transposed operand.
+TEST(OneDNNMatmul, MatchesTheReference) {
+  std::mt19937 R(9);
+  struct Shape {
+    std::vector<int64_t> A, B, C;
+  };
+  for (const Shape &S :
+       {Shape{{1, 7}, {7, 5}, {1, 5}}, Shape{{5, 1}, {1, 3}, {5, 3}},
+        Shape{{13, 17}, {17, 11}, {13, 11}}, Shape{{64, 256}, {256, 512}, {64, 512}},
+        Shape{{3, 4, 5}, {3, 5, 6}, {3, 4, 6}}}) {
+    HostBuffer A = make(S.A, false, R), B = make(S.B, false, R);
+    HostBuffer Got = make(S.C, false, R), Want = make(S.C, false, R);
+    ASSERT_EQ(runReferenceExternal(ExternalFunc::Matmul, ref(Want),
+                                   {ref(A), ref(B)}, {}, {}),
+              "");
+    std::string Err;
+    ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(B), Err), 0) << Err;
+    EXPECT_LT(relDiff(Got, Want), 1e-5);
+  }
+  // B as a column-major view: strides [1, K].
+  HostBuffer A = make({6, 4}, false, R);
+  HostBuffer BT(DType::F32, {4, 3}, {1, 4});
+  BT.forEachOffset([&](int64_t Off) { BT.setDouble(Off, Off * 0.25 - 1); });
+  HostBuffer Got = make({6, 3}, false, R), Want = make({6, 3}, false, R);
+  ASSERT_EQ(runReferenceExternal(ExternalFunc::Matmul, ref(Want),
+                                 {ref(A), ref(BT)}, {}, {}),
+            "");
+  std::string Err;
+  ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(BT), Err), 0) << Err;
+  EXPECT_LT(relDiff(Got, Want), 1e-5);
+}
+
+} // namespace
