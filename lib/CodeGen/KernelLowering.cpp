@@ -26,6 +26,8 @@
 #include "nnc/IR/Verifier.h"
 
 #include "llvm/IR/IRBuilder.h"
+
+#include <cstring>
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Verifier.h"
@@ -840,6 +842,28 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
   std::vector<const BufferView *> Views = {&Op->Out};
   for (const BufferView &V : Op->Args)
     Views.push_back(&V);
+  // Post-ops (convolutions): the add operands follow the inputs, and the
+  // scalar args carry the 7 convolution parameters, the post-op count, then
+  // kind, alpha and beta (doubles bit-cast) for each post-op.
+  std::vector<Expr> Scalars = Op->ScalarArgs;
+  if (!Op->PostOps.empty()) {
+    for (const PostOp &P : Op->PostOps)
+      if (P.Other)
+        Views.push_back(&*P.Other);
+    if (Scalars.empty())
+      for (int64_t D : {1, 1, 0, 0, 1, 1, 1})
+        Scalars.push_back(IntImm::make(DType::I64, D, Op->Loc));
+    Scalars.push_back(IntImm::make(DType::I64, Op->PostOps.size(), Op->Loc));
+    for (const PostOp &P : Op->PostOps) {
+      int64_t A, B;
+      std::memcpy(&A, &P.Alpha, 8);
+      std::memcpy(&B, &P.Beta, 8);
+      Scalars.push_back(
+          IntImm::make(DType::I64, static_cast<int64_t>(P.Kind), Op->Loc));
+      Scalars.push_back(IntImm::make(DType::I64, A, Op->Loc));
+      Scalars.push_back(IntImm::make(DType::I64, B, Op->Loc));
+    }
+  }
   uint64_t N = Views.size(), TotalRank = 0;
   for (const BufferView *V : Views)
     TotalRank += V->rank();
@@ -852,7 +876,7 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
       entryAlloca(I64, std::max<uint64_t>(TotalRank, 1), "ext.strides");
   AllocaInst *DTypes = entryAlloca(B.getInt8Ty(), N, "ext.dtypes");
   AllocaInst *Extra =
-      entryAlloca(I64, std::max<size_t>(Op->ScalarArgs.size(), 1), "ext.args");
+      entryAlloca(I64, std::max<size_t>(Scalars.size(), 1), "ext.args");
   uint64_t Pos = 0;
   for (uint64_t I = 0; I < N; ++I) {
     const BufferView &V = *Views[I];
@@ -868,8 +892,8 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
     }
   }
   const ExternalFunctionInfo *Info = lookupExternalFunction(Op->Func);
-  for (size_t I = 0; I < Op->ScalarArgs.size(); ++I) {
-    const Expr &E = Op->ScalarArgs[I];
+  for (size_t I = 0; I < Scalars.size(); ++I) {
+    const Expr &E = Scalars[I];
     // Each scalar arrives in the function's own kind: double (bit-cast into
     // the int64_t slot) or int64_t.
     Value *V = lowerCast(E->Type, Info->FloatArgs ? DType::F64 : DType::I64,
@@ -882,7 +906,7 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
                                 {I64, P, P, P, P, P, I64, P});
   Value *Status = B.CreateCall(
       Fn, {B.getInt64(N), Data, Ranks, Dims, Strides, DTypes,
-           B.getInt64(Op->ScalarArgs.size()), Extra});
+           B.getInt64(Scalars.size()), Extra});
   checkError(B.CreateICmpNE(Status, B.getInt32(0)), ErrorKind::ExternalCall,
              Op->Loc, Op->Func);
 }

@@ -303,10 +303,31 @@ BufferView BufferView::of(Buffer B, SourceLoc L) {
 Stmt ExternalCall::make(BufferView Out, std::string Func,
                         std::vector<BufferView> Args,
                         std::vector<Expr> ScalarArgs, bool DeclaresOut,
-                        SourceLoc L) {
-  return std::make_shared<ExternalCall>(std::move(Out), std::move(Func),
-                                        std::move(Args), std::move(ScalarArgs),
-                                        DeclaresOut, L);
+                        SourceLoc L, std::vector<PostOp> PostOps) {
+  return std::make_shared<ExternalCall>(
+      std::move(Out), std::move(Func), std::move(Args), std::move(ScalarArgs),
+      DeclaresOut, std::move(PostOps), L);
+}
+
+namespace {
+constexpr std::pair<const char *, unsigned> PostOpInfo[] = {
+    {"relu", 0},     {"leaky_relu", 1}, {"clamp", 2},    {"sigmoid", 0},
+    {"tanh", 0},     {"gelu_erf", 0},   {"gelu_tanh", 0}, {"silu", 0},
+    {"hardswish", 0}, {"add", 0},
+};
+} // namespace
+
+const char *postOpName(PostOpKind K) {
+  return PostOpInfo[static_cast<int>(K)].first;
+}
+unsigned postOpParams(PostOpKind K) {
+  return PostOpInfo[static_cast<int>(K)].second;
+}
+std::optional<PostOpKind> lookupPostOp(std::string_view Name) {
+  for (size_t I = 0; I < std::size(PostOpInfo); ++I)
+    if (Name == PostOpInfo[I].first)
+      return static_cast<PostOpKind>(I);
+  return std::nullopt;
 }
 
 Stmt ParallelCall::make(std::shared_ptr<const Kernel> Task, Expr Start,

@@ -118,6 +118,9 @@ void IRVisitor::visitExternalCall(const ExternalCall *Op) {
     visitView(V);
   for (const Expr &E : Op->ScalarArgs)
     visit(E);
+  for (const PostOp &P : Op->PostOps)
+    if (P.Other)
+      visitView(*P.Other);
 }
 
 void IRVisitor::visitParallelCall(const ParallelCall *Op) {
@@ -307,10 +310,15 @@ Stmt IRMutator::mutateExternalCall(const ExternalCall *Op, const Stmt &S) {
   for (const BufferView &V : Op->Args)
     Args.push_back(mutateView(V, Changed));
   auto Scalars = mutateAll(Op->ScalarArgs, Changed);
+  std::vector<PostOp> Posts = Op->PostOps;
+  for (PostOp &P : Posts)
+    if (P.Other)
+      P.Other = mutateView(*P.Other, Changed);
   if (!Changed)
     return S;
   return ExternalCall::make(std::move(Out), Op->Func, std::move(Args),
-                            std::move(Scalars), Op->DeclaresOut, Op->Loc);
+                            std::move(Scalars), Op->DeclaresOut, Op->Loc,
+                            std::move(Posts));
 }
 
 } // namespace nnc

@@ -384,7 +384,26 @@ public:
       }
       OS << "}, args={";
       printExprList(OS, E->ScalarArgs);
-      OS << "})\n";
+      OS << "}";
+      if (!E->PostOps.empty()) {
+        OS << ", post_ops={";
+        for (size_t K = 0; K < E->PostOps.size(); ++K) {
+          const PostOp &P = E->PostOps[K];
+          OS << (K ? ", " : "") << postOpName(P.Kind);
+          if (P.Other) {
+            OS << '(';
+            printView(OS, *P.Other);
+            OS << ')';
+          } else if (unsigned N = postOpParams(P.Kind)) {
+            OS << '(' << floatLiteral(P.Alpha, DType::F32);
+            if (N == 2)
+              OS << ", " << floatLiteral(P.Beta, DType::F32);
+            OS << ')';
+          }
+        }
+        OS << "}";
+      }
+      OS << ")\n";
       return;
     }
     }

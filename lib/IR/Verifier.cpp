@@ -462,6 +462,22 @@ private:
                          "'");
     }
     checkView(Op->Out, Op->Loc);
+    if (!Op->PostOps.empty() && Op->Func != "nnc_aten_conv2d")
+      error(Op->Loc, "post-ops apply to nnc_aten_conv2d only, not " +
+                         Op->Func);
+    for (const PostOp &P : Op->PostOps) {
+      if (!P.Other)
+        continue;
+      checkLive(P.Other->Buf, Op->Loc);
+      checkView(*P.Other, Op->Loc);
+      bool Same = P.Other->Type == DType::F32 &&
+                  P.Other->Sizes.size() == Op->Out.Sizes.size();
+      for (size_t I = 0; Same && I < P.Other->Sizes.size(); ++I)
+        Same = toString(P.Other->Sizes[I]) == toString(Op->Out.Sizes[I]);
+      if (!Same)
+        error(Op->Loc, "the operand of add, '" + P.Other->Buf->Name +
+                           "', must be f32 with the output's shape");
+    }
     const ExternalFunctionInfo *Info = lookupExternalFunction(Op->Func);
     if (!Info) {
       error(Op->Loc, "unknown external function '" + Op->Func +

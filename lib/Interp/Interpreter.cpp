@@ -710,6 +710,11 @@ StmtFn Compiler::compileExternalCall(const ExternalCall *Op, State &S) {
   std::vector<ViewFns> Ins;
   for (const BufferView &V : Op->Args)
     Ins.push_back(MakeView(V));
+  std::vector<ViewFns> Others; // Operands of add post-ops.
+  for (const PostOp &P : Op->PostOps)
+    if (P.Other)
+      Others.push_back(MakeView(*P.Other));
+  std::vector<PostOp> Posts = Op->PostOps;
   std::vector<ExprFn> Scalars;
   std::vector<bool> IsFloat;
   for (const Expr &E : Op->ScalarArgs) {
@@ -756,6 +761,12 @@ StmtFn Compiler::compileExternalCall(const ExternalCall *Op, State &S) {
     std::string Err = runReferenceExternal(Id, O, In, IA, FA);
     if (!Err.empty())
       fail(L, Func + ": " + Err);
+    if (!Posts.empty()) {
+      std::vector<TensorRef> Ops;
+      for (const ViewFns &V : Others)
+        Ops.push_back(Ref(V));
+      applyReferencePostOps(O, Posts, Ops);
+    }
   };
 }
 

@@ -1,6 +1,9 @@
 //===- ReferenceExternals.cpp - Plain reference external functions --------===//
 #include "nnc/Interp/ReferenceExternals.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace nnc {
 
 namespace {
@@ -97,6 +100,76 @@ std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm
 }
 
 } // namespace
+
+void applyReferencePostOps(const TensorRef &Out,
+                           const std::vector<PostOp> &PostOps,
+                           const std::vector<TensorRef> &Others) {
+  size_t R = Out.Sizes.size();
+  for (int64_t S : Out.Sizes)
+    if (S <= 0)
+      return;
+  std::vector<int64_t> Idx(R, 0);
+  while (true) {
+    int64_t O = 0;
+    for (size_t D = 0; D < R; ++D)
+      O += Idx[D] * Out.Strides[D];
+    float X = Out.Data[O];
+    size_t NextOther = 0;
+    for (const PostOp &P : PostOps) {
+      float A = static_cast<float>(P.Alpha), B = static_cast<float>(P.Beta);
+      switch (P.Kind) {
+      case PostOpKind::Relu:
+        X = X < 0.f ? 0.f : X;
+        break;
+      case PostOpKind::LeakyRelu:
+        X = X < 0.f ? A * X : X;
+        break;
+      case PostOpKind::Clamp:
+        X = std::min(std::max(X, A), B);
+        break;
+      case PostOpKind::Sigmoid:
+        X = 1.f / (1.f + std::exp(-X));
+        break;
+      case PostOpKind::Tanh:
+        X = std::tanh(X);
+        break;
+      case PostOpKind::GeluErf:
+        X = 0.5f * X * (1.f + std::erf(X * 0.70710678f));
+        break;
+      case PostOpKind::GeluTanh:
+        X = 0.5f * X *
+            (1.f + std::tanh(0.7978845608f * (X + 0.044715f * X * X * X)));
+        break;
+      case PostOpKind::Silu:
+        X = X / (1.f + std::exp(-X));
+        break;
+      case PostOpKind::Hardswish:
+        X = X * std::min(std::max(X + 3.f, 0.f), 6.f) / 6.f;
+        break;
+      case PostOpKind::Add: {
+        const TensorRef &T = Others[NextOther++];
+        int64_t Off = 0;
+        for (size_t D = 0; D < R; ++D)
+          Off += Idx[D] * T.Strides[D];
+        X = X + T.Data[Off];
+        break;
+      }
+      }
+    }
+    Out.Data[O] = X;
+    size_t D = R;
+    while (D > 0) {
+      --D;
+      if (++Idx[D] < Out.Sizes[D])
+        break;
+      Idx[D] = 0;
+      if (D == 0)
+        return;
+    }
+    if (R == 0)
+      return;
+  }
+}
 
 std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,
                                  const std::vector<TensorRef> &Ins,

@@ -629,11 +629,58 @@ private:
       }
       expect(TokKind::RBrace, "'}' to close args");
     }
+    std::vector<PostOp> Posts;
+    if (consumeIf(TokKind::Comma))
+      Posts = parsePostOps();
     expect(TokKind::RParen, "')' to close the call");
     consumeIf(TokKind::Semi); // NNC prints none; accept both.
     return ExternalCall::make(std::move(Out), std::string(Fn.Text),
                               std::move(Args), std::move(Scalars), Declares,
-                              Loc);
+                              Loc, std::move(Posts));
+  }
+
+  /// post_ops={relu, clamp(0.f, 6.f), leaky_relu(0.01f), add(z), ...}
+  std::vector<PostOp> parsePostOps() {
+    expectKeyword("post_ops");
+    expect(TokKind::Assign, "'=' after 'post_ops'");
+    expect(TokKind::LBrace, "'{'");
+    std::vector<PostOp> Posts;
+    while (!peek().is(TokKind::RBrace)) {
+      Token Name = expectIdent("a post-op");
+      auto K = lookupPostOp(Name.Text);
+      if (!K)
+        failAt(Name, "unknown post-op '" + std::string(Name.Text) +
+                         "' (known: relu, leaky_relu, clamp, sigmoid, tanh, "
+                         "gelu_erf, gelu_tanh, silu, hardswish, add)");
+      PostOp P;
+      P.Kind = *K;
+      if (*K == PostOpKind::Add) {
+        expect(TokKind::LParen, "'(' after 'add'");
+        bool Dummy;
+        P.Other = parseView(false, Dummy);
+        expect(TokKind::RParen, "')'");
+      } else if (unsigned N = postOpParams(*K)) {
+        expect(TokKind::LParen, "'(' for the post-op's parameters");
+        double Vals[2] = {0, 0};
+        for (unsigned I = 0; I < N; ++I) {
+          if (I)
+            expect(TokKind::Comma, "','");
+          Expr E = parseExpr();
+          auto *F = dyn_cast<FloatImm>(E);
+          if (!F)
+            fail(E->Loc, "a post-op parameter must be a float literal");
+          Vals[I] = F->Value;
+        }
+        expect(TokKind::RParen, "')'");
+        P.Alpha = Vals[0];
+        P.Beta = Vals[1];
+      }
+      Posts.push_back(std::move(P));
+      if (!consumeIf(TokKind::Comma))
+        break;
+    }
+    expect(TokKind::RBrace, "'}' to close post_ops");
+    return Posts;
   }
 
   Stmt parseExternalCall() {

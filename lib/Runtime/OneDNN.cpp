@@ -84,26 +84,26 @@ std::string identity(const Tensor &T) {
   return OS.str();
 }
 
-dnnl::algorithm eltwiseAlgorithm(PostOp::Kind K) {
+dnnl::algorithm eltwiseAlgorithm(PostOpKind K) {
   switch (K) {
-  case PostOp::Kind::Relu:
-  case PostOp::Kind::LeakyRelu:
+  case PostOpKind::Relu:
+  case PostOpKind::LeakyRelu:
     return dnnl::algorithm::eltwise_relu;
-  case PostOp::Kind::Clamp:
+  case PostOpKind::Clamp:
     return dnnl::algorithm::eltwise_clip;
-  case PostOp::Kind::Sigmoid:
+  case PostOpKind::Sigmoid:
     return dnnl::algorithm::eltwise_logistic;
-  case PostOp::Kind::Tanh:
+  case PostOpKind::Tanh:
     return dnnl::algorithm::eltwise_tanh;
-  case PostOp::Kind::GeluErf:
+  case PostOpKind::GeluErf:
     return dnnl::algorithm::eltwise_gelu_erf;
-  case PostOp::Kind::GeluTanh:
+  case PostOpKind::GeluTanh:
     return dnnl::algorithm::eltwise_gelu_tanh;
-  case PostOp::Kind::Silu:
+  case PostOpKind::Silu:
     return dnnl::algorithm::eltwise_swish;
-  case PostOp::Kind::Hardswish:
+  case PostOpKind::Hardswish:
     return dnnl::algorithm::eltwise_hardswish;
-  case PostOp::Kind::Add:
+  case PostOpKind::Add:
     break;
   }
   return dnnl::algorithm::eltwise_relu;
@@ -135,7 +135,7 @@ dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops,
   Attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops PO;
   for (const PostOp &Op : Ops) {
-    if (Op.K == PostOp::Kind::Add) {
+    if (Op.K == PostOpKind::Add) {
       // The other tensor has the output's shape; its own strides.
       Tensor T = Out;
       T.Strides = Op.OtherStrides;
@@ -144,7 +144,7 @@ dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops,
       continue;
     }
     float Alpha = Op.Alpha, Beta = Op.Beta;
-    if (Op.K == PostOp::Kind::Silu)
+    if (Op.K == PostOpKind::Silu)
       Alpha = 1.f;
     PO.append_eltwise(1.f, eltwiseAlgorithm(Op.K), Alpha, Beta);
   }
@@ -261,7 +261,7 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
     if (Bias)
       Args.emplace(DNNL_ARG_BIAS, memory(E->Bias, engine(), Bias->Data));
     for (size_t I = 0, B = 0; I < Ops.size(); ++I)
-      if (Ops[I].K == PostOp::Kind::Add) {
+      if (Ops[I].K == PostOpKind::Add) {
         Args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(I)) |
                          DNNL_ARG_SRC_1,
                      memory(E->Binary[B], engine(),

@@ -91,17 +91,45 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
     };
     std::string Err;
     if (Func == nnc::ExternalFunc::Conv2d) {
+      // Args: 7 parameters, then optionally a post-op count and (kind,
+      // alpha, beta) triples; add operands are the last buffers.
+      std::vector<nnc::onednn::PostOp> Ops;
+      std::vector<const float *> Others;
+      if (IntArgs.size() > 7) {
+        int64_t N = IntArgs[7];
+        if (N < 0 || IntArgs.size() != size_t(8 + 3 * N))
+          return failWith("malformed post-op arguments");
+        for (int64_t I = 0; I < N; ++I) {
+          nnc::onednn::PostOp Op;
+          Op.K = static_cast<nnc::PostOpKind>(IntArgs[8 + 3 * I]);
+          Op.Alpha = static_cast<float>(FloatArgs[9 + 3 * I]);
+          Op.Beta = static_cast<float>(FloatArgs[10 + 3 * I]);
+          Ops.push_back(Op);
+        }
+        IntArgs.resize(7);
+      }
+      size_t Adds = 0;
+      for (const auto &Op : Ops)
+        Adds += Op.K == nnc::PostOpKind::Add;
+      if (Bufs.size() < 2 + Adds || Bufs.size() > 3 + Adds)
+        return failWith("expected 2 or 3 input buffers");
+      for (size_t I = Bufs.size() - Adds, K = 0; I < Bufs.size(); ++I) {
+        while (Ops[K].K != nnc::PostOpKind::Add)
+          ++K;
+        Ops[K].OtherStrides = Bufs[I].Strides;
+        Others.push_back(Bufs[I].Data);
+        ++K;
+      }
+      Bufs.resize(Bufs.size() - Adds);
       nnc::Conv2dParams P;
       if (!nnc::decodeConv2dParams(IntArgs, P))
         return failWith("invalid convolution parameters");
-      if (Bufs.size() < 2 || Bufs.size() > 3)
-        return failWith("expected 2 or 3 input buffers");
       nnc::onednn::Tensor B;
       if (Bufs.size() == 3)
         B = T(Bufs[2]);
       return nnc::onednn::conv2d(T(Out), T(Bufs[0]), T(Bufs[1]),
-                                 Bufs.size() == 3 ? &B : nullptr, P, {}, {},
-                                 Err) == 0
+                                 Bufs.size() == 3 ? &B : nullptr, P, Ops,
+                                 Others, Err) == 0
                  ? 0
                  : failWith(Err);
     }

@@ -457,9 +457,35 @@ struct BufferView {
   unsigned rank() const { return static_cast<unsigned>(Sizes.size()); }
 };
 
+/// An elementwise operation fused into a convolution (oneDNN post-op),
+/// applied to its result in order.
+enum class PostOpKind : uint8_t {
+  Relu,      ///< `relu`: max(x, 0)
+  LeakyRelu, ///< `leaky_relu(a)`: x < 0 ? a * x : x
+  Clamp,     ///< `clamp(lo, hi)`: min(max(x, lo), hi) (hardtanh, relu6)
+  Sigmoid,   ///< `sigmoid`
+  Tanh,      ///< `tanh`
+  GeluErf,   ///< `gelu_erf`: x * 0.5 * (1 + erf(x / sqrt(2)))
+  GeluTanh,  ///< `gelu_tanh`: 0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3)))
+  Silu,      ///< `silu`: x * sigmoid(x)
+  Hardswish, ///< `hardswish`: x * min(max(x + 3, 0), 6) / 6
+  Add,       ///< `add(buf)`: x + buf, buf viewed with the output's shape
+};
+const char *postOpName(PostOpKind K);
+std::optional<PostOpKind> lookupPostOp(std::string_view Name);
+/// Number of float parameters a post-op takes (leaky_relu 1, clamp 2).
+unsigned postOpParams(PostOpKind K);
+
+struct PostOp {
+  PostOpKind Kind = PostOpKind::Relu;
+  double Alpha = 0, Beta = 0;
+  std::optional<BufferView> Other; ///< Add's operand.
+};
+
 /// `Out = Func(buf_args={...}, args={...})`: calls a registered external
 /// function. It reads all of each argument buffer and writes all of Out.
 /// DeclaresOut is set when the call introduces Out as a new temporary.
+/// PostOps (convolutions only) apply to the result before it is stored.
 class ExternalCall final : public StmtNode {
 public:
   const BufferView Out;
@@ -467,14 +493,16 @@ public:
   const std::vector<BufferView> Args;
   const std::vector<Expr> ScalarArgs;
   const bool DeclaresOut;
+  const std::vector<PostOp> PostOps;
   ExternalCall(BufferView O, std::string F, std::vector<BufferView> A,
-               std::vector<Expr> S, bool D, SourceLoc L)
+               std::vector<Expr> S, bool D, std::vector<PostOp> P, SourceLoc L)
       : StmtNode(StmtKind::ExternalCall, L), Out(std::move(O)),
         Func(std::move(F)), Args(std::move(A)), ScalarArgs(std::move(S)),
-        DeclaresOut(D) {}
+        DeclaresOut(D), PostOps(std::move(P)) {}
   static Stmt make(BufferView Out, std::string Func,
                    std::vector<BufferView> Args, std::vector<Expr> ScalarArgs,
-                   bool DeclaresOut = false, SourceLoc L = {});
+                   bool DeclaresOut = false, SourceLoc L = {},
+                   std::vector<PostOp> PostOps = {});
   static bool classof(const StmtNode *S) {
     return S->Kind == StmtKind::ExternalCall;
   }

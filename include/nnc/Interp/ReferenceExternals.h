@@ -31,6 +31,12 @@ std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,
                                  const std::vector<int64_t> &IntArgs,
                                  const std::vector<double> &FloatArgs);
 
+/// Applies post-ops to Out in place, elementwise (f32 math); Others are the
+/// operands of the `add` post-ops, in order, with Out's sizes.
+void applyReferencePostOps(const TensorRef &Out,
+                           const std::vector<PostOp> &PostOps,
+                           const std::vector<TensorRef> &Others);
+
 } // namespace nnc
 
 #endif // NNC_INTERP_REFERENCEEXTERNALS_H

@@ -22,21 +22,10 @@ struct Tensor {
   std::vector<int64_t> Sizes, Strides;
 };
 
-/// An elementwise operation applied to the convolution's result, in order.
+/// An elementwise operation applied to the convolution's result, in order
+/// (the IR's post-ops, with the add operand's strides).
 struct PostOp {
-  enum class Kind : uint8_t {
-    Relu,      ///< max(x, 0)
-    LeakyRelu, ///< x < 0 ? Alpha * x : x
-    Clamp,     ///< min(max(x, Alpha), Beta) (hardtanh, relu6)
-    Sigmoid,
-    Tanh,
-    GeluErf,
-    GeluTanh,
-    Silu,      ///< x * sigmoid(x)
-    Hardswish, ///< x * relu6(x + 3) / 6
-    Add,       ///< x + other, a tensor of the output's shape
-  };
-  Kind K;
+  PostOpKind K;
   float Alpha = 0, Beta = 0;
   std::vector<int64_t> OtherStrides; ///< Add: the other tensor's strides.
 };
