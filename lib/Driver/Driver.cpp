@@ -590,7 +590,7 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
   Kernel Lowered = *K;
   bool NeedJIT = !Opts.Interp || Opts.Check || !Opts.Emit.empty();
   if (NeedJIT || !Opts.Pipeline.PrintAfter.empty() ||
-      Opts.Pipeline.PrintAfterAll || Opts.Pipeline.Parallel.Remarks) {
+      Opts.Pipeline.PrintAfterAll || !Opts.Pipeline.Parallel.Remarks.empty()) {
     PipelineOptions P = Opts.Pipeline;
     P.PrintStream = &Out;
     if (!P.Parallel.Threads)

@@ -170,6 +170,47 @@ std::optional<int64_t> getConstInt(const Expr &E) {
   return std::nullopt;
 }
 
+std::optional<int64_t> evaluateConstant(const Expr &E) {
+  if (auto *I = dyn_cast<IntImm>(E))
+    return I->Value;
+  if (!isIntegral(E->Type) || E->Depth > 64)
+    return std::nullopt;
+  if (auto *N = dyn_cast<Neg>(E)) {
+    auto A = evaluateConstant(N->A);
+    if (!A)
+      return std::nullopt;
+    return wrapInt(E->Type, static_cast<int64_t>(0 - static_cast<uint64_t>(*A)));
+  }
+  if (auto *C = dyn_cast<Cast>(E)) {
+    auto A = evaluateConstant(C->A);
+    if (!A || !isIntegral(C->A->Type))
+      return std::nullopt;
+    return wrapInt(C->Type, *A);
+  }
+  auto *B = dyn_cast<Binary>(E);
+  if (!B)
+    return std::nullopt;
+  auto X = evaluateConstant(B->A), Y = evaluateConstant(B->B);
+  if (!X || !Y)
+    return std::nullopt;
+  uint64_t UX = static_cast<uint64_t>(*X), UY = static_cast<uint64_t>(*Y);
+  switch (B->Op) {
+  case BinOp::Add:
+    return wrapInt(E->Type, static_cast<int64_t>(UX + UY));
+  case BinOp::Sub:
+    return wrapInt(E->Type, static_cast<int64_t>(UX - UY));
+  case BinOp::Mul:
+    return wrapInt(E->Type, static_cast<int64_t>(UX * UY));
+  case BinOp::Div:
+  case BinOp::Mod:
+    if (*Y == 0 || (*Y == -1 && *X == INT64_MIN))
+      return std::nullopt;
+    return B->Op == BinOp::Div ? *X / *Y : *X % *Y;
+  default:
+    return std::nullopt;
+  }
+}
+
 const char *roleSpelling(BufferRole R) {
   switch (R) {
   case BufferRole::In:

@@ -115,7 +115,7 @@ private:
 
 class Outliner : public IRMutator {
 public:
-  Outliner(Kernel &K, const ParallelizeOptions &O) : K(K), Opts(O) {
+  Outliner(Kernel &K, const PassOptions &O) : K(K), Opts(O) {
     for (const Param &P : K.Params)
       if (!P.isBuffer())
         Types[P.Name] = P.Type;
@@ -197,14 +197,14 @@ private:
   }
 
   Kernel &K;
-  const ParallelizeOptions &Opts;
+  const PassOptions &Opts;
   std::map<std::string, DType> Types;
   unsigned Count = 0;
 };
 
 } // namespace
 
-bool outlineParallelLoops(Kernel &K, const ParallelizeOptions &Opts,
+bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
                           DiagnosticEngine &) {
   if (K.Body)
     K.Body = Outliner(K, Opts).mutate(K.Body);

@@ -154,7 +154,7 @@ std::string fresh(std::set<std::string> &Used, const std::string &Base) {
 
 class Parallelizer {
 public:
-  Parallelizer(Kernel &K, const ParallelizeOptions &O, DiagnosticEngine &D)
+  Parallelizer(Kernel &K, const PassOptions &O, DiagnosticEngine &D)
       : K(K), Opts(O), Diags(D), Used(usedNames(K)) {
     Threads = Opts.Threads ? Opts.Threads
                            : std::max(1u, std::thread::hardware_concurrency());
@@ -183,7 +183,7 @@ public:
 
 private:
   void remark(SourceLoc L, const std::string &Msg) {
-    if (Opts.Remarks)
+    if (Opts.remarks("parallelize"))
       Diags.remark(L, Msg);
   }
 
@@ -353,7 +353,7 @@ private:
   }
 
   Kernel &K;
-  const ParallelizeOptions &Opts;
+  const PassOptions &Opts;
   DiagnosticEngine &Diags;
   std::set<std::string> Used;
   unsigned Threads;
@@ -362,7 +362,7 @@ private:
 
 } // namespace
 
-bool parallelizeLoops(Kernel &K, const ParallelizeOptions &Opts,
+bool parallelizeLoops(Kernel &K, const PassOptions &Opts,
                       DiagnosticEngine &Diags) {
   return Parallelizer(K, Opts, Diags).run();
 }

@@ -15,7 +15,7 @@ namespace nnc {
 
 namespace {
 
-using PassFn = bool (*)(Kernel &, const ParallelizeOptions &,
+using PassFn = bool (*)(Kernel &, const PassOptions &,
                         DiagnosticEngine &);
 
 struct PassInfo {
@@ -33,6 +33,8 @@ constexpr PassInfo Registry[] = {
 
 std::vector<std::string> buildDefaultPipeline() {
   return {
+      // First, so that fused loops are neither analysed nor parallelized.
+      "fuse-conv-post-ops",
       // Decide which loops run in parallel; needs the verified, serial IR.
       "parallelize",
       // Then make every parallel loop a task; codegen sees serial loops only.

@@ -112,7 +112,8 @@ static cl::opt<bool>
                   cl::cat(Category));
 static cl::list<std::string>
     Remarks("remarks", cl::value_desc("pass"), cl::CommaSeparated,
-            cl::desc("Explain the decisions of a pass (parallelize)"),
+            cl::desc("Explain the decisions of a pass (parallelize, "
+                     "fuse-conv-post-ops)"),
             cl::cat(Category));
 
 int main(int argc, char **argv) {
@@ -221,10 +222,10 @@ int main(int argc, char **argv) {
   Opts.Pipeline.Parallel.TrustParallel = TrustParallel;
   auto Known = nnc::registeredPasses();
   for (const std::string &P : Remarks) {
-    if (P != "parallelize")
+    if (P != "parallelize" && P != "fuse-conv-post-ops")
       return Fail("--remarks: no remarks from pass '" + P +
-                  "' (known: parallelize)");
-    Opts.Pipeline.Parallel.Remarks = true;
+                  "' (known: fuse-conv-post-ops, parallelize)");
+    Opts.Pipeline.Parallel.Remarks.insert(P);
   }
   if (PrintAfter) {
     for (const std::string &P : *PrintAfter) {

@@ -248,6 +248,10 @@ public:
 
 /// If E is a constant, its value as an integer (floats not converted).
 std::optional<int64_t> getConstInt(const Expr &E);
+/// The value of an integer expression made of constants (`(1ll * 32ll) * 16ll`
+/// as NNC prints strides), with the language's wrapping arithmetic; nullopt
+/// if it depends on a variable or a load, or divides by zero.
+std::optional<int64_t> evaluateConstant(const Expr &E);
 
 //===----------------------------------------------------------------------===//
 // Buffers

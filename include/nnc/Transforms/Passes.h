@@ -3,8 +3,9 @@
 // One pass per file in lib/Transforms; PassRegistry.def lists them. The
 // default pipeline (buildDefaultPipeline) runs, in order:
 //
-//   parallelize       mark loop nests without loop-carried dependence parallel
-//   outline-parallel  turn every parallel loop into a task + nnc_parallel_for
+//   fuse-conv-post-ops  fold elementwise loops after convolutions into them
+//   parallelize         mark loop nests without loop-carried dependence parallel
+//   outline-parallel    turn every parallel loop into a task + nnc_parallel_for
 //
 // Every pass keeps the kernel verifiable; the pass manager verifies after
 // each pass and can print the IR after any of them.
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,8 @@ enum class ParallelMode {
 /// in docs/performance.md.
 constexpr int64_t kDefaultParallelGrain = 16384;
 
-struct ParallelizeOptions {
+/// Options of the IR passes (one struct for all, set by the tool or the API).
+struct PassOptions {
   ParallelMode Mode = ParallelMode::All;
   /// Threads the kernel will run on (decides how many loops to collapse);
   /// 0 means the machine's.
@@ -42,18 +45,25 @@ struct ParallelizeOptions {
   int64_t Grain = kDefaultParallelGrain;
   /// Trust `/* parallel */` marks in the input instead of checking them.
   bool TrustParallel = false;
-  /// Explain every decision as a remark at the loop.
-  bool Remarks = false;
+  /// Passes that explain their decisions as remarks ("parallelize",
+  /// "fuse-conv-post-ops").
+  std::set<std::string> Remarks;
+  bool remarks(const std::string &Pass) const { return Remarks.count(Pass); }
 };
 
 /// parallelize: returns false after reporting an error (a loop marked
 /// parallel that carries a proven dependence).
-bool parallelizeLoops(Kernel &K, const ParallelizeOptions &Opts,
+bool parallelizeLoops(Kernel &K, const PassOptions &Opts,
                       DiagnosticEngine &Diags);
+
+/// fuse-conv-post-ops: folds elementwise loop nests that follow a
+/// convolution into its post-ops.
+bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
+                     DiagnosticEngine &Diags);
 
 /// outline-parallel: every parallel loop becomes a task kernel over
 /// [begin, end) plus a ParallelCall that passes its closure.
-bool outlineParallelLoops(Kernel &K, const ParallelizeOptions &Opts,
+bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
                           DiagnosticEngine &Diags);
 
 /// Work of a statement in innermost iterations, if its trip counts are
@@ -61,7 +71,7 @@ bool outlineParallelLoops(Kernel &K, const ParallelizeOptions &Opts,
 std::optional<int64_t> constantWork(const Stmt &S);
 
 struct PipelineOptions {
-  ParallelizeOptions Parallel;
+  PassOptions Parallel; ///< Options of every pass.
   /// Print the kernel after these passes ("parallelize", ...).
   std::vector<std::string> PrintAfter;
   bool PrintAfterAll = false;
