@@ -560,6 +560,20 @@ private:
       Why = "'" + Y->Name + "' does not have the output's shape";
       return nullptr;
     }
+    // With one index per dimension, the same indices name the same logical
+    // element in C and Y: their strides must agree too. (A flat index is a
+    // storage offset in both.)
+    bool PerDim = !(St->Indices.size() == 1 && Y->rank() != 1);
+    auto SameLayout = [&](const Buffer &B) {
+      for (size_t D = 0; D < B->Strides.size(); ++D)
+        if (evaluateConstant(B->Strides[D]) != Strides[D])
+          return false;
+      return true;
+    };
+    if (PerDim && Y != C && !SameLayout(Y)) {
+      Why = "'" + Y->Name + "' does not have the output's layout";
+      return nullptr;
+    }
     // The stored value: a post-op chain applied to C at the same index.
     std::string Index;
     for (const Expr &E : St->Indices)
@@ -574,8 +588,10 @@ private:
     }
     for (PostOp &P : *Posts)
       if (P.Other) {
-        if (!sameSizes(P.Other->Buf->Dims, Sizes)) {
-          Why = "'" + P.Other->Buf->Name + "' does not have the output's shape";
+        if (!sameSizes(P.Other->Buf->Dims, Sizes) ||
+            (PerDim && !SameLayout(P.Other->Buf))) {
+          Why = "'" + P.Other->Buf->Name +
+                "' does not have the output's shape and layout";
           return nullptr;
         }
         P.Other = makeView(P.Other->Buf, Call.Out, P.Other->Loc);
