@@ -1,11 +1,11 @@
 //===- BenchOneDNN.cpp - Convolutions through nnc-jit against oneDNN ------===//
 //
-// In one process, 2 threads:
+// In one process:
 //  - a ResNet layer conv (1x64x56x56, 3x3, 64 -> 64, pad 1, NHWC) as an
 //    ExternalCall in a compiled kernel against the same oneDNN convolution
-//    called directly (onednn::conv2d), i.e. the cost of the call path;
-//  - conv + add + relu (a ResNet block's tail) with the loop fused into the
-//    convolution's post-ops against the unfused kernel.
+//    called directly (onednn::conv2d), at 1 and 2 threads: the call path;
+//  - conv + bias + relu and conv + add + relu (a ResNet block's tail) with the
+//    loop fused into the convolution's post-ops against the unfused kernel.
 //
 //   build/bin/nnc-bench-onednn --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true
@@ -36,6 +36,14 @@ kernel block(in x: f32[1, 64, 56, 56] channels_last, in w: f32[64, 64, 3, 3] cha
   t(dtype=float, sizes=[1ll, 64ll, 56ll, 56ll], strides=[200704ll, 1ll, 3584ll, 64ll]) = nnc_aten_conv2d(buf_args={x, w, b}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll})
   for (int64_t i = 0ll; i < 200704ll; i++) {
     y[i] = (t[i]) + (r[i])<0.f ? 0.f : (t[i]) + (r[i]);
+  }
+  Free(t);
+}
+kernel block_relu(in x: f32[1, 64, 56, 56] channels_last, in w: f32[64, 64, 3, 3] channels_last,
+             in b: f32[64], out y: f32[1, 64, 56, 56] channels_last) {
+  t(dtype=float, sizes=[1ll, 64ll, 56ll, 56ll], strides=[200704ll, 1ll, 3584ll, 64ll]) = nnc_aten_conv2d(buf_args={x, w, b}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll})
+  for (int64_t i = 0ll; i < 200704ll; i++) {
+    y[i] = (t[i])<0.f ? 0.f : (t[i]);
   }
   Free(t);
 }
@@ -90,14 +98,14 @@ void run(Compiled &C) {
 }
 
 void BM_Conv_NNC(benchmark::State &S) {
-  nnc_runtime_set_num_threads(2);
+  nnc_runtime_set_num_threads(static_cast<int32_t>(S.range(0)));
   Compiled &C = compiled("conv", true);
   for (auto _ : S)
     run(C);
 }
 
 void BM_Conv_OneDNNDirect(benchmark::State &S) {
-  nnc_runtime_set_num_threads(2);
+  nnc_runtime_set_num_threads(static_cast<int32_t>(S.range(0)));
   Compiled &C = compiled("conv", true);
   auto T = [&](int I) {
     HostBuffer &B = *C.Args->Buffers[I];
@@ -112,25 +120,24 @@ void BM_Conv_OneDNNDirect(benchmark::State &S) {
       die(Err);
 }
 
-void BM_Block_Fused(benchmark::State &S) {
+void block(benchmark::State &S, const char *Name, bool Fuse) {
   nnc_runtime_set_num_threads(2);
-  Compiled &C = compiled("block", true);
+  Compiled &C = compiled(Name, Fuse);
   for (auto _ : S)
     run(C);
 }
-
-void BM_Block_Unfused(benchmark::State &S) {
-  nnc_runtime_set_num_threads(2);
-  Compiled &C = compiled("block", false);
-  for (auto _ : S)
-    run(C);
-}
+void BM_AddRelu_Fused(benchmark::State &S) { block(S, "block", true); }
+void BM_AddRelu_Unfused(benchmark::State &S) { block(S, "block", false); }
+void BM_BiasRelu_Fused(benchmark::State &S) { block(S, "block_relu", true); }
+void BM_BiasRelu_Unfused(benchmark::State &S) { block(S, "block_relu", false); }
 
 } // namespace
 
-BENCHMARK(BM_Conv_NNC)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_Conv_OneDNNDirect)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_Block_Fused)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_Block_Unfused)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Conv_NNC)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Conv_OneDNNDirect)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AddRelu_Fused)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AddRelu_Unfused)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_BiasRelu_Fused)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_BiasRelu_Unfused)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -9,7 +9,7 @@
 // reordered once into the layout it prefers, and kept.
 //
 // Cache: primitives and reordered weights are kept by shapes, strides,
-// parameters, post-ops and the weights' identity (their address, size and a
+// parameters, post-ops, the thread count and the weights' identity (their address, size and a
 // checksum of 64 sampled values: weights are constants, as in PyTorch's
 // frozen, prepacked convolutions). The cache is thread-safe; a second call
 // with the same key only executes. Scratchpads are per call (user mode), so
@@ -23,6 +23,8 @@
 #include "nnc/Runtime/OneDNN.h"
 
 #include "oneapi/dnnl/dnnl.hpp"
+
+#include <omp.h>
 
 #include <cstring>
 #include <map>
@@ -195,7 +197,9 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
   K << "conv " << shape(Out) << shape(X) << shape(W) << identity(W)
     << (Bias ? shape(*Bias) : "nobias") << ' ' << P.StrideH << ',' << P.StrideW
     << ',' << P.PadH << ',' << P.PadW << ',' << P.DilationH << ','
-    << P.DilationW << ',' << P.Groups << ' ' << postOpsKey(Ops);
+    << P.DilationW << ',' << P.Groups << ' ' << postOpsKey(Ops)
+    // oneDNN fixes a primitive's thread count when it is created.
+    << " threads=" << omp_get_max_threads();
   try {
     std::shared_ptr<ConvEntry> E;
     {
@@ -288,7 +292,8 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
           sizes(Out);
     return 1;
   }
-  std::string K = "matmul " + shape(Out) + shape(A) + shape(B);
+  std::string K = "matmul " + shape(Out) + shape(A) + shape(B) +
+                  " threads=" + std::to_string(omp_get_max_threads());
   try {
     std::shared_ptr<MatmulEntry> E;
     {
