@@ -202,6 +202,20 @@ std::string knownExternalFunctionNames() {
   return S;
 }
 
+std::optional<std::vector<int64_t>>
+conv2dOutputSizes(const std::vector<int64_t> &X, const std::vector<int64_t> &W,
+                  const Conv2dParams &P) {
+  if (X.size() != 4 || W.size() != 4 || X[1] != W[1] * P.Groups ||
+      W[0] % P.Groups != 0)
+    return std::nullopt;
+  int64_t OH = (X[2] + 2 * P.PadH - P.DilationH * (W[2] - 1) - 1);
+  int64_t OW = (X[3] + 2 * P.PadW - P.DilationW * (W[3] - 1) - 1);
+  if (OH < 0 || OW < 0)
+    return std::nullopt;
+  return std::vector<int64_t>{X[0], W[0], OH / P.StrideH + 1,
+                              OW / P.StrideW + 1};
+}
+
 bool decodeConv2dParams(const std::vector<int64_t> &Args, Conv2dParams &P) {
   P = Conv2dParams();
   if (Args.empty())

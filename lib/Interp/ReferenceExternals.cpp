@@ -1,5 +1,6 @@
 //===- ReferenceExternals.cpp - Plain reference external functions --------===//
 #include "nnc/Interp/ReferenceExternals.h"
+#include "nnc/Interp/HostBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,16 +24,14 @@ std::string conv2d(const TensorRef &Out, const std::vector<TensorRef> &Ins,
     return "invalid convolution parameters";
   const TensorRef &X = Ins[0], &W = Ins[1];
   const TensorRef *B = Ins.size() > 2 ? &Ins[2] : nullptr;
-  int64_t N = X.Sizes[0], C = X.Sizes[1], H = X.Sizes[2], Wd = X.Sizes[3];
-  int64_t O = W.Sizes[0], CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
-  int64_t OH = (H + 2 * P.PadH - P.DilationH * (KH - 1) - 1) / P.StrideH + 1;
-  int64_t OW = (Wd + 2 * P.PadW - P.DilationW * (KW - 1) - 1) / P.StrideW + 1;
-  std::vector<int64_t> Expect = {N, O, OH, OW};
-  if (C != CPerG * P.Groups || O % P.Groups != 0 || Out.Sizes != Expect ||
-      (B && B->Sizes[0] != O))
+  auto Expect = conv2dOutputSizes(X.Sizes, W.Sizes, P);
+  if (!Expect || Out.Sizes != *Expect || (B && B->Sizes[0] != W.Sizes[0]))
     return "shapes do not match: input " + shapeStr(X.Sizes) + ", weight " +
            shapeStr(W.Sizes) + ", output " + shapeStr(Out.Sizes) + ", groups " +
            std::to_string(P.Groups);
+  int64_t N = X.Sizes[0], H = X.Sizes[2], Wd = X.Sizes[3];
+  int64_t O = W.Sizes[0], CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
+  int64_t OH = Out.Sizes[2], OW = Out.Sizes[3];
   int64_t OPerG = O / P.Groups;
   const auto &XS = X.Strides, &WS = W.Strides, &OS = Out.Strides;
   for (int64_t n = 0; n < N; ++n)
@@ -104,16 +103,14 @@ std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm
 void applyReferencePostOps(const TensorRef &Out,
                            const std::vector<PostOp> &PostOps,
                            const std::vector<TensorRef> &Others) {
-  size_t R = Out.Sizes.size();
-  for (int64_t S : Out.Sizes)
-    if (S <= 0)
-      return;
-  std::vector<int64_t> Idx(R, 0);
-  while (true) {
-    int64_t O = 0;
-    for (size_t D = 0; D < R; ++D)
-      O += Idx[D] * Out.Strides[D];
-    float X = Out.Data[O];
+  forEachIndex(Out.Sizes, [&](const std::vector<int64_t> &Idx) {
+    auto OffsetIn = [&](const TensorRef &T) {
+      int64_t Off = 0;
+      for (size_t D = 0; D < Idx.size(); ++D)
+        Off += Idx[D] * T.Strides[D];
+      return Off;
+    };
+    float &X = Out.Data[OffsetIn(Out)];
     size_t NextOther = 0;
     for (const PostOp &P : PostOps) {
       float A = static_cast<float>(P.Alpha), B = static_cast<float>(P.Beta);
@@ -148,27 +145,12 @@ void applyReferencePostOps(const TensorRef &Out,
         break;
       case PostOpKind::Add: {
         const TensorRef &T = Others[NextOther++];
-        int64_t Off = 0;
-        for (size_t D = 0; D < R; ++D)
-          Off += Idx[D] * T.Strides[D];
-        X = X + T.Data[Off];
+        X = X + T.Data[OffsetIn(T)];
         break;
       }
       }
     }
-    Out.Data[O] = X;
-    size_t D = R;
-    while (D > 0) {
-      --D;
-      if (++Idx[D] < Out.Sizes[D])
-        break;
-      Idx[D] = 0;
-      if (D == 0)
-        return;
-    }
-    if (R == 0)
-      return;
-  }
+  });
 }
 
 std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,

@@ -304,6 +304,17 @@ public:
     return std::string(Buf.begin(), Buf.end());
   }
 
+  /// Lowers, optimizes and emits K as assembly or an object file.
+  Expected<std::string> compileToFile(const Kernel &K, CodeGenFileType Type) {
+    auto TM = targetMachine();
+    if (!TM)
+      return TM.takeError();
+    LLVMContext Ctx;
+    LoweredKernel L = lowerFor(K, Ctx, **TM);
+    optimize(*L.M, **TM);
+    return emit(*L.M, **TM, Type);
+  }
+
   std::string cachePath(const std::string &Key) const {
     SmallString<128> P(Opts.CacheDir);
     char Name[32];
@@ -512,23 +523,11 @@ Expected<std::string> KernelJIT::emitLLVM(const Kernel &K, bool Optimized) {
 }
 
 Expected<std::string> KernelJIT::emitAssembly(const Kernel &K) {
-  auto TM = P->targetMachine();
-  if (!TM)
-    return TM.takeError();
-  LLVMContext Ctx;
-  LoweredKernel L = P->lowerFor(K, Ctx, **TM);
-  P->optimize(*L.M, **TM);
-  return P->emit(*L.M, **TM, CodeGenFileType::AssemblyFile);
+  return P->compileToFile(K, CodeGenFileType::AssemblyFile);
 }
 
 Expected<std::string> KernelJIT::emitObject(const Kernel &K) {
-  auto TM = P->targetMachine();
-  if (!TM)
-    return TM.takeError();
-  LLVMContext Ctx;
-  LoweredKernel L = P->lowerFor(K, Ctx, **TM);
-  P->optimize(*L.M, **TM);
-  return P->emit(*L.M, **TM, CodeGenFileType::ObjectFile);
+  return P->compileToFile(K, CodeGenFileType::ObjectFile);
 }
 
 } // namespace nnc

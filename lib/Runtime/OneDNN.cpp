@@ -182,13 +182,9 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                const Tensor *Bias, const Conv2dParams &P,
                const std::vector<PostOp> &Ops,
                const std::vector<const float *> &Others, std::string &Err) {
-  int64_t N = X.Sizes[0], C = X.Sizes[1], H = X.Sizes[2], Wd = X.Sizes[3];
-  int64_t O = W.Sizes[0], CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
-  int64_t OH = (H + 2 * P.PadH - P.DilationH * (KH - 1) - 1) / P.StrideH + 1;
-  int64_t OW = (Wd + 2 * P.PadW - P.DilationW * (KW - 1) - 1) / P.StrideW + 1;
-  std::vector<int64_t> Expect = {N, O, OH, OW};
-  if (C != CPerG * P.Groups || O % P.Groups != 0 || Out.Sizes != Expect ||
-      (Bias && Bias->Sizes[0] != O)) {
+  auto Expect = conv2dOutputSizes(X.Sizes, W.Sizes, P);
+  if (!Expect || Out.Sizes != *Expect ||
+      (Bias && Bias->Sizes[0] != W.Sizes[0])) {
     Err = "shapes do not match: input " + sizes(X) + ", weight " + sizes(W) +
           ", output " + sizes(Out) + ", groups " + std::to_string(P.Groups);
     return 1;
@@ -211,6 +207,9 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
       }
     }
     if (!E) {
+      int64_t H = X.Sizes[2], Wd = X.Sizes[3], O = W.Sizes[0];
+      int64_t CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
+      int64_t OH = Out.Sizes[2], OW = Out.Sizes[3];
       E = std::make_shared<ConvEntry>();
       // Weights: [O, C/G, KH, KW], or [G, O/G, C/G, KH, KW] with groups.
       memory::dims WDims, WStrides;

@@ -44,6 +44,14 @@ struct Conv2dParams {
 /// Decodes {} or {sH, sW, pH, pW, dH, dW, groups}; false if malformed.
 bool decodeConv2dParams(const std::vector<int64_t> &Args, Conv2dParams &P);
 
+/// The output sizes [N, O, OH, OW] of conv2d for input [N, C, H, W] and
+/// weight [O, C/groups, KH, KW] (PyTorch's floor division), or nullopt if the
+/// shapes do not fit together (channels, groups, a kernel larger than the
+/// padded input).
+std::optional<std::vector<int64_t>>
+conv2dOutputSizes(const std::vector<int64_t> &Input,
+                  const std::vector<int64_t> &Weight, const Conv2dParams &P);
+
 } // namespace nnc
 
 #endif // NNC_IR_EXTERNALFUNCTIONS_H

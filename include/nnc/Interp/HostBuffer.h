@@ -17,6 +17,30 @@
 
 namespace nnc {
 
+/// Calls F(index) for every index of a tensor of the given sizes, in
+/// row-major order (once for rank 0, never if a size is 0).
+template <class Fn>
+void forEachIndex(const std::vector<int64_t> &Sizes, Fn F) {
+  for (int64_t S : Sizes)
+    if (S <= 0)
+      return;
+  std::vector<int64_t> Idx(Sizes.size(), 0);
+  while (true) {
+    F(static_cast<const std::vector<int64_t> &>(Idx));
+    size_t D = Sizes.size();
+    while (D > 0) {
+      --D;
+      if (++Idx[D] < Sizes[D])
+        break;
+      Idx[D] = 0;
+      if (D == 0)
+        return;
+    }
+    if (Sizes.empty())
+      return;
+  }
+}
+
 class HostBuffer {
 public:
   HostBuffer() = default;
@@ -44,28 +68,12 @@ public:
 
   /// Calls F(offset) for every logical element in row-major order.
   template <class Fn> void forEachOffset(Fn F) const {
-    size_t R = Sizes.size();
-    for (int64_t S : Sizes)
-      if (S <= 0)
-        return;
-    std::vector<int64_t> Idx(R, 0);
-    while (true) {
+    forEachIndex(Sizes, [&](const std::vector<int64_t> &Idx) {
       int64_t Off = 0;
-      for (size_t D = 0; D < R; ++D)
+      for (size_t D = 0; D < Idx.size(); ++D)
         Off += Idx[D] * Strides[D];
       F(Off);
-      size_t D = R;
-      while (D > 0) {
-        --D;
-        if (++Idx[D] < Sizes[D])
-          break;
-        Idx[D] = 0;
-        if (D == 0)
-          return;
-      }
-      if (R == 0)
-        return;
-    }
+    });
   }
   int64_t numElements() const;
 
