@@ -95,11 +95,26 @@ KernelJIT &jit() {
   return *J;
 }
 
-const CompiledKernel &compiled(const char *Name) {
+/// A second JIT whose kernels check every access (--bounds-check).
+KernelJIT &checkedJit() {
+  static std::unique_ptr<KernelJIT> J = [] {
+    JITOptions O;
+    O.BoundsCheck = true;
+    auto E = KernelJIT::create(O);
+    if (!E) {
+      std::cerr << llvm::toString(E.takeError()) << '\n';
+      std::abort();
+    }
+    return std::move(*E);
+  }();
+  return *J;
+}
+
+const CompiledKernel &compiled(const char *Name, bool Checked = false) {
   static std::map<std::string, std::shared_ptr<const CompiledKernel>> Cache;
-  auto &Slot = Cache[Name];
+  auto &Slot = Cache[std::string(Name) + (Checked ? "/checked" : "")];
   if (!Slot) {
-    auto CK = jit().compile(*module().findKernel(Name));
+    auto CK = (Checked ? checkedJit() : jit()).compile(*module().findKernel(Name));
     if (!CK) {
       std::cerr << llvm::toString(CK.takeError()) << '\n';
       std::abort();
@@ -160,6 +175,25 @@ void BM_Triad_NNC(benchmark::State &S) {
   for (auto _ : S)
     benchmark::DoNotOptimize(K.callRaw(Args));
   setBytes(S, N, 3);
+}
+void BM_Triad_NNCBoundsChecked(benchmark::State &S) {
+  Data &D = streamData();
+  const CompiledKernel &K = compiled("triad", true);
+  float Sc = 3.f;
+  int64_t N = kStreamN;
+  void *Args[] = {D.X, D.G, D.Y, &Sc, &N};
+  for (auto _ : S)
+    benchmark::DoNotOptimize(K.callRaw(Args));
+  setBytes(S, N, 3);
+}
+void BM_GeluTanh_NNCBoundsChecked(benchmark::State &S) {
+  Data &D = mathData();
+  const CompiledKernel &K = compiled("gelu_tanh", true);
+  int64_t N = kMathN;
+  void *Args[] = {D.X, D.Y, &N};
+  for (auto _ : S)
+    benchmark::DoNotOptimize(K.callRaw(Args));
+  setBytes(S, N, 2);
 }
 void BM_Triad_Cxx(benchmark::State &S) {
   Data &D = streamData();
@@ -263,6 +297,8 @@ void BM_CompileGelu2D_Cached(benchmark::State &S) {
 
 BENCHMARK(BM_Triad_NNC)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Triad_Cxx)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Triad_NNCBoundsChecked)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GeluTanh_NNCBoundsChecked)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Scale_NNC)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Scale_Cxx)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -32,6 +32,7 @@
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Verifier.h"
 
+#include <functional>
 #include <set>
 #include <unordered_map>
 
@@ -102,7 +103,7 @@ struct BufInfo {
   std::vector<Value *> Dims, Strides; // i64
   AllocaInst *HeapSlot = nullptr;     // Holds the heap pointer, if any.
   AllocaInst *Stack = nullptr;        // Stack storage, if any.
-  Value *Bytes = nullptr;             // Stack size for re-zeroing.
+  Value *Extent = nullptr;            // Elements spanned (bounds checks).
 };
 
 class KernelLowering {
@@ -214,7 +215,8 @@ private:
   //===--- Errors ----------------------------------------------------------===//
   /// Branches to the cleanup block with an error status when Cond holds.
   void checkError(Value *Cond, ErrorKind Kind, SourceLoc Loc,
-                  std::string Detail = {}) {
+                  std::string Detail = {},
+                  const std::function<void()> &OnError = {}) {
     Sites.push_back({Kind, Loc, std::move(Detail)});
     int32_t Status = static_cast<int32_t>(Sites.size());
     Function *F = B.GetInsertBlock()->getParent();
@@ -222,6 +224,8 @@ private:
     BasicBlock *Cont = BasicBlock::Create(Ctx, "cont", F);
     B.CreateCondBr(Cond, Err, Cont, MDBuilder(Ctx).createUnlikelyBranchWeights());
     B.SetInsertPoint(Err);
+    if (OnError)
+      OnError();
     RetPhi->addIncoming(B.getInt32(Status), Err);
     B.CreateBr(Cleanup);
     B.SetInsertPoint(Cont);
@@ -238,20 +242,57 @@ private:
     return nullptr;
   }
 
-  Value *address(const Buffer &Buf, const std::vector<Expr> &Idx) {
+  Value *address(const Buffer &Buf, const std::vector<Expr> &Idx,
+                 SourceLoc Loc) {
     BufInfo &BI = Bufs.at(Buf.get());
     Value *Off;
     if (Idx.empty()) {
       Off = B.getInt64(0);
     } else if (Idx.size() == 1 && Buf->rank() != 1) {
       Off = toI64(lower(Idx[0]), Idx[0]->Type);
+      if (Opts.BoundsCheck)
+        checkIndex(Buf, Off, BI.Extent, -1, Loc);
     } else {
       Off = B.getInt64(0);
-      for (size_t D = 0; D < Idx.size(); ++D)
-        Off = B.CreateAdd(Off, B.CreateMul(toI64(lower(Idx[D]), Idx[D]->Type),
-                                           BI.Strides[D]));
+      for (size_t D = 0; D < Idx.size(); ++D) {
+        Value *I = toI64(lower(Idx[D]), Idx[D]->Type);
+        if (Opts.BoundsCheck)
+          checkIndex(Buf, I, BI.Dims[D], static_cast<int>(D), Loc);
+        Off = B.CreateAdd(Off, B.CreateMul(I, BI.Strides[D]));
+      }
     }
     return B.CreateInBoundsGEP(memType(Buf->Type), BI.Base, Off);
+  }
+
+  /// Bounds-checked mode: 0 <= Index < Bound, else the kernel stops and the
+  /// runtime records the buffer, the index and the bound.
+  void checkIndex(const Buffer &Buf, Value *Index, Value *Bound, int Dim,
+                  SourceLoc Loc) {
+    Value *Name = B.CreateGlobalStringPtr(Buf->Name, "oob.name");
+    checkError(B.CreateICmpUGE(Index, Bound), ErrorKind::OutOfBounds, Loc,
+               Buf->Name, [&] {
+                 B.CreateCall(
+                     runtimeFn("nnc_runtime_out_of_bounds", B.getVoidTy(),
+                               {B.getPtrTy(), B.getInt64Ty(), B.getInt64Ty(),
+                                B.getInt32Ty()}),
+                     {Name, Index, Bound, B.getInt32(Dim)});
+               });
+  }
+
+  /// Elements a buffer's storage spans: 1 + sum((dim - 1) * |stride|), or 0
+  /// when a dim is 0 or less.
+  Value *spannedElements(const std::vector<Value *> &Dims,
+                         const std::vector<Value *> &Strides) {
+    Value *N = B.getInt64(1);
+    Value *Empty = B.getFalse();
+    for (size_t D = 0; D < Dims.size(); ++D) {
+      Value *St = Strides[D];
+      Value *AbsSt = B.CreateSelect(B.CreateICmpSLT(St, B.getInt64(0)),
+                                    B.CreateNeg(St), St);
+      Empty = B.CreateOr(Empty, B.CreateICmpSLE(Dims[D], B.getInt64(0)));
+      N = B.CreateAdd(N, B.CreateMul(B.CreateSub(Dims[D], B.getInt64(1)), AbsSt));
+    }
+    return B.CreateSelect(Empty, B.getInt64(0), N);
   }
 
   Value *lower(const Expr &E);
@@ -353,7 +394,7 @@ Value *KernelLowering::lower(const Expr &E) {
     return lookupVar(cast<Var>(E)->Name);
   case ExprKind::Load: {
     auto *L = cast<Load>(E);
-    return loadElem(L->Type, address(L->Buf, L->Indices));
+    return loadElem(L->Type, address(L->Buf, L->Indices, L->Loc));
   }
   case ExprKind::Binary:
     return lowerBinary(cast<Binary>(E));
@@ -695,7 +736,7 @@ void KernelLowering::lower(const Stmt &S) {
     U.Keys.insert(accessKey(St->Buf, St->Indices));
     SafeAccesses = std::move(U.Keys);
     Value *V = lower(St->Value);
-    storeElem(St->Buf->Type, address(St->Buf, St->Indices), V);
+    storeElem(St->Buf->Type, address(St->Buf, St->Indices, St->Loc), V);
     SafeAccesses.clear();
     return;
   }
@@ -787,26 +828,17 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
       BI.Stack = entryAlloca(MT, std::max<int64_t>(*Elems, 1), Buf->Name);
     BI.Stack->setAlignment(Align(64));
     BI.Base = BI.Stack;
+    BI.Extent = B.getInt64(*Elems);
     B.CreateMemSet(BI.Base, B.getInt8(0), B.getInt64(*Elems * Size),
                    Align(64));
     return;
   }
-  // Elements spanned: 1 + sum((dim - 1) * |stride|), or 0 if a dim is 0.
   Value *Negative = B.getFalse();
   for (Value *Dm : BI.Dims)
     Negative = B.CreateOr(Negative, B.CreateICmpSLT(Dm, B.getInt64(0)));
   checkError(Negative, ErrorKind::NegativeSize, Loc, Buf->Name);
-  Value *N = B.getInt64(1);
-  Value *Empty = B.getFalse();
-  for (size_t D = 0; D < BI.Dims.size(); ++D) {
-    Value *Dm = BI.Dims[D];
-    Value *St = BI.Strides[D];
-    Value *AbsSt = B.CreateSelect(B.CreateICmpSLT(St, B.getInt64(0)),
-                                  B.CreateNeg(St), St);
-    Empty = B.CreateOr(Empty, B.CreateICmpSLE(Dm, B.getInt64(0)));
-    N = B.CreateAdd(N, B.CreateMul(B.CreateSub(Dm, B.getInt64(1)), AbsSt));
-  }
-  N = B.CreateSelect(Empty, B.getInt64(0), N);
+  Value *N = spannedElements(BI.Dims, BI.Strides);
+  BI.Extent = N;
   checkError(B.CreateICmpUGT(N, B.getInt64(kMaxTempBytes / Size)),
              ErrorKind::AllocationTooLarge, Loc, Buf->Name);
   Value *Bytes = B.CreateMul(N, B.getInt64(Size));
@@ -954,6 +986,8 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
     BI.Base = Body->getArg(I);
     BI.Dims = lowerAllI64(P.Buf->Dims);
     BI.Strides = lowerAllI64(P.Buf->Strides);
+    if (Opts.BoundsCheck)
+      BI.Extent = spannedElements(BI.Dims, BI.Strides);
   }
   if (Opts.Trace && !Kn.IsTask) {
     // One span per top-level statement, named for the trace viewer.

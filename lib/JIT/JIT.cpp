@@ -35,7 +35,7 @@ namespace {
 
 /// Bumped whenever lowering or the cache format changes, so old cache files
 /// are not loaded.
-constexpr uint32_t kCacheFormatVersion = 2;
+constexpr uint32_t kCacheFormatVersion = 3;
 constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
 constexpr const char *kEntryName = "nnc_kernel_entry";
 
@@ -136,7 +136,7 @@ std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key) {
   for (uint32_t I = 0; I < NumSites; ++I) {
     uint8_t Kind;
     ErrorSite S;
-    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::NegativeSize) ||
+    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::OutOfBounds) ||
         !R.pod(S.Loc.Line) || !R.pod(S.Loc.Col) || !R.str(S.Detail))
       return std::nullopt;
     S.Kind = static_cast<ErrorKind>(Kind);
@@ -173,6 +173,8 @@ Diagnostic CompiledKernel::describeStatus(int32_t Status) const {
   case ErrorKind::NegativeSize:
     return {Severity::Error, S.Loc,
             "temporary '" + S.Detail + "' has a negative size"};
+  case ErrorKind::OutOfBounds:
+    return {Severity::Error, S.Loc, nnc_runtime_last_error()};
   }
   return {Severity::Error, S.Loc, "kernel failed"};
 }
@@ -228,7 +230,7 @@ public:
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
        << "O" << Opts.OptLevel << " contract=" << Contract
-       << " trace=" << Opts.Trace << '\n';
+       << " trace=" << Opts.Trace << " bounds=" << Opts.BoundsCheck << '\n';
     printKernelWithTasks(OS, K);
     return OS.str();
   }
@@ -241,6 +243,7 @@ public:
     CodeGenOptions CG;
     CG.FPContract = Contract;
     CG.Trace = Opts.Trace;
+    CG.BoundsCheck = Opts.BoundsCheck;
     LoweredKernel L = lowerKernel(K, Ctx, kEntryName, CG);
     L.M->setDataLayout(TM.createDataLayout());
     L.M->setTargetTriple(TM.getTargetTriple().str());

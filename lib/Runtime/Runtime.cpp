@@ -168,6 +168,16 @@ void nnc_runtime_free(void *P) { std::free(P); }
 
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
 
+void nnc_runtime_out_of_bounds(const char *Buffer, int64_t Index,
+                               int64_t Bound, int32_t Dim) {
+  LastError = "index " + std::to_string(Index) + " is out of bounds for " +
+              (Dim < 0 ? "'" + std::string(Buffer) + "' (" +
+                             std::to_string(Bound) + " elements)"
+                       : "dimension " + std::to_string(Dim) + " of '" +
+                             std::string(Buffer) + "' (size " +
+                             std::to_string(Bound) + ")");
+}
+
 void nnc_trace_begin(const char *Name) {
   if (Tracing.load(std::memory_order_relaxed))
     Open.emplace_back(Name, nowNs());
@@ -269,6 +279,8 @@ const std::vector<RuntimeSymbol> &runtimeSymbols() {
       {"nnc_runtime_free", reinterpret_cast<void *>(&nnc_runtime_free)},
       {"nnc_parallel_for", reinterpret_cast<void *>(&nnc_parallel_for)},
       {"nnc_trace_begin", reinterpret_cast<void *>(&nnc_trace_begin)},
+      {"nnc_runtime_out_of_bounds",
+       reinterpret_cast<void *>(&nnc_runtime_out_of_bounds)},
       {"nnc_trace_end", reinterpret_cast<void *>(&nnc_trace_end)},
       {"nnc_aten_conv2d", reinterpret_cast<void *>(&nnc_aten_conv2d)},
       {"nnc_aten_matmul", reinterpret_cast<void *>(&nnc_aten_matmul)},

@@ -106,6 +106,12 @@ static cl::opt<std::string>
                        "statement and per parallel chunk per thread"),
               cl::cat(Category));
 static cl::opt<bool>
+    BoundsCheck("bounds-check",
+                cl::desc("Check every load and store of compiled code against "
+                         "its buffer; an access out of bounds stops the kernel "
+                         "with an error"),
+                cl::cat(Category));
+static cl::opt<bool>
     TrustParallel("trust-parallel",
                   cl::desc("Trust /* parallel */ marks instead of checking "
                            "them"),
@@ -178,6 +184,7 @@ int main(int argc, char **argv) {
   Opts.JIT.CPU = MCPU;
   Opts.JIT.Features = MAttr;
   Opts.JIT.CacheDir = CacheDir;
+  Opts.JIT.BoundsCheck = BoundsCheck;
   auto Fail = [](const std::string &Msg) {
     std::cerr << "nnc-jit: error: " << Msg << '\n';
     return 1;

@@ -38,6 +38,9 @@ struct CodeGenOptions {
   bool FPContract = false;
   /// Call nnc_trace_begin/end around each top-level statement.
   bool Trace = false;
+  /// Check every load and store against its buffer; an access out of bounds
+  /// stops the kernel (ErrorKind::OutOfBounds) instead of touching memory.
+  bool BoundsCheck = false;
 };
 
 /// Why a kernel can stop with a non-zero status.
@@ -46,6 +49,7 @@ enum class ErrorKind : uint8_t {
   ExternalCall,
   AllocationTooLarge,
   NegativeSize,
+  OutOfBounds,
 };
 
 struct ErrorSite {

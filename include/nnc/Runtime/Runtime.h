@@ -37,6 +37,12 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
 void nnc_runtime_set_num_threads(int32_t N);
 int32_t nnc_runtime_num_threads();
 
+/// Bounds-checked kernels call this before stopping on an access out of
+/// bounds: it records the message the interpreter would give (Dim < 0: a flat
+/// index into Bound elements; else dimension Dim of size Bound).
+void nnc_runtime_out_of_bounds(const char *Buffer, int64_t Index,
+                               int64_t Bound, int32_t Dim);
+
 /// Tracing (--trace): kernels compiled with tracing call these around each
 /// top-level statement; nnc_parallel_for records one span per chunk and
 /// thread. Nothing is recorded unless tracing is enabled.
