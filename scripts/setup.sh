@@ -8,6 +8,7 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools libomp-19-dev
   libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-19 libclang-rt-19-dev
 )
 
 missing=()

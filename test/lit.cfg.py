@@ -26,5 +26,7 @@ config.substitutions.append(("%nnc-jit", "nnc-jit"))
 
 if os.path.isdir(config.workloads_dir):
     config.available_features.add("workloads")
+if config.nnc_have_fuzzer.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("libfuzzer")
 if config.nnc_sanitizers.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("sanitizers")
