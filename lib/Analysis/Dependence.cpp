@@ -51,6 +51,9 @@ struct Poly {
     return P;
   }
   bool isZero() const { return T.empty() && !Overflow; }
+  bool operator==(const Poly &O) const {
+    return Overflow == O.Overflow && T == O.T;
+  }
   std::optional<int64_t> constValue() const {
     if (Overflow)
       return std::nullopt;
@@ -170,6 +173,9 @@ struct Affine {
   Poly Const;
 
   bool hasVars() const { return !Coef.empty(); }
+  bool operator==(const Affine &O) const {
+    return Const == O.Const && Coef == O.Coef;
+  }
   void addCoef(const std::string &V, const Poly &P) {
     Poly &Slot = Coef[V];
     Slot = Slot + P;
@@ -284,6 +290,10 @@ std::optional<Affine> toAffine(const Expr &E, const Env &En, std::string &Why,
 struct Interval {
   Poly Lo, Hi;
   bool Known = true;
+
+  bool operator==(const Interval &O) const {
+    return Known == O.Known && Lo == O.Lo && Hi == O.Hi;
+  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -302,6 +312,13 @@ struct Access {
   std::map<std::string, Interval> InnerRanges; ///< Loops inside L around it.
   std::string Text;
   SourceLoc Loc;
+
+  /// Same element in every iteration as O: one of them is enough to test.
+  bool sameAs(const Access &O) const {
+    return Buf == O.Buf && Write == O.Write && Whole == O.Whole &&
+           Text == O.Text && Addr == O.Addr && Dims == O.Dims &&
+           InnerRanges == O.InnerRanges;
+  }
 };
 
 std::string accessText(const Buffer &B, const std::vector<Expr> &Idx,
@@ -320,7 +337,9 @@ class Collector : public IRVisitor {
 public:
   explicit Collector(Env E) : En(std::move(E)) {}
 
+  /// The distinct accesses in program order, and their indices by buffer.
   std::vector<Access> Accesses;
+  std::map<const BufferNode *, std::vector<size_t>> ByBuffer;
   std::set<const BufferNode *> Private; ///< Allocated inside the loop.
 
   void enterLoop(const std::string &Var, Interval R) {
@@ -420,7 +439,7 @@ private:
     }
     A.Addr = Addr;
     A.Why = Why;
-    Accesses.push_back(std::move(A));
+    push(std::move(A));
   }
 
   void addWhole(const Buffer &B, bool Write, SourceLoc L,
@@ -432,6 +451,17 @@ private:
     A.Text = std::string(Write ? "write of all of " : "read of all of ") +
              B->Name + " by " + Func;
     A.Loc = L;
+    push(std::move(A));
+  }
+
+  /// Records A unless an identical access is already there, so that a kernel
+  /// repeating y[i] ten thousand times costs one test, not 10^8 pairs.
+  void push(Access A) {
+    std::vector<size_t> &Same = ByBuffer[A.Buf.get()];
+    for (size_t I : Same)
+      if (Accesses[I].sameAs(A))
+        return;
+    Same.push_back(Accesses.size());
     Accesses.push_back(std::move(A));
   }
 
@@ -607,10 +637,12 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
   Poly TripMinus1 = IR.Hi - IR.Lo;
   const std::string I1 = "i1#", D = "d#";
   for (size_t X = 0; X < C.Accesses.size(); ++X) {
-    for (size_t Y = X; Y < C.Accesses.size(); ++Y) {
-      const Access &A = C.Accesses[X], &B = C.Accesses[Y];
-      if (A.Buf != B.Buf || (!A.Write && !B.Write) ||
-          C.Private.count(A.Buf.get()))
+    const Access &A = C.Accesses[X];
+    if (C.Private.count(A.Buf.get()))
+      continue;
+    for (size_t Y : C.ByBuffer[A.Buf.get()]) {
+      const Access &B = C.Accesses[Y];
+      if (Y < X || (!A.Write && !B.Write))
         continue;
       DependenceResult R;
       R.Buffer = A.Buf->Name;

@@ -956,21 +956,27 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   FunctionType *BodyTy = FunctionType::get(B.getInt32Ty(), ParamTys, false);
   Function *Body =
       Function::Create(BodyTy, Function::InternalLinkage, Name + ".body", M);
-  Body->addFnAttr(Attribute::NoInline);
-  Body->addFnAttr(Attribute::NoUnwind);
+  // The attribute list is built once: adding to it argument by argument
+  // copies it each time, quadratic in the parameters.
+  std::vector<AttributeSet> ArgAttrs;
   Scopes.emplace_back();
   for (size_t I = 0; I < Kn.Params.size(); ++I) {
     Argument *A = Body->getArg(I);
     A->setName(Kn.Params[I].Name);
+    AttrBuilder AB(Ctx);
     if (Kn.Params[I].isBuffer()) {
-      A->addAttr(Attribute::NoAlias);
-      A->addAttr(Attribute::NoCapture);
+      AB.addAttribute(Attribute::NoAlias).addAttribute(Attribute::NoCapture);
       if (Kn.Params[I].Buf->Role == BufferRole::In)
-        A->addAttr(Attribute::ReadOnly);
+        AB.addAttribute(Attribute::ReadOnly);
     } else {
       Scopes.back()[Kn.Params[I].Name] = A;
     }
+    ArgAttrs.push_back(AttributeSet::get(Ctx, AB));
   }
+  AttrBuilder FnAB(Ctx);
+  FnAB.addAttribute(Attribute::NoInline).addAttribute(Attribute::NoUnwind);
+  Body->setAttributes(AttributeList::get(Ctx, AttributeSet::get(Ctx, FnAB),
+                                         AttributeSet(), ArgAttrs));
   EntryBlock = BasicBlock::Create(Ctx, "entry", Body);
   BasicBlock *Start = BasicBlock::Create(Ctx, "start", Body);
   Cleanup = BasicBlock::Create(Ctx, "cleanup", Body);

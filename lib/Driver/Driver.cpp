@@ -640,12 +640,12 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
       char Buf[512];
       std::snprintf(Buf, sizeof(Buf),
                     "===-- nnc-jit compile time (ms) --===\n"
-                    "  parse + verify   %8.3f\n"
-                    "  lowering         %8.3f\n"
-                    "  LLVM optimization%8.3f\n"
-                    "  machine code     %8.3f\n"
-                    "  linking          %8.3f\n"
-                    "  total            %8.3f%s\n",
+                    "  parse + verify    %10.3f\n"
+                    "  lowering          %10.3f\n"
+                    "  LLVM optimization %10.3f\n"
+                    "  machine code      %10.3f\n"
+                    "  linking           %10.3f\n"
+                    "  total             %10.3f%s\n",
                     ParseMs, Times.Lowering, Times.Optimization,
                     Times.MachineCode, Times.Linking,
                     ParseMs + Times.Lowering + Times.Optimization +

@@ -519,7 +519,7 @@ void allocateTemp(RtBuf &RB, DType T, std::vector<int64_t> Dims,
   int64_t Elems = storageElemsFor(Dims, Strides);
   if (Elems < 0 ||
       static_cast<uint64_t>(Elems) > kMaxTempBytes / dtypeSize(T))
-    fail(L, "temporary '" + RB.Node->Name + "' is too large to allocate");
+    fail(L, "cannot allocate temporary '" + RB.Node->Name + "': too large");
   RB.Owned = std::make_unique<HostBuffer>(T, Dims, Strides);
   if (!RB.Owned->valid())
     fail(L, "out of memory allocating temporary '" + RB.Node->Name + "'");

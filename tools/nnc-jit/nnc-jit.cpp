@@ -13,7 +13,11 @@
 #include "llvm/Support/InitLLVM.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <thread>
 
 using namespace llvm;
 
@@ -121,6 +125,24 @@ static cl::list<std::string>
             cl::desc("Explain the decisions of a pass (parallelize, "
                      "fuse-conv-post-ops)"),
             cl::cat(Category));
+static cl::opt<unsigned>
+    Timeout("timeout", cl::value_desc("seconds"), cl::init(0),
+            cl::desc("Stop with an error when the whole run (compiling and "
+                     "running) takes longer than SECONDS; 0: no limit"),
+            cl::cat(Category));
+
+/// A kernel running in JIT-compiled code cannot be interrupted safely from
+/// inside the process, so --timeout ends the process: a watchdog thread
+/// reports the timeout and exits with status 1.
+static void startWatchdog(unsigned Seconds) {
+  std::thread([Seconds] {
+    std::this_thread::sleep_for(std::chrono::seconds(Seconds));
+    std::fprintf(stderr, "nnc-jit: error: timed out after %u s (--timeout)\n",
+                 Seconds);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }).detach();
+}
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
@@ -252,5 +274,7 @@ int main(int argc, char **argv) {
     Opts.JIT.FPContract = false;
   else if (FPContract.getNumOccurrences())
     return Fail("--fp-contract expects on or off");
+  if (Timeout)
+    startWatchdog(Timeout);
   return nnc::runDriver(Opts, std::cout, std::cerr);
 }

@@ -185,3 +185,30 @@ TEST(Dependence, SingleIterationLoopsCarryNothing) {
 }
 
 } // namespace
+
+namespace {
+
+/// N copies of Stmt, then Last.
+std::string repeated(const std::string &Stmt, int N, const std::string &Last) {
+  std::string S;
+  for (int I = 0; I < N; ++I)
+    S += Stmt + "\n";
+  return S + Last;
+}
+
+} // namespace
+
+// Repeated identical accesses are tested once (linear, not quadratic, in the
+// statements), and a different access after them is still tested.
+TEST(Dependence, RepeatedAccessesAreTestedOnce) {
+  EXPECT_TRUE(analyzeFirst(loop("inout y: f32[64]",
+                                repeated("y[i] = y[i] + 1.f;", 20000,
+                                         "y[i] = 0.f;")))
+                  .independent());
+  DependenceResult R = analyzeFirst(loop(
+      "inout y: f32[65]",
+      repeated("y[i] = y[i] + 1.f;", 20000, "y[i + 1ll] = 0.f;")));
+  EXPECT_FALSE(R.independent());
+  EXPECT_EQ(R.Distance, 1);
+  EXPECT_EQ(R.SecondLoc.Line, 20003); // After the kernel and loop lines.
+}

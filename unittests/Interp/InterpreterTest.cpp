@@ -93,7 +93,7 @@ kernel k(out b: f32[1], N: i64) {
 )");
   HostBuffer B = f32({1});
   EXPECT_EQ(run(M.Kernels[0], {&B}, {int64_t(1) << 30}),
-            "temporary 't' is too large to allocate");
+            "cannot allocate temporary 't': too large");
 }
 
 // The reference convolution must not depend on the layout: NCHW and NHWC
