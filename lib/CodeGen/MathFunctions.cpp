@@ -12,8 +12,8 @@
 
 #include "llvm/Analysis/TargetLibraryInfo.h"
 
-#include <deque>
 #include <mutex>
+#include <set>
 
 namespace nnc {
 
@@ -38,9 +38,9 @@ struct Isa {
 };
 
 /// Owns the strings the VecDescs point at (TargetLibraryInfoImpl keeps
-/// StringRefs).
-std::deque<std::string> &stringPool() {
-  static std::deque<std::string> Pool;
+/// StringRefs), each once: every compilation asks for the same few hundred.
+std::set<std::string> &stringPool() {
+  static std::set<std::string> Pool;
   return Pool;
 }
 
@@ -50,10 +50,9 @@ void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII, bool HasAVX2,
                             bool HasAVX512) {
   static std::mutex Mu;
   std::lock_guard<std::mutex> Lock(Mu);
-  std::deque<std::string> &Pool = stringPool();
+  std::set<std::string> &Pool = stringPool();
   auto Keep = [&](std::string S) -> llvm::StringRef {
-    Pool.push_back(std::move(S));
-    return Pool.back();
+    return *Pool.insert(std::move(S)).first;
   };
   std::vector<Isa> Isas = {{'b', 128}}; // SSE2 is the x86-64 baseline.
   if (HasAVX2)

@@ -213,11 +213,32 @@ class KernelJIT::Impl {
 public:
   JITOptions Opts;
   orc::JITTargetMachineBuilder JTMB;
-  std::unique_ptr<orc::LLJIT> J;
+  /// Shared with every compiled kernel's code, which it must outlive.
+  std::shared_ptr<orc::LLJIT> J;
   std::string CPU, Features;
   bool Contract = false;
   std::mutex Mu;
-  std::map<std::string, std::shared_ptr<const CompiledKernel>> Memory;
+  /// Kernels compiled here and still alive somewhere, by cache key. Weak, so
+  /// that a dropped kernel's code is freed; expired entries are swept when
+  /// the map has doubled since the last sweep.
+  std::map<std::string, std::weak_ptr<const CompiledKernel>> Memory;
+  size_t SweepAt = 64;
+
+  /// Records CK under Key, or returns the live kernel another thread
+  /// recorded first. Called with Mu held.
+  std::shared_ptr<const CompiledKernel>
+  remember(const std::string &Key, std::shared_ptr<const CompiledKernel> CK) {
+    std::weak_ptr<const CompiledKernel> &Slot = Memory[Key];
+    if (auto Live = Slot.lock())
+      return Live;
+    Slot = CK;
+    if (Memory.size() >= SweepAt) {
+      for (auto It = Memory.begin(); It != Memory.end();)
+        It = It->second.expired() ? Memory.erase(It) : std::next(It);
+      SweepAt = 2 * Memory.size() + 64;
+    }
+    return CK;
+  }
   std::atomic<unsigned> Counter{0};
   std::mutex ErrMu;
   std::string LastJITError;
@@ -359,6 +380,12 @@ public:
     auto JD = J->createJITDylib("kernel." + std::to_string(Counter++));
     if (!JD)
       return JD.takeError();
+    // One JITDylib per kernel, removed (code and symbols freed) with the
+    // kernel's last reference, so that compiling and dropping kernels
+    // forever does not grow memory.
+    std::shared_ptr<void> Code(&*JD, [J = J](orc::JITDylib *Lib) {
+      consumeError(J->getExecutionSession().removeJITDylib(*Lib));
+    });
     JD->addToLinkOrder(J->getMainJITDylib());
     if (Error Err = J->addObjectFile(
             *JD, MemoryBuffer::getMemBufferCopy(E.Object, K.Name)))
@@ -374,7 +401,7 @@ public:
       Types.push_back(P.Type);
     return std::make_shared<const CompiledKernel>(
         Addr->toPtr<CompiledKernel::EntryFn>(), std::move(E.Sites), K.Name,
-        std::move(Types));
+        std::move(Types), std::move(Code));
   }
 };
 
@@ -461,7 +488,12 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
 }
 
 KernelJIT::KernelJIT(std::unique_ptr<Impl> I) : P(std::move(I)) {}
-KernelJIT::~KernelJIT() = default;
+KernelJIT::~KernelJIT() {
+  // Compiled kernels may outlive this object and keep the LLJIT alive; its
+  // errors must no longer go to our Impl.
+  P->J->getExecutionSession().setErrorReporter(
+      [](Error E) { consumeError(std::move(E)); });
+}
 
 const std::string &KernelJIT::cpuName() const { return P->CPU; }
 const std::string &KernelJIT::features() const { return P->Features; }
@@ -476,10 +508,11 @@ KernelJIT::compile(const Kernel &K, CompileTimes *Times) {
   {
     std::lock_guard<std::mutex> L(P->Mu);
     auto It = P->Memory.find(Key);
-    if (It != P->Memory.end()) {
-      T.CacheHit = true;
-      return It->second;
-    }
+    if (It != P->Memory.end())
+      if (auto Live = It->second.lock()) {
+        T.CacheHit = true;
+        return Live;
+      }
   }
   std::optional<CacheEntry> Entry = P->loadFromDisk(Key);
   T.CacheHit = Entry.has_value();
@@ -508,7 +541,7 @@ KernelJIT::compile(const Kernel &K, CompileTimes *Times) {
   if (!CK)
     return CK.takeError();
   std::lock_guard<std::mutex> L(P->Mu);
-  return P->Memory.emplace(Key, *CK).first->second;
+  return P->remember(Key, std::move(*CK));
 }
 
 Expected<std::string> KernelJIT::emitLLVM(const Kernel &K, bool Optimized) {

@@ -60,10 +60,12 @@ class CompiledKernel {
 public:
   using EntryFn = int32_t (*)(void **);
 
+  /// Code owns the machine code at Fn: it is freed with the last reference
+  /// to the kernel (which may outlive the KernelJIT that compiled it).
   CompiledKernel(EntryFn Fn, std::vector<ErrorSite> Sites, std::string Name,
-                 std::vector<DType> ParamTypes)
+                 std::vector<DType> ParamTypes, std::shared_ptr<void> Code)
       : Fn(Fn), Sites(std::move(Sites)), Name(std::move(Name)),
-        ParamTypes(std::move(ParamTypes)) {}
+        ParamTypes(std::move(ParamTypes)), Code(std::move(Code)) {}
 
   /// The raw entry: Args[i] is buffer i's data or a pointer to scalar i.
   /// Returns 0 or an error status (see describeStatus).
@@ -83,6 +85,7 @@ private:
   std::vector<ErrorSite> Sites;
   std::string Name;
   std::vector<DType> ParamTypes;
+  std::shared_ptr<void> Code;
 };
 
 /// True if the host CPU has fused multiply-add (the default of FPContract).
