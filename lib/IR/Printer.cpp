@@ -124,7 +124,10 @@ public:
     case ExprKind::Neg: {
       auto *N = cast<Neg>(E);
       OS << '-';
-      printOperand(N->A, precOf(N->A) < PrecUnary || isNegativeImm(N->A) ||
+      // "-" before a literal would parse as a negative literal ("-(0)" is
+      // not "-0", which is 0), and "--" is not negation twice.
+      printOperand(N->A, precOf(N->A) < PrecUnary || isa<IntImm>(N->A) ||
+                             isa<FloatImm>(N->A) ||
                              N->A->Kind == ExprKind::Neg);
       return;
     }
