@@ -27,6 +27,11 @@ static cl::opt<unsigned> Seconds("time", cl::init(0),
 static cl::list<unsigned> ThreadCounts("thread-counts", cl::CommaSeparated,
                                        cl::desc("Thread counts (default 1,2,3,4)"),
                                        cl::cat(Category));
+static cl::list<unsigned>
+    OptLevels("opt-levels", cl::CommaSeparated,
+              cl::desc("Optimization levels to compile each kernel at "
+                       "(default 0,1,2,3)"),
+              cl::cat(Category));
 static cl::opt<bool> Print("print", cl::desc("Print each kernel and stop"),
                            cl::cat(Category));
 
@@ -41,10 +46,19 @@ int main(int argc, char **argv) {
   std::vector<unsigned> Threads(ThreadCounts.begin(), ThreadCounts.end());
   if (Threads.empty())
     Threads = {1, 2, 3, 4};
-  auto J = nnc::KernelJIT::create({});
-  if (!J) {
-    std::cerr << "nnc-fuzz: error: " << toString(J.takeError()) << '\n';
-    return 1;
+  std::vector<unsigned> Levels(OptLevels.begin(), OptLevels.end());
+  if (Levels.empty())
+    Levels = {0, 1, 2, 3};
+  std::vector<std::unique_ptr<nnc::KernelJIT>> JITs;
+  for (unsigned L : Levels) {
+    nnc::JITOptions Opts;
+    Opts.OptLevel = L;
+    auto J = nnc::KernelJIT::create(Opts);
+    if (!J) {
+      std::cerr << "nnc-fuzz: error: " << toString(J.takeError()) << '\n';
+      return 1;
+    }
+    JITs.push_back(std::move(*J));
   }
   auto Start = std::chrono::steady_clock::now();
   uint64_t N = 0;
@@ -55,11 +69,14 @@ int main(int argc, char **argv) {
                        std::chrono::seconds(Seconds))
       break;
     std::string Text = nnc::generateRandomKernel(S);
-    std::string Failure;
-    if (!nnc::checkRandomKernel(Text, **J, Threads, Failure)) {
-      std::cout << "nnc-fuzz: seed " << S << ": " << Failure << "\n"
-                << Text;
-      return 1;
+    for (size_t I = 0; I < JITs.size(); ++I) {
+      std::string Failure;
+      if (!nnc::checkRandomKernel(Text, *JITs[I], Threads, Failure)) {
+        std::cout << "nnc-fuzz: seed " << S << " at -O" << Levels[I] << ": "
+                  << Failure << "\n"
+                  << Text;
+        return 1;
+      }
     }
     ++N;
   }
