@@ -50,15 +50,20 @@ private:
   }
   bool coin() { return pick(0, 1) == 1; }
 
-  /// A random f32 expression of the loads available at (i, j).
-  std::string expr(int Depth, const std::vector<std::string> &Leaves) {
+  /// A random f32 expression of the loads available at (i, j). Without
+  /// Approx it has no math-library calls: comparisons use such expressions,
+  /// since `w < tanh(w)` for tiny w flips on the last bit of tanh, which
+  /// libm and the vector library may round differently (docs/Testing.md).
+  std::string expr(int Depth, const std::vector<std::string> &Leaves,
+                   bool Approx = true) {
     if (Depth == 0 || pick(0, 3) == 0) {
       if (pick(0, 4) == 0)
         return std::to_string(pick(-3, 3)) + ".5f";
       return Leaves[pick(0, static_cast<int>(Leaves.size()) - 1)];
     }
-    std::string A = expr(Depth - 1, Leaves), B = expr(Depth - 1, Leaves);
-    switch (pick(0, 7)) {
+    std::string A = expr(Depth - 1, Leaves, Approx),
+                B = expr(Depth - 1, Leaves, Approx);
+    switch (pick(0, Approx ? 7 : 5)) {
     case 0:
       return "(" + A + ") + (" + B + ")";
     case 1:
@@ -69,8 +74,11 @@ private:
       return "Max(" + A + ", " + B + ", 1)";
     case 4:
       return "Min(" + A + ", " + B + ", 1)";
-    case 5:
-      return "(" + A + ")<(" + B + ") ? (" + A + ") : 0.f";
+    case 5: {
+      std::string L = expr(Depth - 1, Leaves, false),
+                  Rt = expr(Depth - 1, Leaves, false);
+      return "(" + L + ")<(" + Rt + ") ? (" + A + ") : 0.f";
+    }
     case 6:
       return "tanh(" + A + ")";
     default:
