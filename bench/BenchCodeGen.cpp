@@ -166,9 +166,9 @@ void setBytes(benchmark::State &S, int64_t N, int Arrays) {
 
 //===--- Streaming: c = a + s*b, b = s*a (2^25 floats) ---------------------===//
 
-void BM_Triad_NNC(benchmark::State &S) {
+void triadNNC(benchmark::State &S, bool BoundsCheck) {
   Data &D = streamData();
-  const CompiledKernel &K = compiled("triad");
+  const CompiledKernel &K = compiled("triad", BoundsCheck);
   float Sc = 3.f;
   int64_t N = kStreamN;
   void *Args[] = {D.X, D.G, D.Y, &Sc, &N};
@@ -176,25 +176,8 @@ void BM_Triad_NNC(benchmark::State &S) {
     benchmark::DoNotOptimize(K.callRaw(Args));
   setBytes(S, N, 3);
 }
-void BM_Triad_NNCBoundsChecked(benchmark::State &S) {
-  Data &D = streamData();
-  const CompiledKernel &K = compiled("triad", true);
-  float Sc = 3.f;
-  int64_t N = kStreamN;
-  void *Args[] = {D.X, D.G, D.Y, &Sc, &N};
-  for (auto _ : S)
-    benchmark::DoNotOptimize(K.callRaw(Args));
-  setBytes(S, N, 3);
-}
-void BM_GeluTanh_NNCBoundsChecked(benchmark::State &S) {
-  Data &D = mathData();
-  const CompiledKernel &K = compiled("gelu_tanh", true);
-  int64_t N = kMathN;
-  void *Args[] = {D.X, D.Y, &N};
-  for (auto _ : S)
-    benchmark::DoNotOptimize(K.callRaw(Args));
-  setBytes(S, N, 2);
-}
+void BM_Triad_NNC(benchmark::State &S) { triadNNC(S, false); }
+void BM_Triad_NNCBoundsChecked(benchmark::State &S) { triadNNC(S, true); }
 void BM_Triad_Cxx(benchmark::State &S) {
   Data &D = streamData();
   for (auto _ : S) {
@@ -234,9 +217,9 @@ void unaryCxx(benchmark::State &S) {
   setBytes(S, kMathN, 2);
 }
 
-void unaryNNC(benchmark::State &S, const char *Name) {
+void unaryNNC(benchmark::State &S, const char *Name, bool BoundsCheck = false) {
   Data &D = mathData();
-  const CompiledKernel &K = compiled(Name);
+  const CompiledKernel &K = compiled(Name, BoundsCheck);
   int64_t N = kMathN;
   void *Args[] = {D.X, D.Y, &N};
   for (auto _ : S)
@@ -247,6 +230,9 @@ void unaryNNC(benchmark::State &S, const char *Name) {
 void BM_Sigmoid_NNC(benchmark::State &S) { unaryNNC(S, "sigmoid"); }
 void BM_Tanh_NNC(benchmark::State &S) { unaryNNC(S, "tanh"); }
 void BM_GeluTanh_NNC(benchmark::State &S) { unaryNNC(S, "gelu_tanh"); }
+void BM_GeluTanh_NNCBoundsChecked(benchmark::State &S) {
+  unaryNNC(S, "gelu_tanh", true);
+}
 
 void BM_SiluMul_NNC(benchmark::State &S) {
   Data &D = mathData();

@@ -115,26 +115,29 @@ public:
       : Positive(std::move(Positive)) {}
 
   bool nonNegative(const Poly &P) const {
-    auto E = expand(P);
-    if (!E)
-      return false;
-    for (const auto &[M, C] : *E)
-      if (C < 0)
-        return false;
-    return true;
+    return nonNegativeExpansion(P).has_value();
   }
   bool positive(const Poly &P) const {
-    auto E = expand(P);
+    auto E = nonNegativeExpansion(P);
     if (!E)
       return false;
-    for (const auto &[M, C] : *E)
-      if (C < 0)
-        return false;
     auto It = E->find({});
     return It != E->end() && It->second > 0;
   }
 
 private:
+  /// The expansion of P if all its coefficients are non-negative (so P is).
+  std::optional<std::map<Monomial, int64_t>>
+  nonNegativeExpansion(const Poly &P) const {
+    auto E = expand(P);
+    if (!E)
+      return std::nullopt;
+    for (const auto &[M, C] : *E)
+      if (C < 0)
+        return std::nullopt;
+    return E;
+  }
+
   /// P with every positive parameter X replaced by 1 + X'; nullopt if P has
   /// a parameter of unknown sign or overflows.
   std::optional<std::map<Monomial, int64_t>> expand(const Poly &P) const {
