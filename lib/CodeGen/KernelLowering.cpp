@@ -789,8 +789,19 @@ void KernelLowering::lowerFor(const For *Op) {
   Value *Next = B.CreateAdd(IV, ConstantInt::get(IV->getType(), 1),
                             Op->Var + ".next", /*HasNUW=*/!S, /*HasNSW=*/S);
   IV->addIncoming(Next, B.GetInsertBlock());
-  B.CreateCondBr(S ? B.CreateICmpSLT(Next, Stop) : B.CreateICmpULT(Next, Stop),
-                 Body, Exit);
+  BranchInst *Latch = B.CreateCondBr(
+      S ? B.CreateICmpSLT(Next, Stop) : B.CreateICmpULT(Next, Stop), Body,
+      Exit);
+  if (Op->Options.Vectorize) {
+    // A distinct self-referencing loop ID, as LLVM's loop metadata requires.
+    Metadata *Enable[] = {
+        MDString::get(Ctx, "llvm.loop.vectorize.enable"),
+        ConstantAsMetadata::get(ConstantInt::getTrue(Ctx))};
+    MDNode *ID = MDNode::getDistinct(
+        Ctx, {nullptr, MDNode::get(Ctx, Enable)});
+    ID->replaceOperandWith(0, ID);
+    Latch->setMetadata(LLVMContext::MD_loop, ID);
+  }
   B.SetInsertPoint(Exit);
 }
 

@@ -278,8 +278,14 @@ public:
       OS << "; " << F->Var << " < ";
       expr(F->Stop);
       OS << "; " << F->Var << "++) ";
-      if (F->Options.Parallel)
-        OS << "/* parallel */ ";
+      if (F->Options.Parallel || F->Options.Vectorize) {
+        OS << "/* ";
+        if (F->Options.Parallel)
+          OS << (F->Options.Vectorize ? "parallel, " : "parallel");
+        if (F->Options.Vectorize)
+          OS << "vectorize";
+        OS << " */ ";
+      }
       OS << "{\n";
       printBody(F->Body, Ind + 1);
       indent(Ind);

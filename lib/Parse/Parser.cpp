@@ -399,9 +399,11 @@ private:
         std::string Word = Text.substr(B, P - B);
         if (Word == "parallel")
           Opts.Parallel = true;
+        else if (Word == "vectorize")
+          Opts.Vectorize = true;
         else
           fail(File.locOf(B), "unknown loop option '" + Word +
-                                  "' (known: parallel)");
+                                  "' (known: parallel, vectorize)");
       }
     }
     return Opts;

@@ -345,7 +345,12 @@ struct LoopOptions {
   /// The iterations may run in any order or concurrently: the writer claims
   /// there is no loop-carried dependence (checked unless trusted).
   bool Parallel = false;
-  bool operator==(const LoopOptions &O) const { return Parallel == O.Parallel; }
+  /// A request to vectorize the loop (LLVM's llvm.loop.vectorize.enable):
+  /// a hint about speed, never about meaning.
+  bool Vectorize = false;
+  bool operator==(const LoopOptions &O) const {
+    return Parallel == O.Parallel && Vectorize == O.Vectorize;
+  }
 };
 
 /// `for (T v = Start; v < Stop; v++) Body`: Start is inclusive, Stop
