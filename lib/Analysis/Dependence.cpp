@@ -599,19 +599,49 @@ std::optional<int64_t> constantTripCount(const For &L) {
   return *B > *A ? *B - *A : 0;
 }
 
-DependenceResult analyzeLoop(const Kernel &K, const For &L,
-                             const std::vector<EnclosingLoop> &Outer) {
-  SignOracle Sign(positiveParams(K));
-  Env En;
-  for (const Param &P : K.Params)
-    if (!P.isBuffer() && isIntegral(P.Type))
-      En.Params.insert(P.Name);
+namespace {
 
-  // Ranges of the enclosing loops (same value in both iterations) and of L.
-  std::map<std::string, Interval> Ranges;
-  std::string Why;
-  auto RangeOf = [&](const Expr &Start, const Expr &Stop) {
+/// Tests pairs of accesses made in two iterations of one loop, i1 and i1 + d,
+/// with the enclosing loops' variables equal in both.
+class PairTester {
+public:
+  PairTester(const Kernel &K, const For &L,
+             const std::vector<EnclosingLoop> &Outer)
+      : Sign(positiveParams(K)), L(L) {
+    for (const Param &P : K.Params)
+      if (!P.isBuffer() && isIntegral(P.Type))
+        En.Params.insert(P.Name);
+    for (const EnclosingLoop &O : Outer) {
+      Ranges[O.Var] = rangeOf(O.Start, O.Stop);
+      En.LoopVars.insert(O.Var);
+      OuterVars.insert(O.Var);
+    }
+    IR = rangeOf(L.Start, L.Stop);
+    TripMinus1 = IR.Hi - IR.Lo;
+  }
+
+  /// Fewer than two iterations carry nothing.
+  bool singleIteration() const {
+    return IR.Known && Sign.nonNegative(IR.Lo - IR.Hi);
+  }
+
+  /// The accesses of Body, run in iteration L.Var.
+  Collector collect(const Stmt &Body) const {
+    Collector C(En);
+    C.enterLoop(L.Var, IR);
+    C.visit(Body);
+    return C;
+  }
+
+  /// Can A in iteration i1 and B in iteration i1 + d touch the same element,
+  /// for some d >= 1 (and, if BothWays, some d <= -1)? nullopt if not.
+  std::optional<DependenceResult> test(const Access &A, const Access &B,
+                                       bool BothWays) const;
+
+private:
+  Interval rangeOf(const Expr &Start, const Expr &Stop) {
     Interval R;
+    std::string Why;
     auto A = toAffine(Start, En, Why), B = toAffine(Stop, En, Why);
     if (!A || !B || A->hasVars() || B->hasVars()) {
       R.Known = false;
@@ -620,25 +650,115 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
     R.Lo = A->Const;
     R.Hi = B->Const - Poly::constant(1);
     return R;
-  };
-  std::set<std::string> OuterVars;
-  for (const EnclosingLoop &O : Outer) {
-    Ranges[O.Var] = RangeOf(O.Start, O.Stop);
-    En.LoopVars.insert(O.Var);
-    OuterVars.insert(O.Var);
   }
-  Interval IR = RangeOf(L.Start, L.Stop);
-  // Fewer than two iterations carry nothing.
-  if (IR.Known && Sign.nonNegative(IR.Lo - IR.Hi))
-    return {};
 
-  Collector C(En);
-  C.enterLoop(L.Var, IR);
-  C.visit(L.Body);
+  SignOracle Sign;
+  const For &L;
+  Env En;
+  std::map<std::string, Interval> Ranges; ///< Of the enclosing loops.
+  std::set<std::string> OuterVars;
+  Interval IR; ///< Of L.
+  Poly TripMinus1;
+};
 
-  // The distance d of the second iteration from the first: 1 <= |d| <= T-1.
-  Poly TripMinus1 = IR.Hi - IR.Lo;
+std::optional<DependenceResult>
+PairTester::test(const Access &A, const Access &B, bool BothWays) const {
   const std::string I1 = "i1#", D = "d#";
+  DependenceResult R;
+  R.Buffer = A.Buf->Name;
+  R.First = A.Text;
+  R.Second = B.Text;
+  R.FirstLoc = A.Loc;
+  R.SecondLoc = B.Loc;
+  if (A.Whole || B.Whole) {
+    R.K = DependenceResult::Kind::Proven;
+    return R;
+  }
+  if (!A.Addr || !B.Addr) {
+    R.K = DependenceResult::Kind::Possible;
+    R.Reason = !A.Addr ? A.Why : B.Why;
+    return R;
+  }
+  // The distance d of the second iteration from the first: 1 <= |d| <= T-1.
+  std::map<std::string, Interval> R2 = Ranges;
+  R2[I1] = IR;
+  for (const auto &[V, I] : A.InnerRanges)
+    R2["a#" + V] = I;
+  for (const auto &[V, I] : B.InnerRanges)
+    R2["b#" + V] = I;
+  auto NeverEqual = [&](const Affine &E) {
+    R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};
+    if (!excludesZero(boundOf(E, R2, Sign), Sign))
+      return false;
+    if (!BothWays)
+      return true;
+    R2[D] = Interval{-TripMinus1, Poly::constant(-1), IR.Known};
+    return excludesZero(boundOf(E, R2, Sign), Sign);
+  };
+  // Per dimension: different in one dimension means different elements.
+  if (A.Dims && B.Dims)
+    for (size_t K = 0; K < A.Dims->size(); ++K)
+      if (NeverEqual(difference((*A.Dims)[K], (*B.Dims)[K], L.Var, OuterVars,
+                                I1, D)))
+        return std::nullopt;
+  Affine E = difference(*A.Addr, *B.Addr, L.Var, OuterVars, I1, D);
+
+  // GCD test on constant coefficients.
+  bool AllConst = E.Const.constValue().has_value();
+  int64_t G = 0;
+  for (const auto &[V, P] : E.Coef) {
+    auto CV = P.constValue();
+    if (!CV) {
+      AllConst = false;
+      break;
+    }
+    G = std::gcd(G, *CV < 0 ? -*CV : *CV);
+  }
+  if (AllConst && (G != 0 ? *E.Const.constValue() % G != 0
+                          : *E.Const.constValue() != 0))
+    return std::nullopt;
+
+  if (NeverEqual(E))
+    return std::nullopt;
+
+  // Not independent: proven when E depends on d alone (or on nothing).
+  R.K = DependenceResult::Kind::Possible;
+  bool OnlyD = true;
+  for (const auto &[V, P] : E.Coef)
+    if (V != D)
+      OnlyD = false;
+  auto C0 = E.Const.constValue();
+  if (OnlyD && C0) {
+    auto It = E.Coef.find(D);
+    if (It == E.Coef.end()) {
+      if (*C0 == 0)
+        R.K = DependenceResult::Kind::Proven;
+    } else if (auto CD = It->second.constValue(); CD && *C0 % *CD == 0) {
+      int64_t Dist = -*C0 / *CD;
+      if (!BothWays && Dist < 1)
+        return std::nullopt;
+      auto T = IR.Known ? TripMinus1.constValue() : std::nullopt;
+      if (Dist != 0 && (!T || (Dist <= *T && -Dist <= *T))) {
+        R.K = T ? DependenceResult::Kind::Proven
+                : DependenceResult::Kind::Possible;
+        R.Distance = Dist < 0 ? -Dist : Dist;
+      }
+    }
+  }
+  if (R.K == DependenceResult::Kind::Possible && R.Reason.empty() &&
+      !boundOf(E, R2, Sign).Known)
+    R.Reason = "the bounds of a loop are not constant";
+  return R;
+}
+
+} // namespace
+
+DependenceResult analyzeLoop(const Kernel &K, const For &L,
+                             const std::vector<EnclosingLoop> &Outer) {
+  PairTester T(K, L, Outer);
+  if (T.singleIteration())
+    return {};
+  Collector C = T.collect(L.Body);
   for (size_t X = 0; X < C.Accesses.size(); ++X) {
     const Access &A = C.Accesses[X];
     if (C.Private.count(A.Buf.get()))
@@ -647,89 +767,34 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
       const Access &B = C.Accesses[Y];
       if (Y < X || (!A.Write && !B.Write))
         continue;
-      DependenceResult R;
-      R.Buffer = A.Buf->Name;
-      R.First = A.Text;
-      R.Second = B.Text;
-      R.FirstLoc = A.Loc;
-      R.SecondLoc = B.Loc;
-      if (A.Whole || B.Whole) {
-        R.K = DependenceResult::Kind::Proven;
-        return R;
-      }
-      if (!A.Addr || !B.Addr) {
-        R.K = DependenceResult::Kind::Possible;
-        R.Reason = !A.Addr ? A.Why : B.Why;
-        return R;
-      }
-      std::map<std::string, Interval> R2 = Ranges;
-      R2[I1] = IR;
-      for (const auto &[V, I] : A.InnerRanges)
-        R2["a#" + V] = I;
-      for (const auto &[V, I] : B.InnerRanges)
-        R2["b#" + V] = I;
-      auto NeverEqual = [&](const Affine &E) {
-        R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};
-        Interval Pos = boundOf(E, R2, Sign);
-        R2[D] = Interval{-TripMinus1, Poly::constant(-1), IR.Known};
-        Interval Neg = boundOf(E, R2, Sign);
-        return excludesZero(Pos, Sign) && excludesZero(Neg, Sign);
-      };
-      // Per dimension: different in one dimension means different elements.
-      if (A.Dims && B.Dims) {
-        bool Disjoint = false;
-        for (size_t K = 0; K < A.Dims->size() && !Disjoint; ++K)
-          Disjoint = NeverEqual(difference((*A.Dims)[K], (*B.Dims)[K],
-                                           L.Var, OuterVars, I1, D));
-        if (Disjoint)
-          continue;
-      }
-      Affine E = difference(*A.Addr, *B.Addr, L.Var, OuterVars, I1, D);
+      if (auto R = T.test(A, B, /*BothWays=*/true))
+        return *R;
+    }
+  }
+  return {};
+}
 
-      // GCD test on constant coefficients.
-      bool AllConst = E.Const.constValue().has_value();
-      int64_t G = 0;
-      for (const auto &[V, P] : E.Coef) {
-        auto CV = P.constValue();
-        if (!CV) {
-          AllConst = false;
-          break;
-        }
-        G = std::gcd(G, *CV < 0 ? -*CV : *CV);
-      }
-      if (AllConst && (G != 0 ? *E.Const.constValue() % G != 0
-                              : *E.Const.constValue() != 0))
+DependenceResult analyzeFusion(const Kernel &K, const For &First,
+                               const Stmt &SecondBody,
+                               const std::vector<EnclosingLoop> &Outer) {
+  PairTester T(K, First, Outer);
+  if (T.singleIteration())
+    return {};
+  Collector CA = T.collect(First.Body), CB = T.collect(SecondBody);
+  // Fused, Second's iteration i1 runs before First's iteration i1 + d.
+  for (const Access &B : CB.Accesses) {
+    if (CB.Private.count(B.Buf.get()))
+      continue;
+    auto It = CA.ByBuffer.find(B.Buf.get());
+    if (It == CA.ByBuffer.end())
+      continue;
+    for (size_t X : It->second) {
+      const Access &A = CA.Accesses[X];
+      if (!A.Write && !B.Write)
         continue;
-
-      if (NeverEqual(E))
-        continue;
-
-      // Not independent: proven when E depends on d alone (or on nothing).
-      R.K = DependenceResult::Kind::Possible;
-      bool OnlyD = true;
-      for (const auto &[V, P] : E.Coef)
-        if (V != D)
-          OnlyD = false;
-      auto C0 = E.Const.constValue();
-      if (OnlyD && C0) {
-        auto It = E.Coef.find(D);
-        if (It == E.Coef.end()) {
-          if (*C0 == 0)
-            R.K = DependenceResult::Kind::Proven;
-        } else if (auto CD = It->second.constValue(); CD && *C0 % *CD == 0) {
-          int64_t Dist = -*C0 / *CD;
-          auto T = IR.Known ? TripMinus1.constValue() : std::nullopt;
-          if (Dist != 0 && (!T || (Dist <= *T && -Dist <= *T))) {
-            R.K = T ? DependenceResult::Kind::Proven
-                    : DependenceResult::Kind::Possible;
-            R.Distance = Dist < 0 ? -Dist : Dist;
-          }
-        }
+      if (auto R = T.test(B, A, /*BothWays=*/false)) {
+        return *R;
       }
-      if (R.K == DependenceResult::Kind::Possible && R.Reason.empty() &&
-          !boundOf(E, R2, Sign).Known)
-        R.Reason = "the bounds of a loop are not constant";
-      return R;
     }
   }
   return {};

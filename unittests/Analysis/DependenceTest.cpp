@@ -212,3 +212,67 @@ TEST(Dependence, RepeatedAccessesAreTestedOnce) {
   EXPECT_EQ(R.Distance, 1);
   EXPECT_EQ(R.SecondLoc.Line, 20003); // After the kernel and loop lines.
 }
+
+namespace {
+
+/// Fusion of the first two top-level loops of Text (both over `i`).
+DependenceResult analyzeFirstFusion(const std::string &Text) {
+  Module M = test::parse(Text);
+  const Kernel &K = M.Kernels.at(0);
+  const auto &Stmts = cast<Block>(K.Body)->Stmts;
+  return analyzeFusion(K, *cast<For>(Stmts.at(0)), cast<For>(Stmts.at(1))->Body);
+}
+
+/// Two loops over i in [Start, Stop).
+std::string twoLoops(const std::string &First, const std::string &Second,
+                     const std::string &Start = "0ll",
+                     const std::string &Stop = "64ll") {
+  std::string Head = "  for (int64_t i = " + Start + "; i < " + Stop +
+                     "; i++) {\n";
+  return "kernel k(in a: f32[64], out b: f32[64], out c: f32[64]) {\n" +
+         Head + First + "\n  }\n" + Head + Second + "\n  }\n}\n";
+}
+
+} // namespace
+
+TEST(Dependence, FusionOfProducerAndElementwiseConsumerIsLegal) {
+  EXPECT_TRUE(analyzeFirstFusion(twoLoops("b[i] = a[i];", "c[i] = b[i];"))
+                  .independent());
+}
+
+TEST(Dependence, FusionReadingAnEarlierIterationIsLegal) {
+  // Fused, iteration i reads b[i - 1], written one iteration before.
+  EXPECT_TRUE(
+      analyzeFirstFusion(twoLoops("b[i] = a[i];", "c[i] = b[i - 1ll];", "1ll"))
+          .independent());
+}
+
+TEST(Dependence, FusionReadingALaterIterationIsRefused) {
+  // Fused, iteration i would read b[i + 1] before iteration i + 1 writes it.
+  DependenceResult R = analyzeFirstFusion(
+      twoLoops("b[i] = a[i];", "c[i] = b[i + 1ll];", "0ll", "63ll"));
+  EXPECT_EQ(R.K, DependenceResult::Kind::Proven);
+  EXPECT_EQ(R.Buffer, "b");
+  EXPECT_EQ(R.First, "read b[i + 1ll]");
+  EXPECT_EQ(R.Second, "write b[i]");
+  EXPECT_EQ(R.Distance, 1);
+}
+
+TEST(Dependence, FusionOverwritingWhatTheFirstLoopStillReadsIsRefused) {
+  // Fused, iteration i + 1 would read the a[i] iteration i overwrote.
+  std::string Text =
+      "kernel k(inout a: f32[64], out b: f32[64]) {\n"
+      "  for (int64_t i = 1ll; i < 64ll; i++) {\n    b[i] = a[i - 1ll];\n  }\n"
+      "  for (int64_t i = 1ll; i < 64ll; i++) {\n    a[i] = 0.f;\n  }\n}\n";
+  DependenceResult R = analyzeFirstFusion(Text);
+  EXPECT_EQ(R.K, DependenceResult::Kind::Proven);
+  EXPECT_EQ(R.First, "write a[i]");
+  EXPECT_EQ(R.Second, "read a[i - 1ll]");
+  // Reading a[i + 1] instead is legal: iteration i reads it before i + 1
+  // overwrites it, as the unfused loops do.
+  std::string Fine = Text;
+  Fine.replace(Fine.find("a[i - 1ll]"), 10, "a[i + 1ll]");
+  Fine.replace(Fine.find("64ll; i++) {\n    b"), 4, "63ll");
+  Fine.replace(Fine.find("64ll; i++) {\n    a"), 4, "63ll");
+  EXPECT_TRUE(analyzeFirstFusion(Fine).independent()) << Fine;
+}

@@ -63,6 +63,16 @@ struct DependenceResult {
 DependenceResult analyzeLoop(const Kernel &K, const For &L,
                              const std::vector<EnclosingLoop> &Outer = {});
 
+/// May loop First be fused with the loop right after it, whose body is
+/// SecondBody written in First's variable (same bounds)? Fusion runs
+/// Second's iteration i before First's iterations after i; the result is a
+/// dependence when one of those touches an element Second's iteration i
+/// touches (one access a write). First is the first access (of Second),
+/// Second the access of First.
+DependenceResult analyzeFusion(const Kernel &K, const For &First,
+                               const Stmt &SecondBody,
+                               const std::vector<EnclosingLoop> &Outer = {});
+
 /// The trip count of a loop if its bounds are constants.
 std::optional<int64_t> constantTripCount(const For &L);
 
