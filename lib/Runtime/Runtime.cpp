@@ -21,6 +21,9 @@ namespace {
 
 thread_local std::string LastError;
 std::atomic<int32_t> NumThreads{0};
+/// The calling thread's override (nnc_runtime_set_thread_num_threads).
+thread_local int32_t ThreadNumThreads = 0;
+thread_local int32_t SavedOMPThreads = 0;
 
 /// Chunks per thread in nnc_parallel_for: two, taken dynamically, so a
 /// descheduled thread holds up at most one chunk while the others finish the
@@ -199,7 +202,22 @@ void nnc_runtime_set_num_threads(int32_t N) {
     omp_set_num_threads(N);
 }
 
+void nnc_runtime_set_thread_num_threads(int32_t N) {
+  // oneDNN reads the calling thread's OpenMP thread count: set it too, and
+  // restore what it was when the override goes.
+  N = N < 0 ? 0 : N;
+  if (N > 0 && ThreadNumThreads == 0)
+    SavedOMPThreads = omp_get_max_threads();
+  if (N > 0)
+    omp_set_num_threads(N);
+  else if (ThreadNumThreads > 0)
+    omp_set_num_threads(SavedOMPThreads);
+  ThreadNumThreads = N;
+}
+
 int32_t nnc_runtime_num_threads() {
+  if (ThreadNumThreads > 0)
+    return ThreadNumThreads;
   int32_t N = NumThreads.load(std::memory_order_relaxed);
   return N > 0 ? N : omp_get_max_threads();
 }

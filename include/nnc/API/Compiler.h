@@ -1,0 +1,196 @@
+//===- Compiler.h - Compile kernels and call them -----------------*- C++ -*-===//
+//
+// A Compiler runs a kernel through the pipeline of the nnc-jit tool
+// (fuse-conv-post-ops, parallelize, outline-parallel, LLVM -O3, ORC JIT) with
+// the options of one CompileOptions struct; nothing is read from the
+// environment. compile() returns a Function: immutable, cheap to copy, and
+// callable from any number of threads at once. It keeps its machine code
+// alive, even after the Compiler is gone.
+//
+//   Compiler C;                                     // default options
+//   llvm::Expected<Function> F = C.compile(K);
+//   if (!F) { report(F.takeError()); return; }
+//   if (llvm::Error E = F->call({BufferArg::of(A, {N, 64}), ..., N})) ...
+//
+// call() checks every argument against the kernel's parameters (kind, dtype,
+// shape and strides after evaluating symbolic sizes); callRaw() takes the
+// ABI's pointer array unchecked (docs/Runtime.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_API_COMPILER_H
+#define NNC_API_COMPILER_H
+
+#include "nnc/IR/IR.h"
+#include "nnc/Transforms/Passes.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+namespace nnc {
+
+struct CompileOptions {
+  /// LLVM optimization level, 0 to 3.
+  unsigned OptLevel = 3;
+  /// Which loop nests the parallelize pass considers.
+  ParallelMode Parallel = ParallelMode::All;
+  /// Threads the kernel's parallel loops and oneDNN calls use; 0 means the
+  /// process default (nnc_runtime_set_num_threads, else OpenMP's).
+  unsigned Threads = 0;
+  /// Least work of a parallel region, in innermost iterations.
+  int64_t Grain = kDefaultParallelGrain;
+  /// Keep `parallel` marks without checking them.
+  bool TrustParallel = false;
+  /// CPU name and feature changes ("+fma,-avx512f"); empty means the host.
+  std::string CPU, Features;
+  /// Directory of a persistent compile cache; empty for none.
+  std::string CacheDir;
+  /// Check every access against its buffer; an out-of-bounds access stops
+  /// the kernel with an error.
+  bool BoundsCheck = false;
+};
+
+/// A buffer argument: data, element type, shape, and strides in elements
+/// (empty: row-major for the shape).
+struct BufferArg {
+  void *Data = nullptr;
+  DType Type = DType::F32;
+  llvm::SmallVector<int64_t, 4> Shape, Strides;
+
+  /// A typed pointer: float, double, int8_t...int64_t, uint8_t or bool.
+  template <class T>
+  static BufferArg of(T *Data, llvm::ArrayRef<int64_t> Shape,
+                      llvm::ArrayRef<int64_t> Strides = {}) {
+    BufferArg B;
+    B.Data = const_cast<std::remove_const_t<T> *>(Data);
+    B.Type = dtypeOf<std::remove_const_t<T>>();
+    B.Shape.assign(Shape.begin(), Shape.end());
+    B.Strides.assign(Strides.begin(), Strides.end());
+    return B;
+  }
+
+  template <class T> static constexpr DType dtypeOf() {
+    if constexpr (std::is_same_v<T, float>) return DType::F32;
+    else if constexpr (std::is_same_v<T, double>) return DType::F64;
+    else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+    else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
+    else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
+    else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
+    else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
+    else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
+    else static_assert(sizeof(T) == 0, "no DType for this element type; "
+                                       "set BufferArg::Type by hand");
+  }
+};
+
+/// One argument of a checked call: a buffer, or a scalar (any C++ number,
+/// converted to the parameter's type).
+class Arg {
+public:
+  Arg(BufferArg B) : Buf(std::move(B)), IsBuffer(true) {}
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Arg(T V) : IsFloat(std::is_floating_point_v<T>) {
+    if constexpr (std::is_floating_point_v<T>)
+      F = static_cast<double>(V);
+    else
+      I = static_cast<int64_t>(V);
+  }
+
+  bool isBuffer() const { return IsBuffer; }
+  const BufferArg &buffer() const { return Buf; }
+  bool isFloat() const { return IsFloat; }
+  int64_t intValue() const { return I; }
+  double floatValue() const { return F; }
+
+private:
+  BufferArg Buf;
+  bool IsBuffer = false, IsFloat = false;
+  int64_t I = 0;
+  double F = 0;
+};
+
+class CompiledKernel;
+
+/// A compiled kernel. Copies share the code; calls may run concurrently.
+class Function {
+public:
+  /// Checks the arguments and runs the kernel. A bad argument, or a failing
+  /// status from the kernel (an out-of-bounds access with BoundsCheck, an
+  /// external call's error), is a DiagnosticError.
+  llvm::Error call(llvm::ArrayRef<Arg> Args) const;
+  /// Runs the kernel on the ABI's argument array: Args[i] is buffer i's
+  /// data, or a pointer to scalar i in its parameter's type. Returns 0 or an
+  /// error status (describe it with statusError).
+  int32_t callRaw(void **Args) const;
+  /// The error for a non-zero status of callRaw.
+  llvm::Error statusError(int32_t Status) const;
+
+  /// The kernel as given to compile() (its parameters are the signature).
+  const Kernel &kernel() const;
+  const std::string &name() const;
+
+  struct State;
+
+private:
+  friend class Compiler;
+  explicit Function(std::shared_ptr<const State> S) : S(std::move(S)) {}
+  std::shared_ptr<const State> S;
+};
+
+class Compiler {
+public:
+  explicit Compiler(CompileOptions Opts = {});
+  ~Compiler();
+  Compiler(const Compiler &) = delete;
+  Compiler &operator=(const Compiler &) = delete;
+
+  const CompileOptions &options() const { return Opts; }
+
+  /// Compiles a kernel (or finds it in the cache). Thread-safe.
+  llvm::Expected<Function> compile(const Kernel &K) const;
+
+  // Introspection: what compile() makes of K, stage by stage.
+  /// K after the IR pipeline, or after the named pass ("parallelize", ...).
+  llvm::Expected<Kernel> lower(const Kernel &K,
+                               const std::string &UpTo = "") const;
+  /// The .nnc text of lower(K, Pass), with the tasks it calls.
+  llvm::Expected<std::string> irAfter(const Kernel &K,
+                                      const std::string &Pass) const;
+  /// The LLVM IR of K, optimized or as lowered.
+  llvm::Expected<std::string> llvmIR(const Kernel &K,
+                                     bool Optimized = true) const;
+  /// The host assembly of K.
+  llvm::Expected<std::string> assembly(const Kernel &K) const;
+  /// The remarks of the parallelize and fuse-conv-post-ops passes, one per
+  /// line, as `nnc-jit --remarks` prints them.
+  llvm::Expected<std::string> remarks(const Kernel &K) const;
+
+private:
+  class Impl;
+  CompileOptions Opts;
+  std::unique_ptr<Impl> P;
+};
+
+/// Parses .nnc text (every kernel, verified); Name is the file name that
+/// diagnostics show.
+llvm::Expected<Module> parseText(std::string Text,
+                                 std::string Name = "<text>");
+/// Parses text and returns its kernel named KernelName, or its only kernel.
+llvm::Expected<Kernel> parseKernel(std::string Text,
+                                   const std::string &KernelName = "",
+                                   std::string Name = "<text>");
+/// The .nnc text of a kernel (with the tasks it calls) or of a module.
+std::string toText(const Kernel &K);
+std::string toText(const Module &M);
+/// Whether two kernels are the same IR (source locations aside): the
+/// printer is canonical, so this compares their text.
+bool sameIR(const Kernel &A, const Kernel &B);
+
+} // namespace nnc
+
+#endif // NNC_API_COMPILER_H

@@ -1,0 +1,26 @@
+//===- Error.cpp - Diagnostics as llvm::Error values -----------------------===//
+#include "nnc/API/Error.h"
+
+namespace nnc {
+
+char DiagnosticError::ID = 0;
+
+llvm::Error makeError(const DiagnosticEngine &Diags) {
+  std::string Text;
+  for (const Diagnostic &D : Diags.diagnostics())
+    Text += Diags.format(D);
+  while (!Text.empty() && Text.back() == '\n')
+    Text.pop_back();
+  return llvm::make_error<DiagnosticError>(Diags.diagnostics(),
+                                           std::move(Text));
+}
+
+llvm::Error makeError(std::string Message) {
+  DiagnosticEngine Diags;
+  Diags.error({}, std::move(Message));
+  return makeError(Diags);
+}
+
+std::string errorText(llvm::Error E) { return llvm::toString(std::move(E)); }
+
+} // namespace nnc

@@ -1,0 +1,883 @@
+//===- LoopNest.cpp - Loop transforms on a kernel --------------------------===//
+#include "nnc/API/LoopNest.h"
+#include "nnc/API/Error.h"
+#include "nnc/Analysis/Dependence.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/IR/Printer.h"
+#include "nnc/IR/Verifier.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace nnc {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Finding loops
+//===----------------------------------------------------------------------===//
+
+/// A loop and where it is.
+struct Site {
+  const For *Loop = nullptr;
+  Stmt Node;                      ///< The loop, as held by its parent.
+  std::vector<const For *> Outer; ///< Enclosing loops, outermost first.
+  const StmtNode *Parent = nullptr; ///< The block holding it.
+  size_t Index = 0;                 ///< Its position there.
+};
+
+/// Every loop named Name ("" for all), in program order.
+class LoopFinder {
+public:
+  explicit LoopFinder(std::string Name) : Name(std::move(Name)) {}
+  std::vector<Site> Found;
+
+  void walk(const Stmt &S, const StmtNode *Parent, size_t Index) {
+    if (!S)
+      return;
+    if (auto *B = dyn_cast<Block>(S)) {
+      for (size_t I = 0; I < B->Stmts.size(); ++I)
+        walk(B->Stmts[I], B, I);
+    } else if (auto *F = dyn_cast<For>(S)) {
+      if (Name.empty() || F->Var == Name)
+        Found.push_back({F, S, Outer, Parent, Index});
+      Outer.push_back(F);
+      walk(F->Body, F, 0);
+      Outer.pop_back();
+    } else if (auto *C = dyn_cast<Cond>(S)) {
+      walk(C->Then, C, 0);
+      walk(C->Else, C, 1);
+    }
+  }
+
+private:
+  std::string Name;
+  std::vector<const For *> Outer;
+};
+
+llvm::Expected<Site> findLoop(const Kernel &K, const std::string &Name) {
+  LoopFinder F(Name);
+  F.walk(K.Body, nullptr, 0);
+  if (F.Found.empty())
+    return makeError("no loop named '" + Name + "' in kernel '" + K.Name +
+                     "'");
+  if (F.Found.size() > 1)
+    return makeError("loop name '" + Name + "' is ambiguous: " +
+                     std::to_string(F.Found.size()) + " loops of kernel '" +
+                     K.Name + "' use it");
+  return F.Found[0];
+}
+
+std::vector<EnclosingLoop> enclosing(const std::vector<const For *> &Outer) {
+  std::vector<EnclosingLoop> R;
+  for (const For *F : Outer)
+    R.push_back({F->Var, F->Start, F->Stop});
+  return R;
+}
+
+/// The loop directly and only inside F, if F's body is just that loop.
+const For *onlyLoopIn(const For &F) {
+  auto *B = dyn_cast<Block>(F.Body);
+  if (B && B->Stmts.size() == 1)
+    return dyn_cast<For>(B->Stmts[0]);
+  return nullptr;
+}
+
+/// Top and the loops perfectly nested in it, N in all.
+llvm::Expected<std::vector<const For *>> perfectBand(const For *Top, size_t N,
+                                                     const std::string &What) {
+  std::vector<const For *> Band = {Top};
+  while (Band.size() < N) {
+    const For *Next = onlyLoopIn(*Band.back());
+    if (!Next)
+      return makeError("cannot " + What + ": loop '" + Band.back()->Var +
+                       "' does not hold just one loop (the loops must be "
+                       "perfectly nested)");
+    Band.push_back(Next);
+  }
+  return Band;
+}
+
+//===----------------------------------------------------------------------===//
+// Names
+//===----------------------------------------------------------------------===//
+
+/// Every name a kernel binds: parameters, temporaries, loops and lets.
+class NameCollector : public IRVisitor {
+public:
+  std::set<std::string> Names;
+
+protected:
+  void visitFor(const For *Op) override {
+    Names.insert(Op->Var);
+    IRVisitor::visitFor(Op);
+  }
+  void visitLet(const Let *Op) override {
+    Names.insert(Op->Name);
+    IRVisitor::visitLet(Op);
+  }
+  void visitAllocate(const Allocate *Op) override {
+    Names.insert(Op->Buf->Name);
+  }
+  void visitExternalCall(const ExternalCall *Op) override {
+    Names.insert(Op->Out.Buf->Name);
+    IRVisitor::visitExternalCall(Op);
+  }
+};
+
+llvm::Error checkFresh(const Kernel &K, const std::vector<std::string> &New) {
+  NameCollector C;
+  C.visit(K.Body);
+  for (const Param &P : K.Params)
+    C.Names.insert(P.Name);
+  for (const std::string &N : New)
+    if (C.Names.count(N))
+      return makeError("name '" + N + "' is already used in kernel '" +
+                       K.Name + "'");
+  return llvm::Error::success();
+}
+
+/// The variables an expression or statement uses.
+class VarUses : public IRVisitor {
+public:
+  std::set<std::string> Names;
+
+protected:
+  void visitVar(const Var *Op) override { Names.insert(Op->Name); }
+};
+
+std::set<std::string> varsOf(const Expr &E) {
+  VarUses U;
+  U.visit(E);
+  return U.Names;
+}
+
+/// A loop of Band whose bounds use another one's variable, or null.
+llvm::Error checkRectangular(const std::vector<const For *> &Band,
+                             const std::string &What) {
+  std::set<std::string> Vars;
+  for (const For *F : Band)
+    Vars.insert(F->Var);
+  for (const For *F : Band)
+    for (const Expr &E : {F->Start, F->Stop})
+      for (const std::string &V : varsOf(E))
+        if (Vars.count(V))
+          return makeError("cannot " + What + ": the bounds of loop '" +
+                           F->Var + "' depend on '" + V +
+                           "' (the nest must be rectangular)");
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Rewriting
+//===----------------------------------------------------------------------===//
+
+/// Replaces statements (by identity) with lists of statements, spliced into
+/// the blocks that hold them.
+class Replacer : public IRMutator {
+public:
+  std::map<const StmtNode *, std::vector<Stmt>> With;
+
+protected:
+  Stmt mutateBlock(const Block *Op, const Stmt &S) override {
+    std::vector<Stmt> R;
+    bool Changed = false;
+    for (const Stmt &C : Op->Stmts) {
+      auto It = With.find(C.get());
+      if (It != With.end()) {
+        R.insert(R.end(), It->second.begin(), It->second.end());
+        Changed = true;
+        continue;
+      }
+      Stmt M = mutate(C);
+      Changed |= M != C;
+      R.push_back(M);
+    }
+    return Changed ? Block::make(std::move(R), Op->Loc) : S;
+  }
+};
+
+Stmt replace(const Stmt &Body,
+             std::map<const StmtNode *, std::vector<Stmt>> With) {
+  Replacer R;
+  R.With = std::move(With);
+  return R.mutate(Body);
+}
+
+/// Replaces variables by expressions (cast to the variable's type).
+class Substituter : public IRMutator {
+public:
+  std::map<std::string, Expr> Map;
+
+protected:
+  Expr mutateVar(const Var *Op, const Expr &E) override {
+    auto It = Map.find(Op->Name);
+    if (It == Map.end())
+      return E;
+    const Expr &R = It->second;
+    return R->Type == Op->Type ? R : Cast::make(Op->Type, R, Op->Loc);
+  }
+};
+
+template <class T> T substitute(const T &X, std::map<std::string, Expr> Map) {
+  Substituter S;
+  S.Map = std::move(Map);
+  return S.mutate(X);
+}
+
+/// Appends Suffix to every loop variable and let bound inside a statement,
+/// so that a copy of it next to the original binds fresh names.
+class Renamer : public IRMutator {
+public:
+  explicit Renamer(const Stmt &S, std::string Suffix)
+      : Suffix(std::move(Suffix)) {
+    NameCollector C;
+    C.visit(S);
+    Bound = std::move(C.Names);
+  }
+
+protected:
+  std::string name(const std::string &N) const {
+    return Bound.count(N) ? N + Suffix : N;
+  }
+  Expr mutateVar(const Var *Op, const Expr &E) override {
+    return Bound.count(Op->Name) ? Var::make(Op->Type, name(Op->Name), Op->Loc)
+                                 : E;
+  }
+  Stmt mutateFor(const For *Op, const Stmt &) override {
+    return For::make(name(Op->Var), Op->VarType, mutate(Op->Start),
+                     mutate(Op->Stop), mutate(Op->Body), Op->Options, Op->Loc);
+  }
+  Stmt mutateLet(const Let *Op, const Stmt &) override {
+    return Let::make(name(Op->Name), Op->Type, mutate(Op->Value), Op->Loc);
+  }
+
+private:
+  std::string Suffix;
+  std::set<std::string> Bound; // Temporaries keep their names.
+};
+
+Stmt renamed(const Stmt &S, const std::string &Suffix) {
+  Renamer R(S, Suffix);
+  return R.mutate(S);
+}
+
+/// Integer arithmetic in type T that folds constants and identities, so that
+/// transformed loops print as a person would write them.
+Expr fold(BinOp Op, const Expr &A, const Expr &B) {
+  DType T = A->Type;
+  Expr Bc = B->Type == T ? B : Cast::make(T, B, B->Loc);
+  auto CA = evaluateConstant(A), CB = evaluateConstant(Bc);
+  if (CA && CB) {
+    auto R = evaluateConstant(Binary::make(Op, IntImm::make(T, *CA),
+                                           IntImm::make(T, *CB)));
+    if (R)
+      return IntImm::make(T, *R, A->Loc);
+  }
+  switch (Op) {
+  case BinOp::Add:
+    if (CA == 0)
+      return Bc;
+    if (CB == 0)
+      return A;
+    break;
+  case BinOp::Sub:
+    if (CB == 0)
+      return A;
+    break;
+  case BinOp::Mul:
+    if (CA == 1)
+      return Bc;
+    if (CB == 1)
+      return A;
+    if (CA == 0 || CB == 0)
+      return IntImm::make(T, 0, A->Loc);
+    break;
+  case BinOp::Div:
+    if (CB == 1)
+      return A;
+    break;
+  case BinOp::Mod:
+    if (CB == 1)
+      return IntImm::make(T, 0, A->Loc);
+    break;
+  default:
+    break;
+  }
+  return Binary::make(Op, A, Bc, A->Loc);
+}
+
+Expr constant(DType T, int64_t V) { return IntImm::make(T, V); }
+
+/// Stop - Start, or 0 when that is negative and not a constant.
+Expr tripCount(const For &L, DType T, bool ClampAtZero) {
+  auto Conv = [&](const Expr &E) {
+    return E->Type == T ? E : Cast::make(T, E, E->Loc);
+  };
+  Expr Trip = fold(BinOp::Sub, Conv(L.Stop), Conv(L.Start));
+  if (auto C = evaluateConstant(Trip))
+    return constant(T, std::max<int64_t>(*C, 0));
+  return ClampAtZero ? Binary::make(BinOp::Max, Trip, constant(T, 0)) : Trip;
+}
+
+std::vector<Stmt> stmtsOf(const Stmt &S) {
+  if (auto *B = dyn_cast<Block>(S))
+    return B->Stmts;
+  return {S};
+}
+
+std::string quoteList(const std::vector<std::string> &Names) {
+  std::string S;
+  for (size_t I = 0; I < Names.size(); ++I)
+    S += (I ? ", '" : "'") + Names[I] + "'";
+  return S;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// LoopNest
+//===----------------------------------------------------------------------===//
+
+std::string LoopNest::str() const {
+  std::ostringstream OS;
+  printKernel(OS, K);
+  return OS.str();
+}
+
+std::vector<std::string> LoopNest::loops() const {
+  LoopFinder F("");
+  F.walk(K.Body, nullptr, 0);
+  std::vector<std::string> Names;
+  for (const Site &S : F.Found)
+    Names.push_back(S.Loop->Var);
+  return Names;
+}
+
+llvm::Error LoopNest::commit(Stmt New, const std::string &What) {
+  Kernel Next = K;
+  Next.Body = std::move(New);
+  DiagnosticEngine Diags;
+  if (!verifyKernel(Next, Diags)) {
+    Diags.note({}, "in kernel '" + K.Name + "' after " + What);
+    return makeError(Diags);
+  }
+  K = std::move(Next);
+  return llvm::Error::success();
+}
+
+llvm::Error LoopNest::split(const std::string &Name, int64_t Factor,
+                            TailStrategy Strategy) {
+  if (Factor < 1)
+    return makeError("cannot split loop '" + Name +
+                     "': the factor must be positive, not " +
+                     std::to_string(Factor));
+  auto S = findLoop(K, Name);
+  if (!S)
+    return S.takeError();
+  const For &L = *S->Loop;
+  std::string OName = Name + "_outer", IName = Name + "_inner",
+              TName = Name + "_tail";
+  if (auto E = checkFresh(K, {OName, IName, TName}))
+    return E;
+  DType T = L.VarType;
+  Expr Trip = tripCount(L, T, /*ClampAtZero=*/false);
+  auto ConstTrip = evaluateConstant(Trip);
+  bool Exact = ConstTrip && *ConstTrip % Factor == 0;
+  Expr F = constant(T, Factor);
+  Expr O = Var::make(T, OName, L.Loc), I = Var::make(T, IName, L.Loc);
+  Expr Offset = fold(BinOp::Add, fold(BinOp::Mul, O, F), I);
+  Stmt Body = substitute(L.Body, {{Name, fold(BinOp::Add, L.Start, Offset)}});
+  LoopOptions OuterOpts, InnerOpts;
+  OuterOpts.Parallel = L.Options.Parallel;
+  InnerOpts.Vectorize = L.Options.Vectorize;
+  Expr Zero = constant(T, 0);
+
+  std::vector<Stmt> New;
+  if (Strategy == TailStrategy::Mask && !Exact) {
+    // The last outer iteration runs past the end: skip those.
+    Expr InRange = CompareSelect::make(CmpOp::LT, Offset, Trip,
+                                       constant(DType::I32, 1),
+                                       constant(DType::I32, 0), L.Loc);
+    Body = Block::make({Cond::make(InRange, Body, nullptr, L.Loc)}, L.Loc);
+    Expr Chunks = fold(BinOp::Div, fold(BinOp::Add, Trip, constant(T, Factor - 1)), F);
+    Stmt Inner = For::make(IName, T, Zero, F, Body, InnerOpts, L.Loc);
+    New.push_back(For::make(OName, T, Zero, Chunks,
+                            Block::make({Inner}, L.Loc), OuterOpts, L.Loc));
+  } else {
+    Expr Chunks = fold(BinOp::Div, Trip, F);
+    Stmt Inner = For::make(IName, T, Zero, F, Body, InnerOpts, L.Loc);
+    New.push_back(For::make(OName, T, Zero, Chunks,
+                            Block::make({Inner}, L.Loc), OuterOpts, L.Loc));
+    if (!Exact) {
+      Expr TailStart = fold(BinOp::Add, L.Start, fold(BinOp::Mul, Chunks, F));
+      Stmt TailBody = substitute(
+          renamed(L.Body, "_tail"),
+          {{Name, fold(BinOp::Add, TailStart, Var::make(T, TName, L.Loc))}});
+      New.push_back(For::make(TName, T, Zero, fold(BinOp::Mod, Trip, F),
+                              TailBody, InnerOpts, L.Loc));
+    }
+  }
+  return commit(replace(K.Body, {{S->Node.get(), New}}), "split");
+}
+
+llvm::Error LoopNest::reorder(const std::vector<std::string> &Order) {
+  if (Order.size() < 2)
+    return makeError("reorder needs at least two loops");
+  std::set<std::string> Wanted(Order.begin(), Order.end());
+  if (Wanted.size() != Order.size())
+    return makeError("reorder of " + quoteList(Order) +
+                     ": a loop is named twice");
+  // The band starts at the outermost of the named loops.
+  std::optional<Site> Top;
+  for (const std::string &N : Order) {
+    auto S = findLoop(K, N);
+    if (!S)
+      return S.takeError();
+    if (!Top || S->Outer.size() < Top->Outer.size())
+      Top = *S;
+  }
+  std::string What = "reorder " + quoteList(Order);
+  auto Band = perfectBand(Top->Loop, Order.size(), What);
+  if (!Band)
+    return Band.takeError();
+  for (const For *F : *Band)
+    if (!Wanted.count(F->Var))
+      return makeError("cannot " + What + ": they are not a band of "
+                       "perfectly nested loops (loop '" + F->Var +
+                       "' is between them)");
+  if (auto E = checkRectangular(*Band, What))
+    return E;
+
+  // A dependence carried by loop k (the loops outside it fixed) has
+  // direction (=, ..., =, <, *, ..., *): it stays forward as long as every
+  // loop nested in k stays inside k.
+  auto NewPos = [&](const std::string &V) {
+    return std::find(Order.begin(), Order.end(), V) - Order.begin();
+  };
+  std::vector<EnclosingLoop> Outer = enclosing(Top->Outer);
+  for (size_t Lv = 0; Lv < Band->size(); ++Lv) {
+    const For &L = *(*Band)[Lv];
+    DependenceResult R = analyzeLoop(K, L, Outer);
+    Outer.push_back({L.Var, L.Start, L.Stop});
+    if (R.independent())
+      continue;
+    for (size_t In = Lv + 1; In < Band->size(); ++In)
+      if (NewPos((*Band)[In]->Var) < NewPos(L.Var))
+        return makeError("cannot " + What + ": loop '" + (*Band)[In]->Var +
+                         "' would move outside loop '" + L.Var +
+                         "', which carries a " + R.describe());
+  }
+
+  std::map<std::string, const For *> ByName;
+  for (const For *F : *Band)
+    ByName[F->Var] = F;
+  Stmt Nest = Band->back()->Body;
+  for (size_t I = Order.size(); I-- > 0;) {
+    const For *F = ByName[Order[I]];
+    Nest = For::make(F->Var, F->VarType, F->Start, F->Stop,
+                     I + 1 == Order.size() ? Nest : Block::make({Nest}, F->Loc),
+                     F->Options, F->Loc);
+  }
+  return commit(replace(K.Body, {{Top->Node.get(), {Nest}}}), "reorder");
+}
+
+llvm::Error LoopNest::interchange(const std::string &A, const std::string &B) {
+  auto SA = findLoop(K, A);
+  if (!SA)
+    return SA.takeError();
+  auto SB = findLoop(K, B);
+  if (!SB)
+    return SB.takeError();
+  if (onlyLoopIn(*SA->Loop) == SB->Loop)
+    return reorder({B, A});
+  if (onlyLoopIn(*SB->Loop) == SA->Loop)
+    return reorder({A, B});
+  return makeError("cannot interchange loops '" + A + "' and '" + B +
+                   "': one must be the only statement of the other");
+}
+
+llvm::Error LoopNest::fuse(const std::string &First, const std::string &Second) {
+  auto SA = findLoop(K, First);
+  if (!SA)
+    return SA.takeError();
+  auto SB = findLoop(K, Second);
+  if (!SB)
+    return SB.takeError();
+  std::string What = "cannot fuse loops '" + First + "' and '" + Second + "'";
+  if (SA->Parent != SB->Parent || SB->Index != SA->Index + 1)
+    return makeError(What + ": '" + Second +
+                     "' is not the statement right after '" + First + "'");
+  const For &A = *SA->Loop, &B = *SB->Loop;
+  auto Range = [](const For &L) {
+    return "[" + toString(L.Start) + ", " + toString(L.Stop) + ")";
+  };
+  if (A.VarType != B.VarType || Range(A) != Range(B))
+    return makeError(What + ": their ranges differ (" + Range(A) + " and " +
+                     Range(B) + ")");
+  Stmt SecondBody =
+      substitute(B.Body, {{B.Var, Var::make(A.VarType, A.Var, A.Loc)}});
+  DependenceResult R = analyzeFusion(K, A, SecondBody, enclosing(SA->Outer));
+  if (!R.independent())
+    return makeError(What + ": " + R.describe());
+  std::vector<Stmt> Body = stmtsOf(A.Body), More = stmtsOf(SecondBody);
+  Body.insert(Body.end(), More.begin(), More.end());
+  LoopOptions Opts;
+  Opts.Vectorize = A.Options.Vectorize && B.Options.Vectorize;
+  Stmt Fused = For::make(A.Var, A.VarType, A.Start, A.Stop,
+                         Block::make(std::move(Body), A.Loc), Opts, A.Loc);
+  return commit(replace(K.Body, {{SA->Node.get(), {Fused}},
+                                 {SB->Node.get(), {}}}),
+                "fuse");
+}
+
+llvm::Error LoopNest::flatten(const std::vector<std::string> &Loops,
+                              std::string Name) {
+  std::string What = "flatten " + quoteList(Loops);
+  if (Loops.size() < 2)
+    return makeError("flatten needs at least two loops");
+  auto Top = findLoop(K, Loops[0]);
+  if (!Top)
+    return Top.takeError();
+  auto Band = perfectBand(Top->Loop, Loops.size(), What);
+  if (!Band)
+    return Band.takeError();
+  for (size_t I = 0; I < Loops.size(); ++I)
+    if ((*Band)[I]->Var != Loops[I])
+      return makeError("cannot " + What + ": loop '" + (*Band)[I]->Var +
+                       "' is nested there, not '" + Loops[I] + "'");
+  if (auto E = checkRectangular(*Band, What))
+    return E;
+  if (Name.empty())
+    for (size_t I = 0; I < Loops.size(); ++I)
+      Name += (I ? "_" : "") + Loops[I];
+  if (auto E = checkFresh(K, {Name}))
+    return E;
+
+  DType T = Band->front()->VarType;
+  bool AllParallel = true;
+  for (const For *F : *Band) {
+    if (F->VarType != T)
+      T = DType::I64;
+    AllParallel &= F->Options.Parallel;
+  }
+  // Old variable k = start_k + (flat / (trips after k)) % trip_k.
+  Expr Flat = Var::make(T, Name, Top->Loop->Loc);
+  std::map<std::string, Expr> Map;
+  Expr Inner = constant(T, 1);
+  for (size_t I = Band->size(); I-- > 0;) {
+    const For &L = *(*Band)[I];
+    Expr Trip = tripCount(L, T, /*ClampAtZero=*/true);
+    Expr V = fold(BinOp::Div, Flat, Inner);
+    if (I != 0)
+      V = fold(BinOp::Mod, V, Trip);
+    Expr Start = L.Start->Type == T ? L.Start : Cast::make(T, L.Start);
+    Map[L.Var] = fold(BinOp::Add, Start, V);
+    Inner = fold(BinOp::Mul, Inner, Trip);
+  }
+  LoopOptions Opts;
+  Opts.Parallel = AllParallel;
+  Opts.Vectorize = Band->back()->Options.Vectorize;
+  Stmt New = For::make(Name, T, constant(T, 0), Inner,
+                       substitute(Band->back()->Body, Map), Opts,
+                       Top->Loop->Loc);
+  return commit(replace(K.Body, {{Top->Node.get(), {New}}}), "flatten");
+}
+
+llvm::Error LoopNest::collapse(const std::string &Outer, unsigned Count,
+                               std::string Name) {
+  if (Count < 2)
+    return makeError("collapse needs at least two loops");
+  auto Top = findLoop(K, Outer);
+  if (!Top)
+    return Top.takeError();
+  auto Band = perfectBand(Top->Loop, Count,
+                          "collapse " + std::to_string(Count) +
+                              " loops from '" + Outer + "'");
+  if (!Band)
+    return Band.takeError();
+  std::vector<std::string> Names;
+  for (const For *F : *Band)
+    Names.push_back(F->Var);
+  return flatten(Names, std::move(Name));
+}
+
+llvm::Error LoopNest::unroll(const std::string &Name) {
+  auto S = findLoop(K, Name);
+  if (!S)
+    return S.takeError();
+  const For &L = *S->Loop;
+  auto Start = evaluateConstant(L.Start), Stop = evaluateConstant(L.Stop);
+  if (!Start || !Stop)
+    return makeError("cannot unroll loop '" + Name +
+                     "': its bounds are not constants");
+  int64_t Trip = std::max<int64_t>(*Stop - *Start, 0);
+  if (Trip > kMaxUnroll)
+    return makeError("cannot unroll loop '" + Name + "': " +
+                     std::to_string(Trip) + " iterations (at most " +
+                     std::to_string(kMaxUnroll) + ")");
+  std::vector<Stmt> Copies;
+  for (int64_t I = 0; I < Trip; ++I) {
+    Stmt Body = Trip > 1 ? renamed(L.Body, "_u" + std::to_string(I)) : L.Body;
+    Body = substitute(Body, {{Name, constant(L.VarType, *Start + I)}});
+    for (const Stmt &St : stmtsOf(Body))
+      Copies.push_back(St);
+  }
+  return commit(replace(K.Body, {{S->Node.get(), Copies}}), "unroll");
+}
+
+llvm::Error LoopNest::unroll(const std::string &Name, int64_t Factor) {
+  Kernel Saved = K;
+  if (auto E = split(Name, Factor, TailStrategy::Tail))
+    return E;
+  if (auto E = unroll(Name + "_inner")) {
+    K = std::move(Saved);
+    return E;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error LoopNest::vectorize(const std::string &Name) {
+  auto S = findLoop(K, Name);
+  if (!S)
+    return S.takeError();
+  const For &L = *S->Loop;
+  LoopFinder Inner("");
+  Inner.walk(L.Body, nullptr, 0);
+  if (!Inner.Found.empty())
+    return makeError("cannot vectorize loop '" + Name +
+                     "': only innermost loops vectorize, and it holds loop '" +
+                     Inner.Found[0].Loop->Var + "'");
+  LoopOptions Opts = L.Options;
+  Opts.Vectorize = true;
+  return commit(replace(K.Body, {{S->Node.get(),
+                                  {For::make(L.Var, L.VarType, L.Start, L.Stop,
+                                             L.Body, Opts, L.Loc)}}}),
+                "vectorize");
+}
+
+llvm::Error LoopNest::parallelize(const std::string &Name, bool Trusted) {
+  auto S = findLoop(K, Name);
+  if (!S)
+    return S.takeError();
+  const For &L = *S->Loop;
+  if (!Trusted) {
+    DependenceResult R = analyzeLoop(K, L, enclosing(S->Outer));
+    if (!R.independent())
+      return makeError("cannot parallelize loop '" + Name + "': " +
+                       R.describe());
+  }
+  LoopOptions Opts = L.Options;
+  Opts.Parallel = true;
+  return commit(replace(K.Body, {{S->Node.get(),
+                                  {For::make(L.Var, L.VarType, L.Start, L.Stop,
+                                             L.Body, Opts, L.Loc)}}}),
+                "parallelize");
+}
+
+//===----------------------------------------------------------------------===//
+// computeInline
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Numbers statements in program order and records what computeInline needs
+/// to know about one temporary.
+class InlineScan : public IRVisitor {
+public:
+  explicit InlineScan(std::string Name) : Name(std::move(Name)) {}
+
+  struct StoreSite {
+    const Store *St;
+    Stmt Node;
+    std::vector<std::pair<const For *, Stmt>> Outer; ///< Loops and nodes.
+  };
+  std::vector<StoreSite> Stores;
+  std::vector<const StmtNode *> Decls; ///< Allocate and Free of the temp.
+  bool Declared = false;
+  std::string ExternalUse;
+  std::vector<std::pair<size_t, const Load *>> Loads; ///< Position, load.
+  std::vector<std::tuple<size_t, std::string, SourceLoc>> Writes;
+  std::map<const StmtNode *, std::pair<size_t, size_t>> Span; ///< [first, last]
+
+  void scan(const Stmt &S) {
+    if (!S)
+      return;
+    size_t First = ++Pos;
+    Current.push_back(S);
+    visit(S);
+    Current.pop_back();
+    Span[S.get()] = {First, Pos};
+  }
+
+protected:
+  void visitBlock(const Block *Op) override {
+    for (const Stmt &S : Op->Stmts)
+      scan(S);
+  }
+  void visitFor(const For *Op) override {
+    visit(Op->Start);
+    visit(Op->Stop);
+    Loops.push_back({Op, Current.back()});
+    scan(Op->Body);
+    Loops.pop_back();
+  }
+  void visitCond(const Cond *Op) override {
+    visit(Op->C);
+    scan(Op->Then);
+    scan(Op->Else);
+  }
+  void visitStore(const Store *Op) override {
+    IRVisitor::visitStore(Op);
+    Writes.emplace_back(Pos, Op->Buf->Name, Op->Loc);
+    if (Op->Buf->Name == Name)
+      Stores.push_back({Op, Current.back(), Loops});
+  }
+  void visitLoad(const Load *Op) override {
+    IRVisitor::visitLoad(Op);
+    if (Op->Buf->Name == Name)
+      Loads.emplace_back(Pos, Op);
+  }
+  void visitAllocate(const Allocate *Op) override {
+    if (Op->Buf->Name == Name) {
+      Declared = true;
+      Decls.push_back(Current.back().get());
+    }
+  }
+  void visitFree(const Free *Op) override {
+    if (Op->Buf->Name == Name)
+      Decls.push_back(Current.back().get());
+  }
+  void visitExternalCall(const ExternalCall *Op) override {
+    IRVisitor::visitExternalCall(Op);
+    Writes.emplace_back(Pos, Op->Out.Buf->Name, Op->Loc);
+    bool Uses = Op->Out.Buf->Name == Name;
+    for (const BufferView &V : Op->Args)
+      Uses |= V.Buf->Name == Name;
+    if (Uses && ExternalUse.empty())
+      ExternalUse = Op->Func;
+    if (Op->Out.Buf->Name == Name)
+      Declared = true;
+  }
+
+private:
+  std::string Name;
+  size_t Pos = 0;
+  std::vector<Stmt> Current;
+  std::vector<std::pair<const For *, Stmt>> Loops;
+};
+
+/// Every buffer an expression loads.
+class LoadedBuffers : public IRVisitor {
+public:
+  std::set<std::string> Names;
+
+protected:
+  void visitLoad(const Load *Op) override {
+    Names.insert(Op->Buf->Name);
+    IRVisitor::visitLoad(Op);
+  }
+};
+
+/// Drops statements and replaces the loads of one buffer.
+class Inliner : public Replacer {
+public:
+  std::string Name;
+  std::vector<std::string> Vars; ///< The nest's variables, by dimension.
+  Expr Value;
+
+protected:
+  Expr mutateLoad(const Load *Op, const Expr &E) override {
+    Expr L = IRMutator::mutateLoad(Op, E);
+    auto *Ld = cast<Load>(L);
+    if (Ld->Buf->Name != Name)
+      return L;
+    std::map<std::string, Expr> Map;
+    for (size_t D = 0; D < Vars.size(); ++D)
+      Map[Vars[D]] = Ld->Indices[D];
+    return substitute(Value, Map);
+  }
+};
+
+} // namespace
+
+llvm::Error LoopNest::computeInline(const std::string &Name) {
+  std::string What = "cannot inline '" + Name + "'";
+  if (K.findParam(Name))
+    return makeError(What + ": it is a kernel parameter, not a temporary");
+  InlineScan Scan(Name);
+  Scan.scan(K.Body);
+  if (!Scan.Declared)
+    return makeError("no temporary named '" + Name + "' in kernel '" +
+                     K.Name + "'");
+  if (!Scan.ExternalUse.empty())
+    return makeError(What + ": the external call " + Scan.ExternalUse +
+                     " uses it");
+  if (Scan.Stores.size() != 1)
+    return makeError(What + ": " + std::to_string(Scan.Stores.size()) +
+                     " statements store to it (inlining needs exactly one)");
+  const InlineScan::StoreSite &P = Scan.Stores[0];
+  const Store &St = *P.St;
+  const BufferNode &Buf = *St.Buf;
+  unsigned Rank = Buf.rank();
+  if (St.Indices.size() != Rank || P.Outer.size() < Rank)
+    return makeError(What + ": its store is not in a loop nest over all its "
+                     "elements, one index per dimension");
+  // The last Rank loops around the store, each index its loop's variable,
+  // each loop running over its dimension, perfectly nested.
+  std::vector<std::string> Vars;
+  for (unsigned D = 0; D < Rank; ++D) {
+    const For &L = *P.Outer[P.Outer.size() - Rank + D].first;
+    auto *V = dyn_cast<Var>(St.Indices[D]);
+    auto DimC = evaluateConstant(Buf.Dims[D]), StopC = evaluateConstant(L.Stop);
+    bool Covers = getConstInt(L.Start) == 0 &&
+                  (DimC ? StopC == DimC
+                        : toString(L.Stop) == toString(Buf.Dims[D]));
+    bool Perfect = D + 1 == Rank ? cast<Block>(L.Body)->Stmts.size() == 1
+                                 : onlyLoopIn(L) != nullptr;
+    if (!V || V->Name != L.Var || !Covers || !Perfect)
+      return makeError(What + ": its store is not in a perfect loop nest "
+                       "over all its elements (dimension " +
+                       std::to_string(D) + ")");
+    Vars.push_back(L.Var);
+  }
+  const StmtNode *Root =
+      Rank ? P.Outer[P.Outer.size() - Rank].second.get() : P.Node.get();
+  size_t NestEnd = Scan.Span[Root].second;
+
+  std::set<std::string> Allowed(Vars.begin(), Vars.end());
+  for (const Param &Pm : K.Params)
+    if (!Pm.isBuffer())
+      Allowed.insert(Pm.Name);
+  for (const std::string &V : varsOf(St.Value))
+    if (!Allowed.count(V))
+      return makeError(What + ": its value uses '" + V +
+                       "', which is not in scope where it is read");
+  LoadedBuffers Reads;
+  Reads.visit(St.Value);
+  if (Reads.Names.count(Name))
+    return makeError(What + ": its value reads '" + Name + "' itself");
+  for (const auto &[Pos, Buf, Loc] : Scan.Writes)
+    if (Pos > NestEnd && Reads.Names.count(Buf))
+      return makeError(What + ": its value reads '" + Buf +
+                       "', which is written after it is computed");
+  for (const auto &[Pos, Ld] : Scan.Loads) {
+    if (Pos <= NestEnd)
+      return makeError(What + ": it is read before it is computed");
+    if (Ld->Indices.size() != Rank)
+      return makeError(What + ": it is read with a flat index");
+  }
+
+  Inliner In;
+  In.Name = Name;
+  In.Vars = Vars;
+  In.Value = St.Value;
+  In.With[Root] = {};
+  for (const StmtNode *D : Scan.Decls)
+    In.With[D] = {};
+  return commit(In.mutate(K.Body), "computeInline");
+}
+
+} // namespace nnc
