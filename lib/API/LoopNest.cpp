@@ -174,6 +174,51 @@ llvm::Error checkRectangular(const std::vector<const For *> &Band,
 // Rewriting
 //===----------------------------------------------------------------------===//
 
+/// Integer arithmetic in type T that folds constants and identities, so that
+/// transformed loops print as a person would write them.
+Expr fold(BinOp Op, const Expr &A, const Expr &B) {
+  DType T = A->Type;
+  Expr Bc = B->Type == T ? B : Cast::make(T, B, B->Loc);
+  auto CA = evaluateConstant(A), CB = evaluateConstant(Bc);
+  if (CA && CB) {
+    auto R = evaluateConstant(Binary::make(Op, IntImm::make(T, *CA),
+                                           IntImm::make(T, *CB)));
+    if (R)
+      return IntImm::make(T, *R, A->Loc);
+  }
+  switch (Op) {
+  case BinOp::Add:
+    if (CA == 0)
+      return Bc;
+    if (CB == 0)
+      return A;
+    break;
+  case BinOp::Sub:
+    if (CB == 0)
+      return A;
+    break;
+  case BinOp::Mul:
+    if (CA == 1)
+      return Bc;
+    if (CB == 1)
+      return A;
+    if (CA == 0 || CB == 0)
+      return IntImm::make(T, 0, A->Loc);
+    break;
+  case BinOp::Div:
+    if (CB == 1)
+      return A;
+    break;
+  case BinOp::Mod:
+    if (CB == 1)
+      return IntImm::make(T, 0, A->Loc);
+    break;
+  default:
+    break;
+  }
+  return Binary::make(Op, A, Bc, A->Loc);
+}
+
 /// Replaces statements (by identity) with lists of statements, spliced into
 /// the blocks that hold them.
 class Replacer : public IRMutator {
@@ -219,6 +264,14 @@ protected:
     const Expr &R = It->second;
     return R->Type == Op->Type ? R : Cast::make(Op->Type, R, Op->Loc);
   }
+  /// `i_outer * 4 + i_inner` with i_inner = 0 is `i_outer * 4`.
+  Expr mutateBinary(const Binary *Op, const Expr &E) override {
+    Expr R = IRMutator::mutateBinary(Op, E);
+    auto *B = dyn_cast<Binary>(R);
+    if (R == E || !B || !isIntegral(B->Type) || B->Op > BinOp::Mod)
+      return R;
+    return fold(B->Op, B->A, B->B);
+  }
 };
 
 template <class T> T substitute(const T &X, std::map<std::string, Expr> Map) {
@@ -262,51 +315,6 @@ private:
 Stmt renamed(const Stmt &S, const std::string &Suffix) {
   Renamer R(S, Suffix);
   return R.mutate(S);
-}
-
-/// Integer arithmetic in type T that folds constants and identities, so that
-/// transformed loops print as a person would write them.
-Expr fold(BinOp Op, const Expr &A, const Expr &B) {
-  DType T = A->Type;
-  Expr Bc = B->Type == T ? B : Cast::make(T, B, B->Loc);
-  auto CA = evaluateConstant(A), CB = evaluateConstant(Bc);
-  if (CA && CB) {
-    auto R = evaluateConstant(Binary::make(Op, IntImm::make(T, *CA),
-                                           IntImm::make(T, *CB)));
-    if (R)
-      return IntImm::make(T, *R, A->Loc);
-  }
-  switch (Op) {
-  case BinOp::Add:
-    if (CA == 0)
-      return Bc;
-    if (CB == 0)
-      return A;
-    break;
-  case BinOp::Sub:
-    if (CB == 0)
-      return A;
-    break;
-  case BinOp::Mul:
-    if (CA == 1)
-      return Bc;
-    if (CB == 1)
-      return A;
-    if (CA == 0 || CB == 0)
-      return IntImm::make(T, 0, A->Loc);
-    break;
-  case BinOp::Div:
-    if (CB == 1)
-      return A;
-    break;
-  case BinOp::Mod:
-    if (CB == 1)
-      return IntImm::make(T, 0, A->Loc);
-    break;
-  default:
-    break;
-  }
-  return Binary::make(Op, A, Bc, A->Loc);
 }
 
 Expr constant(DType T, int64_t V) { return IntImm::make(T, V); }

@@ -1,0 +1,248 @@
+//===- CompilerTest.cpp - Compiling and calling kernels --------------------===//
+#include "APITestUtil.h"
+
+#include "nnc/Runtime/Runtime.h"
+
+#include <thread>
+
+using namespace nnc;
+using namespace nnc::test;
+
+namespace {
+
+const char *Saxpy = R"(
+kernel saxpy(in x: f32[N], inout y: f32[N], a: float, N: int64_t) {
+  for (int64_t i = 0ll; i < N; i++) {
+    y[i] = a * x[i] + y[i];
+  }
+}
+)";
+
+Function compiled(const char *Text, CompileOptions O = {}) {
+  Compiler C(O);
+  auto F = C.compile(kernelOf(Text));
+  if (!F) {
+    ADD_FAILURE() << errorText(F.takeError());
+    std::abort();
+  }
+  return *F;
+}
+
+TEST(Compiler, CheckedAndRawCalls) {
+  Function F = compiled(Saxpy);
+  std::vector<float> X(100), Y(100);
+  for (int I = 0; I < 100; ++I) {
+    X[I] = float(I);
+    Y[I] = 1.f;
+  }
+  int64_t N = 100;
+  ASSERT_FALSE(!!F.call({BufferArg::of(X.data(), {N}),
+                         BufferArg::of(Y.data(), {N}), 2.f, N}));
+  EXPECT_EQ(Y[10], 21.f);
+  float A = 1.f;
+  void *Args[] = {X.data(), Y.data(), &A, &N};
+  EXPECT_EQ(F.callRaw(Args), 0);
+  EXPECT_EQ(Y[10], 31.f);
+  EXPECT_EQ(F.name(), "saxpy");
+}
+
+TEST(Compiler, BadArgumentsAreErrors) {
+  Function F = compiled(Saxpy);
+  std::vector<float> X(8), Y(8);
+  std::vector<double> D(8);
+  auto XA = BufferArg::of(X.data(), {8}), YA = BufferArg::of(Y.data(), {8});
+  expectError(F.call({XA, YA, 1.f}),
+              "error: kernel 'saxpy' takes 4 arguments, 3 given");
+  expectError(F.call({XA, YA, 1.f, 9}),
+              "error: argument 0 ('x') of kernel 'saxpy': shape [9] is "
+              "expected, not [8]");
+  expectError(F.call({XA, 2, 1.f, 8}),
+              "error: argument 1 ('y') of kernel 'saxpy': a buffer is "
+              "expected, not a scalar");
+  expectError(F.call({XA, YA, XA, 8}),
+              "error: argument 2 ('a') of kernel 'saxpy': a f32 scalar is "
+              "expected, not a buffer");
+  expectError(F.call({XA, YA, 1.f, 8.5}),
+              "error: argument 3 ('N') of kernel 'saxpy': an integer (i64) is "
+              "expected, not a floating-point value");
+  expectError(F.call({BufferArg::of(D.data(), {8}), YA, 1.f, 8}),
+              "error: argument 0 ('x') of kernel 'saxpy': element type f32 is "
+              "expected, not f64");
+  expectError(F.call({BufferArg::of(X.data(), {4}, {2}), YA, 1.f, 4}),
+              "error: argument 0 ('x') of kernel 'saxpy': strides [1] are "
+              "expected, not [2]");
+  expectError(F.call({BufferArg::of<float>(nullptr, {8}), YA, 1.f, 8}),
+              "error: argument 0 ('x') of kernel 'saxpy': the data pointer is "
+              "null");
+  // An integer for a float scalar converts; an empty buffer needs no data.
+  EXPECT_FALSE(!!F.call({BufferArg::of<float>(nullptr, {0}),
+                         BufferArg::of<float>(nullptr, {0}), 1, 0}));
+}
+
+TEST(Compiler, StridedAndSymbolicShapes) {
+  Function F = compiled(R"(
+kernel t(in a: f32[M, N] strides [1, M], out b: f32[N, M], M: int64_t, N: int64_t) {
+  for (int64_t i = 0ll; i < N; i++) {
+    for (int64_t j = 0ll; j < M; j++) {
+      b[i, j] = a[j, i];
+    }
+  }
+}
+)");
+  std::vector<float> A(6), B(6);
+  for (int I = 0; I < 6; ++I)
+    A[I] = float(I);
+  // a is 2x3 stored column-major: strides [1, 2].
+  ASSERT_FALSE(!!F.call({BufferArg::of(A.data(), {2, 3}, {1, 2}),
+                         BufferArg::of(B.data(), {3, 2}), 2, 3}));
+  EXPECT_EQ(B, (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  expectError(F.call({BufferArg::of(A.data(), {2, 3}),
+                      BufferArg::of(B.data(), {3, 2}), 2, 3}),
+              "error: argument 0 ('a') of kernel 't': strides [1, 2] are "
+              "expected, not [3, 1]");
+}
+
+TEST(Compiler, KernelErrorsComeBackAsValues) {
+  CompileOptions O;
+  O.BoundsCheck = true;
+  Function F = compiled(R"(
+kernel k(in idx: int64_t[4], in a: f32[4], out b: f32[4]) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    b[i] = a[idx[i]];
+  }
+}
+)",
+                        O);
+  std::vector<int64_t> Idx = {0, 1, 7, 2};
+  std::vector<float> A(4), B(4);
+  expectError(F.call({BufferArg::of(Idx.data(), {4}),
+                      BufferArg::of(A.data(), {4}),
+                      BufferArg::of(B.data(), {4})}),
+              "4:12: error: index 7 is out of bounds for dimension 0 of 'a' "
+              "(size 4)");
+}
+
+TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
+  expectError(parseKernel("kernel k(out a: f32[4]) {\n  a[0] = b;\n}\n", "",
+                          "bad.nnc")
+                  .takeError(),
+              "bad.nnc:2:10: error: use of undeclared identifier 'b'\n"
+              "  a[0] = b;\n"
+              "         ^");
+  expectError(parseKernel(Saxpy, "nope", "s.nnc").takeError(),
+              "error: no kernel named 'nope' in s.nnc");
+  Compiler C;
+  expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
+              "error: unknown pass 'vectorize' (the pipeline: "
+              "fuse-conv-post-ops, parallelize, outline-parallel)");
+  CompileOptions Bad;
+  Bad.CPU = "not-a-cpu";
+  Compiler BadC(Bad);
+  auto F = BadC.compile(kernelOf(Saxpy));
+  ASSERT_FALSE(!!F);
+  EXPECT_NE(errorText(F.takeError()).find("not-a-cpu"), std::string::npos);
+}
+
+TEST(Compiler, Introspection) {
+  CompileOptions O;
+  O.Threads = 2;
+  Compiler C(O);
+  Kernel K = kernelOf(Saxpy);
+  auto P = C.irAfter(K, "parallelize");
+  ASSERT_TRUE(!!P);
+  EXPECT_NE(P->find("for (int64_t i = 0ll; i < N; i++) /* parallel */ {"),
+            std::string::npos)
+      << *P;
+  auto Out = C.irAfter(K, "outline-parallel");
+  ASSERT_TRUE(!!Out);
+  EXPECT_NE(Out->find("nnc_parallel_for(task=saxpy_par0"), std::string::npos)
+      << *Out;
+  auto IR = C.llvmIR(K);
+  ASSERT_TRUE(!!IR);
+  // The entry takes the argument array; the loop body is a vectorized task.
+  EXPECT_NE(IR->find("define i32 @nnc_kernel_entry(ptr"), std::string::npos);
+  EXPECT_NE(IR->find("<8 x float>"), std::string::npos) << *IR;
+  auto Asm = C.assembly(K);
+  ASSERT_TRUE(!!Asm);
+  EXPECT_NE(Asm->find("nnc_kernel_entry:"), std::string::npos);
+  auto R = C.remarks(K);
+  ASSERT_TRUE(!!R);
+  EXPECT_NE(R->find("3:3: remark: loop 'i' parallelized"), std::string::npos)
+      << *R;
+}
+
+TEST(Compiler, OneFunctionManyThreads) {
+  CompileOptions O;
+  O.Threads = 2;
+  O.Grain = 1;
+  Function F = compiled(Saxpy, O);
+  constexpr int64_t N = 4096;
+  std::vector<std::thread> Ts;
+  std::vector<int> Failures(8);
+  for (int T = 0; T < 8; ++T)
+    Ts.emplace_back([&, T] {
+      std::vector<float> X(N, 1.f), Y(N, float(T));
+      for (int Rep = 0; Rep < 50; ++Rep)
+        if (auto E = F.call({BufferArg::of(X.data(), {N}),
+                             BufferArg::of(Y.data(), {N}), 1.f, N})) {
+          llvm::consumeError(std::move(E));
+          ++Failures[T];
+        }
+      for (float V : Y)
+        Failures[T] += V != float(T + 50);
+    });
+  for (auto &T : Ts)
+    T.join();
+  EXPECT_EQ(Failures, std::vector<int>(8, 0));
+}
+
+TEST(Compiler, FunctionsOutliveTheirCompiler) {
+  std::optional<Function> F;
+  {
+    Compiler C;
+    auto R = C.compile(kernelOf(Saxpy));
+    ASSERT_TRUE(!!R);
+    F = *R;
+  }
+  std::vector<float> X(4, 1.f), Y(4, 1.f);
+  ASSERT_FALSE(!!F->call({BufferArg::of(X.data(), {4}),
+                          BufferArg::of(Y.data(), {4}), 3.f, 4}));
+  EXPECT_EQ(Y[3], 4.f);
+}
+
+TEST(Compiler, ThreadCountIsPerFunction) {
+  // A kernel whose loop records how many threads ran it.
+  CompileOptions One, Four;
+  One.Threads = 1;
+  One.Grain = Four.Grain = 1;
+  Four.Threads = 4;
+  const char *Text = R"(
+kernel k(out b: f32[64]) {
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    b[i] = 1.f;
+  }
+}
+)";
+  Compiler C1(One), C4(Four);
+  auto F1 = C1.compile(kernelOf(Text)), F4 = C4.compile(kernelOf(Text));
+  ASSERT_TRUE(F1 && F4);
+  auto Out1 = C1.irAfter(kernelOf(Text), "parallelize");
+  auto Out4 = C4.irAfter(kernelOf(Text), "parallelize");
+  ASSERT_TRUE(Out1 && Out4);
+  // One thread: nothing to parallelize; four: the loop is parallel.
+  EXPECT_EQ(Out1->find("/* parallel */"), std::string::npos);
+  EXPECT_NE(Out4->find("/* parallel */"), std::string::npos);
+  // The function's count holds during its call, and only then.
+  nnc_runtime_set_num_threads(3);
+  std::vector<float> B(64);
+  ASSERT_FALSE(!!F4->call({BufferArg::of(B.data(), {64})}));
+  EXPECT_EQ(B[63], 1.f);
+  EXPECT_EQ(nnc_runtime_num_threads(), 3);
+  nnc_runtime_set_thread_num_threads(4);
+  EXPECT_EQ(nnc_runtime_num_threads(), 4);
+  nnc_runtime_set_thread_num_threads(0);
+  EXPECT_EQ(nnc_runtime_num_threads(), 3);
+  nnc_runtime_set_num_threads(0);
+}
+
+} // namespace

@@ -1,0 +1,591 @@
+//===- LoopNestTest.cpp - Loop transforms of the embedded API -------------===//
+//
+// Each transform: the IR it makes (equal to the parsed expected text), the
+// same results as the original (interpreter and JIT), and every refusal with
+// its message, the kernel left unchanged.
+//
+//===----------------------------------------------------------------------===//
+#include "APITestUtil.h"
+
+using namespace nnc;
+using namespace nnc::test;
+
+namespace {
+
+const char *Scale10 = R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t i = 0ll; i < 10ll; i++) {
+    b[i] = a[i] * 2.f;
+  }
+}
+)";
+
+/// Applies Transform to the kernel of Text; expects Expected and the same
+/// results as the original.
+template <class Fn>
+void expectTransform(const std::string &Text, Fn Transform,
+                     const std::string &Expected,
+                     const std::vector<std::string> &Params = {}) {
+  Kernel K = kernelOf(Text);
+  LoopNest LN(K);
+  llvm::Error E = Transform(LN);
+  ASSERT_FALSE(!!E) << errorText(std::move(E));
+  expectIR(LN.kernel(), Expected);
+  expectSameResults(K, LN.kernel(), Params);
+}
+
+/// Expects Transform to be refused with Message, the kernel unchanged.
+template <class Fn>
+void expectRefusal(const std::string &Text, Fn Transform,
+                   const std::string &Message) {
+  Kernel K = kernelOf(Text);
+  LoopNest LN(K);
+  expectError(Transform(LN), "error: " + Message);
+  EXPECT_TRUE(sameIR(LN.kernel(), K));
+}
+
+TEST(LoopNest, SplitWithTail) {
+  expectTransform(Scale10, [](LoopNest &LN) { return LN.split("i", 4); }, R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t i_outer = 0ll; i_outer < 2ll; i_outer++) {
+    for (int64_t i_inner = 0ll; i_inner < 4ll; i_inner++) {
+      b[i_outer * 4ll + i_inner] = a[i_outer * 4ll + i_inner] * 2.f;
+    }
+  }
+  for (int64_t i_tail = 0ll; i_tail < 2ll; i_tail++) {
+    b[8ll + i_tail] = a[8ll + i_tail] * 2.f;
+  }
+}
+)");
+}
+
+TEST(LoopNest, SplitWithMask) {
+  expectTransform(
+      Scale10,
+      [](LoopNest &LN) { return LN.split("i", 4, TailStrategy::Mask); }, R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t i_outer = 0ll; i_outer < 3ll; i_outer++) {
+    for (int64_t i_inner = 0ll; i_inner < 4ll; i_inner++) {
+      if (i_outer * 4ll + i_inner<10ll ? 1 : 0) {
+        b[i_outer * 4ll + i_inner] = a[i_outer * 4ll + i_inner] * 2.f;
+      }
+    }
+  }
+}
+)");
+}
+
+TEST(LoopNest, SplitByADivisorNeedsNoTail) {
+  expectTransform(Scale10, [](LoopNest &LN) { return LN.split("i", 5); }, R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t i_outer = 0ll; i_outer < 2ll; i_outer++) {
+    for (int64_t i_inner = 0ll; i_inner < 5ll; i_inner++) {
+      b[i_outer * 5ll + i_inner] = a[i_outer * 5ll + i_inner] * 2.f;
+    }
+  }
+}
+)");
+}
+
+TEST(LoopNest, SplitOfASymbolicLoopRenamesInnerNamesInTheTail) {
+  const char *Text = R"(
+kernel k(in a: f32[N, 3], out b: f32[N], N: int64_t) {
+  for (int64_t i = 1ll; i < N; i++) {
+    float s = 0.f;
+    for (int64_t j = 0ll; j < 3ll; j++) {
+      b[i] = s + a[i, j];
+    }
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.split("i", 4); }, R"(
+kernel k(in a: f32[N, 3], out b: f32[N], N: int64_t) {
+  for (int64_t i_outer = 0ll; i_outer < (N - 1ll) / 4ll; i_outer++) {
+    for (int64_t i_inner = 0ll; i_inner < 4ll; i_inner++) {
+      float s = 0.f;
+      for (int64_t j = 0ll; j < 3ll; j++) {
+        b[1ll + (i_outer * 4ll + i_inner)] = s + a[1ll + (i_outer * 4ll + i_inner), j];
+      }
+    }
+  }
+  for (int64_t i_tail = 0ll; i_tail < (N - 1ll) % 4ll; i_tail++) {
+    float s_tail = 0.f;
+    for (int64_t j_tail = 0ll; j_tail < 3ll; j_tail++) {
+      b[(1ll + ((N - 1ll) / 4ll) * 4ll) + i_tail] = s_tail + a[(1ll + ((N - 1ll) / 4ll) * 4ll) + i_tail, j_tail];
+    }
+  }
+}
+)",
+                  {"N=23"});
+}
+
+TEST(LoopNest, SplitRefusals) {
+  expectRefusal(Scale10, [](LoopNest &LN) { return LN.split("i", 0); },
+                "cannot split loop 'i': the factor must be positive, not 0");
+  expectRefusal(Scale10, [](LoopNest &LN) { return LN.split("x", 2); },
+                "no loop named 'x' in kernel 'k'");
+  expectRefusal(R"(
+kernel k(out b: f32[4], i_outer: int64_t) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    b[i] = 0.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.split("i", 2); },
+                "name 'i_outer' is already used in kernel 'k'");
+  expectRefusal(R"(
+kernel k(out b: f32[4]) {
+  for (int64_t i = 0ll; i < 2ll; i++) {
+    b[i] = 0.f;
+  }
+  for (int64_t i = 2ll; i < 4ll; i++) {
+    b[i] = 1.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.split("i", 2); },
+                "loop name 'i' is ambiguous: 2 loops of kernel 'k' use it");
+}
+
+const char *Transpose = R"(
+kernel k(in a: f32[8, 6], out b: f32[6, 8]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    for (int64_t j = 0ll; j < 6ll; j++) {
+      b[j, i] = a[i, j];
+    }
+  }
+}
+)";
+
+TEST(LoopNest, Interchange) {
+  const char *Want = R"(
+kernel k(in a: f32[8, 6], out b: f32[6, 8]) {
+  for (int64_t j = 0ll; j < 6ll; j++) {
+    for (int64_t i = 0ll; i < 8ll; i++) {
+      b[j, i] = a[i, j];
+    }
+  }
+}
+)";
+  expectTransform(Transpose,
+                  [](LoopNest &LN) { return LN.interchange("i", "j"); }, Want);
+  expectTransform(Transpose, [](LoopNest &LN) { return LN.reorder({"j", "i"}); },
+                  Want);
+}
+
+TEST(LoopNest, ReorderThreeLoops) {
+  const char *Text = R"(
+kernel k(in a: f32[2, 3, 4], out b: f32[4, 2, 3]) {
+  for (int64_t i = 0ll; i < 2ll; i++) {
+    for (int64_t j = 0ll; j < 3ll; j++) {
+      for (int64_t l = 0ll; l < 4ll; l++) {
+        b[l, i, j] = a[i, j, l];
+      }
+    }
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.reorder({"l", "i", "j"}); },
+                  R"(
+kernel k(in a: f32[2, 3, 4], out b: f32[4, 2, 3]) {
+  for (int64_t l = 0ll; l < 4ll; l++) {
+    for (int64_t i = 0ll; i < 2ll; i++) {
+      for (int64_t j = 0ll; j < 3ll; j++) {
+        b[l, i, j] = a[i, j, l];
+      }
+    }
+  }
+}
+)");
+}
+
+TEST(LoopNest, ReorderKeepsAReductionInsideItsCarrier) {
+  // j carries the reduction into s[i]; moving i inside j is still legal
+  // (i carries nothing), which a row-sum needs for a column walk.
+  const char *Text = R"(
+kernel k(in a: f32[4, 5], out s: f32[4]) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    for (int64_t j = 0ll; j < 5ll; j++) {
+      s[i] = s[i] + a[i, j];
+    }
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.interchange("i", "j"); },
+                  R"(
+kernel k(in a: f32[4, 5], out s: f32[4]) {
+  for (int64_t j = 0ll; j < 5ll; j++) {
+    for (int64_t i = 0ll; i < 4ll; i++) {
+      s[i] = s[i] + a[i, j];
+    }
+  }
+}
+)");
+}
+
+TEST(LoopNest, ReorderRefusals) {
+  // (1, -1) dependence: interchanging would read before the write.
+  expectRefusal(R"(
+kernel k(inout a: f32[8, 8]) {
+  for (int64_t i = 1ll; i < 8ll; i++) {
+    for (int64_t j = 0ll; j < 7ll; j++) {
+      a[i, j] = a[i - 1ll, j + 1ll];
+    }
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.interchange("i", "j"); },
+                "cannot reorder 'j', 'i': loop 'j' would move outside loop "
+                "'i', which carries a possible loop-carried dependence on 'a' "
+                "(write a[i, j] at 5:7, read a[i - 1ll, j + 1ll] at 5:17)");
+  expectRefusal(R"(
+kernel k(out a: f32[8, 8]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    for (int64_t j = 0ll; j < i; j++) {
+      a[i, j] = 1.f;
+    }
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.interchange("i", "j"); },
+                "cannot reorder 'j', 'i': the bounds of loop 'j' depend on "
+                "'i' (the nest must be rectangular)");
+  expectRefusal(R"(
+kernel k(out a: f32[8, 8]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    a[i, 0ll] = 0.f;
+    for (int64_t j = 0ll; j < 8ll; j++) {
+      a[i, j] = 1.f;
+    }
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.interchange("i", "j"); },
+                "cannot interchange loops 'i' and 'j': one must be the only "
+                "statement of the other");
+  expectRefusal(Transpose, [](LoopNest &LN) { return LN.reorder({"i"}); },
+                "reorder needs at least two loops");
+}
+
+TEST(LoopNest, FuseProducerAndConsumer) {
+  const char *Text = R"(
+kernel k(in a: f32[16], out c: f32[16]) {
+  Allocate(t); // dtype=float, dims=[16ll]
+  for (int64_t i = 0ll; i < 16ll; i++) {
+    t[i] = a[i] + 1.f;
+  }
+  for (int64_t j = 0ll; j < 16ll; j++) {
+    c[j] = t[j] * t[j];
+  }
+  Free(t);
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.fuse("i", "j"); }, R"(
+kernel k(in a: f32[16], out c: f32[16]) {
+  Allocate(t); // dtype=float, dims=[16ll]
+  for (int64_t i = 0ll; i < 16ll; i++) {
+    t[i] = a[i] + 1.f;
+    c[i] = t[i] * t[i];
+  }
+  Free(t);
+}
+)");
+}
+
+TEST(LoopNest, FuseRefusals) {
+  // The consumer reads t[j + 1], which the producer writes one iteration
+  // later: NNC's "fuse loops that violate a dependence" case.
+  expectRefusal(R"(
+kernel k(in a: f32[17], out c: f32[16]) {
+  Allocate(t); // dtype=float, dims=[17ll]
+  for (int64_t i = 0ll; i < 16ll; i++) {
+    t[i] = a[i];
+  }
+  for (int64_t j = 0ll; j < 16ll; j++) {
+    c[j] = t[j + 1ll];
+  }
+  Free(t);
+}
+)",
+                [](LoopNest &LN) { return LN.fuse("i", "j"); },
+                "cannot fuse loops 'i' and 'j': loop-carried dependence on "
+                "'t' (read t[i + 1ll] at 8:12, write t[i] at 5:5, distance "
+                "1)");
+  expectRefusal(R"(
+kernel k(out b: f32[16], out c: f32[16]) {
+  for (int64_t i = 0ll; i < 16ll; i++) {
+    b[i] = 0.f;
+  }
+  for (int64_t j = 0ll; j < 15ll; j++) {
+    c[j] = 1.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.fuse("i", "j"); },
+                "cannot fuse loops 'i' and 'j': their ranges differ ([0ll, "
+                "16ll) and [0ll, 15ll))");
+  expectRefusal(R"(
+kernel k(out b: f32[16], out c: f32[16]) {
+  for (int64_t i = 0ll; i < 16ll; i++) {
+    b[i] = 0.f;
+  }
+  c[0ll] = 2.f;
+  for (int64_t j = 0ll; j < 16ll; j++) {
+    c[j] = 1.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.fuse("i", "j"); },
+                "cannot fuse loops 'i' and 'j': 'j' is not the statement right "
+                "after 'i'");
+}
+
+TEST(LoopNest, FlattenAndCollapse) {
+  const char *Want = R"(
+kernel k(in a: f32[8, 6], out b: f32[6, 8]) {
+  for (int64_t i_j = 0ll; i_j < 48ll; i_j++) {
+    b[i_j % 6ll, i_j / 6ll] = a[i_j / 6ll, i_j % 6ll];
+  }
+}
+)";
+  expectTransform(Transpose,
+                  [](LoopNest &LN) { return LN.flatten({"i", "j"}); }, Want);
+  expectTransform(Transpose,
+                  [](LoopNest &LN) { return LN.collapse("i", 2); }, Want);
+}
+
+TEST(LoopNest, FlattenSymbolicBoundsWithOffsets) {
+  const char *Text = R"(
+kernel k(out b: f32[N, M], N: int64_t, M: int64_t) {
+  for (int64_t i = 1ll; i < N; i++) {
+    for (int64_t j = 0ll; j < M; j++) {
+      b[i, j] = float(i * M + j);
+    }
+  }
+}
+)";
+  expectTransform(Text,
+                  [](LoopNest &LN) { return LN.flatten({"i", "j"}, "f"); },
+                  R"(
+kernel k(out b: f32[N, M], N: int64_t, M: int64_t) {
+  for (int64_t f = 0ll; f < Max(M, 0ll, 1) * Max(N - 1ll, 0ll, 1); f++) {
+    b[1ll + f / Max(M, 0ll, 1), f % Max(M, 0ll, 1)] = float((1ll + f / Max(M, 0ll, 1)) * M + f % Max(M, 0ll, 1));
+  }
+}
+)",
+                  {"N=5", "M=7"});
+}
+
+TEST(LoopNest, FlattenRefusals) {
+  expectRefusal(Transpose, [](LoopNest &LN) { return LN.flatten({"j", "i"}); },
+                "cannot flatten 'j', 'i': loop 'j' does not hold just one loop "
+                "(the loops must be perfectly nested)");
+  expectRefusal(Transpose, [](LoopNest &LN) { return LN.collapse("i", 3); },
+                "cannot collapse 3 loops from 'i': loop 'j' does not hold just "
+                "one loop (the loops must be perfectly nested)");
+  expectRefusal(Transpose, [](LoopNest &LN) { return LN.flatten({"i"}); },
+                "flatten needs at least two loops");
+}
+
+TEST(LoopNest, UnrollFully) {
+  const char *Text = R"(
+kernel k(in a: f32[3], out b: f32[3]) {
+  for (int64_t i = 0ll; i < 3ll; i++) {
+    float t = a[i];
+    b[i] = t * t;
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.unroll("i"); }, R"(
+kernel k(in a: f32[3], out b: f32[3]) {
+  float t_u0 = a[0ll];
+  b[0ll] = t_u0 * t_u0;
+  float t_u1 = a[1ll];
+  b[1ll] = t_u1 * t_u1;
+  float t_u2 = a[2ll];
+  b[2ll] = t_u2 * t_u2;
+}
+)");
+}
+
+TEST(LoopNest, UnrollByAFactor) {
+  expectTransform(Scale10, [](LoopNest &LN) { return LN.unroll("i", 4); }, R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t i_outer = 0ll; i_outer < 2ll; i_outer++) {
+    b[i_outer * 4ll] = a[i_outer * 4ll] * 2.f;
+    b[i_outer * 4ll + 1ll] = a[i_outer * 4ll + 1ll] * 2.f;
+    b[i_outer * 4ll + 2ll] = a[i_outer * 4ll + 2ll] * 2.f;
+    b[i_outer * 4ll + 3ll] = a[i_outer * 4ll + 3ll] * 2.f;
+  }
+  for (int64_t i_tail = 0ll; i_tail < 2ll; i_tail++) {
+    b[8ll + i_tail] = a[8ll + i_tail] * 2.f;
+  }
+}
+)");
+}
+
+TEST(LoopNest, UnrollRefusals) {
+  const char *Symbolic = R"(
+kernel k(out b: f32[N], N: int64_t) {
+  for (int64_t i = 0ll; i < N; i++) {
+    b[i] = 0.f;
+  }
+}
+)";
+  expectRefusal(Symbolic, [](LoopNest &LN) { return LN.unroll("i"); },
+                "cannot unroll loop 'i': its bounds are not constants");
+  expectRefusal(R"(
+kernel k(out b: f32[5000]) {
+  for (int64_t i = 0ll; i < 5000ll; i++) {
+    b[i] = 0.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.unroll("i"); },
+                "cannot unroll loop 'i': 5000 iterations (at most 4096)");
+  // A failed second step leaves the kernel as it was.
+  expectRefusal(Symbolic, [](LoopNest &LN) { return LN.unroll("i", 0); },
+                "cannot split loop 'i': the factor must be positive, not 0");
+}
+
+TEST(LoopNest, Vectorize) {
+  expectTransform(Transpose, [](LoopNest &LN) { return LN.vectorize("j"); },
+                  R"(
+kernel k(in a: f32[8, 6], out b: f32[6, 8]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    for (int64_t j = 0ll; j < 6ll; j++) /* vectorize */ {
+      b[j, i] = a[i, j];
+    }
+  }
+}
+)");
+  expectRefusal(Transpose, [](LoopNest &LN) { return LN.vectorize("i"); },
+                "cannot vectorize loop 'i': only innermost loops vectorize, "
+                "and it holds loop 'j'");
+}
+
+TEST(LoopNest, SplitVectorizeParallel) {
+  const char *Text = R"(
+kernel k(in a: f32[1000], out b: f32[1000]) {
+  for (int64_t i = 0ll; i < 1000ll; i++) {
+    b[i] = a[i] + 1.f;
+  }
+}
+)";
+  expectTransform(Text,
+                  [](LoopNest &LN) -> llvm::Error {
+                    if (auto E = LN.split("i", 64))
+                      return E;
+                    if (auto E = LN.vectorize("i_inner"))
+                      return E;
+                    return LN.parallelize("i_outer");
+                  },
+                  R"(
+kernel k(in a: f32[1000], out b: f32[1000]) {
+  for (int64_t i_outer = 0ll; i_outer < 15ll; i_outer++) /* parallel */ {
+    for (int64_t i_inner = 0ll; i_inner < 64ll; i_inner++) /* vectorize */ {
+      b[i_outer * 64ll + i_inner] = a[i_outer * 64ll + i_inner] + 1.f;
+    }
+  }
+  for (int64_t i_tail = 0ll; i_tail < 40ll; i_tail++) {
+    b[960ll + i_tail] = a[960ll + i_tail] + 1.f;
+  }
+}
+)");
+}
+
+TEST(LoopNest, ParallelizeChecksDependences) {
+  const char *Scan = R"(
+kernel k(inout a: f32[16]) {
+  for (int64_t i = 1ll; i < 16ll; i++) {
+    a[i] = a[i] + a[i - 1ll];
+  }
+}
+)";
+  expectRefusal(Scan, [](LoopNest &LN) { return LN.parallelize("i"); },
+                "cannot parallelize loop 'i': loop-carried dependence on 'a' "
+                "(write a[i] at 4:5, read a[i - 1ll] at 4:19, distance 1)");
+  // Trusted, the mark is kept (and the compiler must trust it too).
+  Kernel K = kernelOf(Scan);
+  LoopNest LN(K);
+  EXPECT_FALSE(!!LN.parallelize("i", /*Trusted=*/true));
+  EXPECT_NE(LN.str().find("/* parallel */"), std::string::npos);
+  Compiler Checked;
+  expectError(Checked.compile(LN.kernel()).takeError(),
+              "3:3: error: loop 'i' is marked parallel but has a loop-carried "
+              "dependence on 'a' (write a[i] at 4:5, read a[i - 1ll] at 4:19, "
+              "distance 1)");
+}
+
+TEST(LoopNest, ComputeInline) {
+  const char *Text = R"(
+kernel k(in a: f32[4, 8], in b: f32[8], out c: f32[4, 8]) {
+  Allocate(t); // dtype=float, dims=[4ll, 8ll]
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    for (int64_t j = 0ll; j < 8ll; j++) {
+      t[i, j] = a[i, j] + b[j];
+    }
+  }
+  for (int64_t x = 0ll; x < 4ll; x++) {
+    for (int64_t y = 0ll; y < 8ll; y++) {
+      c[x, y] = Max(t[x, y], 0.f, 1) * t[x, 7ll - y];
+    }
+  }
+  Free(t);
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.computeInline("t"); }, R"(
+kernel k(in a: f32[4, 8], in b: f32[8], out c: f32[4, 8]) {
+  for (int64_t x = 0ll; x < 4ll; x++) {
+    for (int64_t y = 0ll; y < 8ll; y++) {
+      c[x, y] = Max(a[x, y] + b[y], 0.f, 1) * (a[x, 7ll - y] + b[7ll - y]);
+    }
+  }
+}
+)");
+}
+
+TEST(LoopNest, ComputeInlineRefusals) {
+  auto Kernel2 = [](const std::string &Producer, const std::string &Between,
+                    const std::string &Consumer) {
+    return "kernel k(inout a: f32[8], out c: f32[8]) {\n"
+           "  Allocate(t); // dtype=float, dims=[8ll]\n" +
+           Producer + Between +
+           "  for (int64_t y = 0ll; y < 8ll; y++) {\n    c[y] = " + Consumer +
+           ";\n  }\n  Free(t);\n}\n";
+  };
+  std::string Good = "  for (int64_t i = 0ll; i < 8ll; i++) {\n"
+                     "    t[i] = a[i] * 2.f;\n  }\n";
+  auto Inline = [](LoopNest &LN) { return LN.computeInline("t"); };
+  expectRefusal(Kernel2(Good, "", "t[y]"),
+                [](LoopNest &LN) { return LN.computeInline("a"); },
+                "cannot inline 'a': it is a kernel parameter, not a temporary");
+  expectRefusal(Kernel2(Good, "", "t[y]"),
+                [](LoopNest &LN) { return LN.computeInline("u"); },
+                "no temporary named 'u' in kernel 'k'");
+  expectRefusal(Kernel2(Good, "  t[0ll] = 1.f;\n", "t[y]"), Inline,
+                "cannot inline 't': 2 statements store to it (inlining needs "
+                "exactly one)");
+  expectRefusal(Kernel2("  for (int64_t i = 0ll; i < 4ll; i++) {\n"
+                        "    t[i] = a[i];\n  }\n",
+                        "", "t[y]"),
+                Inline,
+                "cannot inline 't': its store is not in a perfect loop nest "
+                "over all its elements (dimension 0)");
+  expectRefusal(Kernel2(Good, "  a[0ll] = 5.f;\n", "t[y]"), Inline,
+                "cannot inline 't': its value reads 'a', which is written "
+                "after it is computed");
+  expectRefusal(Kernel2("  for (int64_t i = 0ll; i < 8ll; i++) {\n"
+                        "    c[i] = t[i];\n    t[i] = a[i];\n  }\n",
+                        "", "t[y]"),
+                Inline,
+                "cannot inline 't': its store is not in a perfect loop nest "
+                "over all its elements (dimension 0)");
+}
+
+TEST(LoopNest, LoopsAreListedInProgramOrder) {
+  LoopNest LN(kernelOf(Transpose));
+  EXPECT_EQ(LN.loops(), (std::vector<std::string>{"i", "j"}));
+}
+
+} // namespace
