@@ -40,6 +40,12 @@ namespace nnc {
 
 namespace {
 
+/// " at line N", or nothing for IR built in code (no location).
+std::string atLine(SourceLoc L) {
+  return L.isValid() ? " at line " + std::to_string(L.Line) : std::string();
+}
+
+
 std::optional<double> floatConst(const Expr &E) {
   if (auto *F = dyn_cast<FloatImm>(E))
     return F->Value;
@@ -384,13 +390,13 @@ public:
       Stmt Fused = tryFuse(*Call, *Loop, S, I, Why);
       if (!Fused) {
         remark(Loop->Loc, "loop '" + Loop->Var +
-                              "' not fused into the convolution at line " +
-                              std::to_string(Call->Loc.Line) + ": " + Why);
+                              "' not fused into the convolution" +
+                              atLine(Call->Loc) + ": " + Why);
         continue;
       }
       remark(Loop->Loc, "loop '" + Loop->Var +
-                            "' fused into the convolution at line " +
-                            std::to_string(Call->Loc.Line));
+                            "' fused into the convolution" +
+                            atLine(Call->Loc));
       Buffer C = Call->Out.Buf;
       S[I] = Fused;
       S.erase(S.begin() + I + 1);
@@ -606,7 +612,7 @@ private:
       for (size_t I = At + 2; I < S.size(); ++I)
         if (!isa<Free>(S[I]) && !isa<FreeExt>(S[I]) && uses(S[I], C)) {
           Why = "the convolution's output '" + C->Name +
-                "' is used again at line " + std::to_string(S[I]->Loc.Line);
+                "' is used again" + atLine(S[I]->Loc);
           return nullptr;
         }
     }
