@@ -229,16 +229,6 @@ Compiler::~Compiler() = default;
 
 namespace {
 
-PipelineOptions pipelineOptions(const CompileOptions &O) {
-  PipelineOptions PO;
-  PO.Parallel.Mode = O.Parallel;
-  PO.Parallel.Threads =
-      O.Threads ? O.Threads : static_cast<unsigned>(nnc_runtime_num_threads());
-  PO.Parallel.Grain = O.Grain;
-  PO.Parallel.TrustParallel = O.TrustParallel;
-  return PO;
-}
-
 std::vector<Extent> extents(const std::vector<Expr> &Es) {
   std::vector<Extent> R;
   for (const Expr &E : Es)
@@ -248,8 +238,9 @@ std::vector<Extent> extents(const std::vector<Expr> &Es) {
 
 } // namespace
 
-llvm::Expected<Kernel> Compiler::lower(const Kernel &K,
-                                       const std::string &UpTo) const {
+llvm::Expected<Kernel> Compiler::pipeline(const Kernel &K,
+                                          const std::string &UpTo,
+                                          std::string *Remarks) const {
   DiagnosticEngine Diags;
   if (!verifyKernel(K, Diags))
     return makeError(Diags);
@@ -265,21 +256,45 @@ llvm::Expected<Kernel> Compiler::lower(const Kernel &K,
     }
     Passes.erase(It + 1, Passes.end());
   }
-  PipelineOptions PO = pipelineOptions(Opts);
+  PipelineOptions PO;
+  PO.Parallel.Mode = Opts.Parallel;
+  PO.Parallel.Threads =
+      Opts.Threads ? Opts.Threads
+                   : static_cast<unsigned>(nnc_runtime_num_threads());
+  PO.Parallel.Grain = Opts.Grain;
+  PO.Parallel.TrustParallel = Opts.TrustParallel;
+  if (Remarks)
+    PO.Parallel.Remarks = {"parallelize", "fuse-conv-post-ops"};
   Kernel L = K;
   if (!runPasses(L, Passes, PO, Diags))
     return makeError(Diags);
+  if (Remarks)
+    for (const Diagnostic &D : Diags.diagnostics())
+      *Remarks += Diags.format(D);
   return L;
 }
 
-llvm::Expected<Function> Compiler::compile(const Kernel &K) const {
-  auto Lowered = lower(K);
-  if (!Lowered)
-    return Lowered.takeError();
+llvm::Expected<Kernel> Compiler::lower(const Kernel &K,
+                                       const std::string &UpTo) const {
+  return pipeline(K, UpTo, nullptr);
+}
+
+llvm::Expected<std::pair<KernelJIT *, Kernel>>
+Compiler::lowerForJIT(const Kernel &K) const {
+  auto L = lower(K);
+  if (!L)
+    return L.takeError();
   auto J = P->jit(Opts);
   if (!J)
     return J.takeError();
-  auto CK = (*J)->compile(*Lowered);
+  return std::make_pair(*J, std::move(*L));
+}
+
+llvm::Expected<Function> Compiler::compile(const Kernel &K) const {
+  auto L = lowerForJIT(K);
+  if (!L)
+    return L.takeError();
+  auto CK = L->first->compile(L->second);
   if (!CK)
     return CK.takeError();
   auto S = std::make_shared<Function::State>();
@@ -308,37 +323,24 @@ llvm::Expected<std::string> Compiler::irAfter(const Kernel &K,
 
 llvm::Expected<std::string> Compiler::llvmIR(const Kernel &K,
                                              bool Optimized) const {
-  auto L = lower(K);
+  auto L = lowerForJIT(K);
   if (!L)
     return L.takeError();
-  auto J = P->jit(Opts);
-  if (!J)
-    return J.takeError();
-  return (*J)->emitLLVM(*L, Optimized);
+  return L->first->emitLLVM(L->second, Optimized);
 }
 
 llvm::Expected<std::string> Compiler::assembly(const Kernel &K) const {
-  auto L = lower(K);
+  auto L = lowerForJIT(K);
   if (!L)
     return L.takeError();
-  auto J = P->jit(Opts);
-  if (!J)
-    return J.takeError();
-  return (*J)->emitAssembly(*L);
+  return L->first->emitAssembly(L->second);
 }
 
 llvm::Expected<std::string> Compiler::remarks(const Kernel &K) const {
-  DiagnosticEngine Diags;
-  if (!verifyKernel(K, Diags))
-    return makeError(Diags);
-  PipelineOptions PO = pipelineOptions(Opts);
-  PO.Parallel.Remarks = {"parallelize", "fuse-conv-post-ops"};
-  Kernel L = K;
-  if (!runPasses(L, buildDefaultPipeline(), PO, Diags))
-    return makeError(Diags);
   std::string Text;
-  for (const Diagnostic &D : Diags.diagnostics())
-    Text += Diags.format(D);
+  auto L = pipeline(K, "", &Text);
+  if (!L)
+    return L.takeError();
   return Text;
 }
 

@@ -13,20 +13,22 @@
 
 namespace nnc {
 
-namespace {
-
-//===----------------------------------------------------------------------===//
-// Finding loops
-//===----------------------------------------------------------------------===//
-
 /// A loop and where it is.
-struct Site {
+struct LoopNest::Site {
   const For *Loop = nullptr;
   Stmt Node;                      ///< The loop, as held by its parent.
   std::vector<const For *> Outer; ///< Enclosing loops, outermost first.
   const StmtNode *Parent = nullptr; ///< The block holding it.
   size_t Index = 0;                 ///< Its position there.
 };
+
+namespace {
+
+using Site = LoopNest::Site;
+
+//===----------------------------------------------------------------------===//
+// Finding loops
+//===----------------------------------------------------------------------===//
 
 /// Every loop named Name ("" for all), in program order.
 class LoopFinder {
@@ -364,6 +366,13 @@ std::vector<std::string> LoopNest::loops() const {
   return Names;
 }
 
+Stmt LoopNest::withOptions(const Site &S, LoopOptions Opts) const {
+  const For &L = *S.Loop;
+  return replace(K.Body, {{S.Node.get(),
+                           {For::make(L.Var, L.VarType, L.Start, L.Stop, L.Body,
+                                      Opts, L.Loc)}}});
+}
+
 llvm::Error LoopNest::commit(Stmt New, const std::string &What) {
   Kernel Next = K;
   Next.Body = std::move(New);
@@ -660,10 +669,7 @@ llvm::Error LoopNest::vectorize(const std::string &Name) {
                      Inner.Found[0].Loop->Var + "'");
   LoopOptions Opts = L.Options;
   Opts.Vectorize = true;
-  return commit(replace(K.Body, {{S->Node.get(),
-                                  {For::make(L.Var, L.VarType, L.Start, L.Stop,
-                                             L.Body, Opts, L.Loc)}}}),
-                "vectorize");
+  return commit(withOptions(*S, Opts), "vectorize");
 }
 
 llvm::Error LoopNest::parallelize(const std::string &Name, bool Trusted) {
@@ -679,10 +685,7 @@ llvm::Error LoopNest::parallelize(const std::string &Name, bool Trusted) {
   }
   LoopOptions Opts = L.Options;
   Opts.Parallel = true;
-  return commit(replace(K.Body, {{S->Node.get(),
-                                  {For::make(L.Var, L.VarType, L.Start, L.Stop,
-                                             L.Body, Opts, L.Loc)}}}),
-                "parallelize");
+  return commit(withOptions(*S, Opts), "parallelize");
 }
 
 //===----------------------------------------------------------------------===//

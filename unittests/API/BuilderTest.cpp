@@ -191,3 +191,59 @@ TEST(Builder, MistakesAreErrorsFromBuild) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Builder, EveryIntrinsicByItsName) {
+  // One store per intrinsic: the builder function of that name makes the
+  // intrinsic the parser makes of the same text.
+  using Fn1 = ExprRef (*)(const ExprRef &);
+  using Fn2 = ExprRef (*)(const ExprRef &, const ExprRef &);
+  std::vector<std::pair<const char *, Fn1>> Unary = {
+      {"sin", sin},     {"cos", cos},       {"tan", tan},     {"asin", asin},
+      {"acos", acos},   {"atan", atan},     {"sinh", sinh},   {"cosh", cosh},
+      {"tanh", tanh},   {"sigmoid", sigmoid}, {"exp", exp},   {"expm1", expm1},
+      {"exp2", exp2},   {"log", log},       {"log10", log10}, {"log2", log2},
+      {"log1p", log1p}, {"erf", erf},       {"erfc", erfc},   {"sqrt", sqrt},
+      {"rsqrt", rsqrt}, {"abs", abs},       {"fabs", fabs},   {"floor", floor},
+      {"ceil", ceil},   {"round", round},   {"trunc", trunc}, {"frac", frac},
+      {"lgamma", lgamma}};
+  std::vector<std::pair<const char *, Fn2>> Binary = {
+      {"atan2", atan2}, {"pow", pow}, {"fmod", fmod}, {"remainder", remainder}};
+  size_t N = Unary.size() + Binary.size() + 1;
+  KernelBuilder KB("math");
+  BufRef X = KB.input("x", DType::F32, {4});
+  BufRef Y = KB.output("y", DType::F32, {int64_t(N), 4});
+  BufRef Nan = KB.output("n", DType::I32, {4});
+  std::string Text = "kernel math(in x: f32[4ll], out y: f32[" +
+                     std::to_string(N) + "ll, 4ll], out n: int[4ll]) {\n";
+  ExprRef i = var("i");
+  int64_t Row = 0;
+  std::vector<Stmt> Body;
+  for (auto &[Name, F] : Unary) {
+    Body.push_back(Y.store({Row, i}, F(X(i))));
+    Text += "  for (int64_t i = 0ll; i < 4ll; i++) {\n    y[" +
+            std::to_string(Row++) + "ll, i] = " + Name + "(x[i]);\n  }\n";
+  }
+  for (auto &[Name, F] : Binary) {
+    Body.push_back(Y.store({Row, i}, F(X(i), 0.5f)));
+    Text += "  for (int64_t i = 0ll; i < 4ll; i++) {\n    y[" +
+            std::to_string(Row++) + "ll, i] = " + Name + "(x[i], 0.5f);\n  }\n";
+  }
+  // Negation, bit casts and a nested block.
+  Body.push_back(Y.store(
+      {Row, i}, -bitcastTo(DType::F32, bitcastTo(DType::I32, X(i)))));
+  Text += "  for (int64_t i = 0ll; i < 4ll; i++) {\n    y[" +
+          std::to_string(Row) +
+          "ll, i] = -(BitCast<float>(BitCast<int>(x[i])));\n  }\n";
+  Body.push_back(block({Nan.store({i}, isnan(X(i)))}));
+  Text += "  for (int64_t i = 0ll; i < 4ll; i++) {\n    {\n      n[i] = "
+          "isnan(x[i]);\n    }\n  }\n}\n";
+  for (const Stmt &S : Body)
+    KB.add(loop(i, 0, 4, {S}));
+  Kernel K = built(KB);
+  expectIR(K, Text);
+  expectSameResults(K, kernelOf(Text));
+}
+
+} // namespace

@@ -589,3 +589,148 @@ TEST(LoopNest, LoopsAreListedInProgramOrder) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(LoopNest, FuseSymbolicBoundsAndKeepTheSecondLoopsInnerLoops) {
+  const char *Text = R"(
+kernel k(in a: f32[N, 4], out b: f32[N], out c: f32[N], N: int64_t) {
+  for (int64_t i = 0ll; i < N; i++) {
+    b[i] = a[i, 0ll];
+  }
+  for (int64_t j = 0ll; j < N; j++) {
+    c[j] = 0.f;
+    for (int64_t q = 0ll; q < 4ll; q++) {
+      c[j] = c[j] + a[j, q] * b[j];
+    }
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.fuse("i", "j"); }, R"(
+kernel k(in a: f32[N, 4], out b: f32[N], out c: f32[N], N: int64_t) {
+  for (int64_t i = 0ll; i < N; i++) {
+    b[i] = a[i, 0ll];
+    c[i] = 0.f;
+    for (int64_t q = 0ll; q < 4ll; q++) {
+      c[i] = c[i] + a[i, q] * b[i];
+    }
+  }
+}
+)",
+                  {"N=9"});
+}
+
+TEST(LoopNest, FuseRefusesOverwritingWhatTheFirstLoopStillReads) {
+  // Fused, iteration i + 1 would read the a[i] that iteration i zeroed.
+  expectRefusal(R"(
+kernel k(inout a: f32[16], out b: f32[16]) {
+  for (int64_t i = 1ll; i < 16ll; i++) {
+    b[i] = a[i - 1ll];
+  }
+  for (int64_t j = 1ll; j < 16ll; j++) {
+    a[j] = 0.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.fuse("i", "j"); },
+                "cannot fuse loops 'i' and 'j': loop-carried dependence on "
+                "'a' (write a[i] at 7:5, read a[i - 1ll] at 4:12, distance "
+                "1)");
+}
+
+TEST(LoopNest, SplitKeepsParallelOnTheOuterLoop) {
+  const char *Text = R"(
+kernel k(in a: f32[8], out b: f32[8]) {
+  for (int64_t i = 0ll; i < 8ll; i++) /* parallel, vectorize */ {
+    b[i] = a[i];
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.split("i", 4); }, R"(
+kernel k(in a: f32[8], out b: f32[8]) {
+  for (int64_t i_outer = 0ll; i_outer < 2ll; i_outer++) /* parallel */ {
+    for (int64_t i_inner = 0ll; i_inner < 4ll; i_inner++) /* vectorize */ {
+      b[i_outer * 4ll + i_inner] = a[i_outer * 4ll + i_inner];
+    }
+  }
+}
+)");
+}
+
+TEST(LoopNest, ComputeInlineOfASymbolicChain) {
+  // t = a * 2 feeds u = t + 1 feeds c: inline both, in either order.
+  const char *Text = R"(
+kernel k(in a: f32[N], out c: f32[N], N: int64_t) {
+  Allocate(t); // dtype=float, dims=[N]
+  Allocate(u); // dtype=float, dims=[N]
+  for (int64_t i = 0ll; i < N; i++) {
+    t[i] = a[i] * 2.f;
+  }
+  for (int64_t j = 0ll; j < N; j++) {
+    u[j] = t[j] + 1.f;
+  }
+  for (int64_t l = 0ll; l < N; l++) {
+    c[l] = u[l] * t[l];
+  }
+  Free(u);
+  Free(t);
+}
+)";
+  const char *Want = R"(
+kernel k(in a: f32[N], out c: f32[N], N: int64_t) {
+  for (int64_t l = 0ll; l < N; l++) {
+    c[l] = (a[l] * 2.f + 1.f) * (a[l] * 2.f);
+  }
+}
+)";
+  expectTransform(Text,
+                  [](LoopNest &LN) -> llvm::Error {
+                    if (auto E = LN.computeInline("t"))
+                      return E;
+                    return LN.computeInline("u");
+                  },
+                  Want, {"N=13"});
+  expectTransform(Text,
+                  [](LoopNest &LN) -> llvm::Error {
+                    if (auto E = LN.computeInline("u"))
+                      return E;
+                    return LN.computeInline("t");
+                  },
+                  Want, {"N=13"});
+}
+
+TEST(LoopNest, ComputeInlineRefusesExternalCallsAndOuterVariables) {
+  expectRefusal(R"(
+kernel k(in a: f32[2, 2], out c: f32[2, 2]) {
+  Allocate(t); // dtype=float, dims=[2ll, 2ll]
+  for (int64_t i = 0ll; i < 2ll; i++) {
+    for (int64_t j = 0ll; j < 2ll; j++) {
+      t[i, j] = a[i, j];
+    }
+  }
+  c = nnc_aten_matmul(buf_args={t, a}, args={});
+  Free(t);
+}
+)",
+                [](LoopNest &LN) { return LN.computeInline("t"); },
+                "cannot inline 't': the external call nnc_aten_matmul uses it");
+  expectRefusal(R"(
+kernel k(in a: f32[3, 4], out c: f32[3, 4]) {
+  for (int64_t r = 0ll; r < 3ll; r++) {
+    Allocate(t); // dtype=float, dims=[4ll]
+    for (int64_t i = 0ll; i < 4ll; i++) {
+      t[i] = a[r, i];
+    }
+    for (int64_t j = 0ll; j < 4ll; j++) {
+      c[r, j] = t[j];
+    }
+    Free(t);
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.computeInline("t"); },
+                "cannot inline 't': its value uses 'r', which is not in scope "
+                "where it is read");
+}
+
+} // namespace

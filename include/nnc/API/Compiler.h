@@ -115,6 +115,7 @@ private:
 };
 
 class CompiledKernel;
+class KernelJIT;
 
 /// A compiled kernel. Copies share the code; calls may run concurrently.
 class Function {
@@ -170,8 +171,17 @@ public:
   /// line, as `nnc-jit --remarks` prints them.
   llvm::Expected<std::string> remarks(const Kernel &K) const;
 
-private:
   class Impl;
+
+private:
+  /// Runs the IR pipeline up to pass UpTo (all if empty), appending the
+  /// passes' remarks to Remarks if given.
+  llvm::Expected<Kernel> pipeline(const Kernel &K, const std::string &UpTo,
+                                  std::string *Remarks) const;
+  /// The lowered kernel and the JIT to compile it with.
+  llvm::Expected<std::pair<KernelJIT *, Kernel>>
+  lowerForJIT(const Kernel &K) const;
+
   CompileOptions Opts;
   std::unique_ptr<Impl> P;
 };

@@ -96,7 +96,11 @@ public:
   /// trusted mark the analysis cannot prove).
   llvm::Error parallelize(const std::string &L, bool Trusted = false);
 
+  struct Site;
+
 private:
+  /// The kernel's body with the loop at S given other options.
+  Stmt withOptions(const Site &S, LoopOptions Opts) const;
   /// Verifies New and makes it the kernel.
   llvm::Error commit(Stmt New, const std::string &What);
 
