@@ -246,3 +246,37 @@ kernel k(out b: f32[64]) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Compiler, CompilesFromManyThreadsAtOnce) {
+  Compiler C;
+  std::vector<std::thread> Ts;
+  std::vector<std::string> Errors(6);
+  for (int T = 0; T < 6; ++T)
+    Ts.emplace_back([&, T] {
+      // Three distinct kernels, each compiled by two threads.
+      std::string Text = "kernel k" + std::to_string(T % 3) +
+                         "(in a: f32[64], out b: f32[64]) {\n"
+                         "  for (int64_t i = 0ll; i < 64ll; i++) {\n"
+                         "    b[i] = a[i] + " + std::to_string(T % 3) +
+                         ".f;\n  }\n}\n";
+      auto K = parseKernel(Text);
+      auto F = K ? C.compile(*K) : K.takeError();
+      if (!F) {
+        Errors[T] = errorText(F.takeError());
+        return;
+      }
+      std::vector<float> A(64, 1.f), B(64);
+      if (auto E = F->call({BufferArg::of(A.data(), {64}),
+                            BufferArg::of(B.data(), {64})}))
+        Errors[T] = errorText(std::move(E));
+      else if (B[5] != 1.f + float(T % 3))
+        Errors[T] = "wrong result";
+    });
+  for (auto &T : Ts)
+    T.join();
+  EXPECT_EQ(Errors, std::vector<std::string>(6));
+}
+
+} // namespace
