@@ -25,8 +25,9 @@ const char *nnc_runtime_last_error();
 typedef int32_t (*nnc_task_fn)(int64_t Begin, int64_t End, void *Env);
 
 /// Runs Body over [Start, Stop) on the OpenMP runtime (libomp): the range is
-/// split into chunks of at least Grain iterations, two per thread, handed
-/// out dynamically so that a descheduled thread cannot hold up the loop.
+/// split into chunks of at least Grain iterations, two per thread; thread t
+/// runs chunk t, then takes the others from a shared counter, so that a
+/// descheduled thread holds up at most one chunk.
 /// Ranges shorter than two grains, a single thread, or a call from inside a
 /// running parallel region run serially on the calling thread. Returns the
 /// first non-zero status of any chunk (later chunks are skipped).
