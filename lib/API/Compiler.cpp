@@ -54,10 +54,23 @@ std::optional<int64_t> evalExtent(const Expr &E, const Kernel &K,
     auto A = evalExtent(B->A, K, Values), C = evalExtent(B->B, K, Values);
     if (!A || !C)
       return std::nullopt;
-    // Evaluate through the IR's own constant folder, which wraps as the
-    // kernel does and refuses division by zero.
-    return evaluateConstant(Binary::make(B->Op, IntImm::make(DType::I64, *A),
-                                         IntImm::make(DType::I64, *C)));
+    // Sizes wrap as the kernel's i64 arithmetic does.
+    uint64_t X = static_cast<uint64_t>(*A), Y = static_cast<uint64_t>(*C);
+    switch (B->Op) {
+    case BinOp::Add:
+      return static_cast<int64_t>(X + Y);
+    case BinOp::Sub:
+      return static_cast<int64_t>(X - Y);
+    case BinOp::Mul:
+      return static_cast<int64_t>(X * Y);
+    case BinOp::Max:
+      return std::max(*A, *C);
+    case BinOp::Min:
+      return std::min(*A, *C);
+    default: // Division and the rest: the IR's folder (no division by 0).
+      return evaluateConstant(Binary::make(B->Op, IntImm::make(DType::I64, *A),
+                                           IntImm::make(DType::I64, *C)));
+    }
   }
   default:
     return evaluateConstant(E);
@@ -71,20 +84,22 @@ std::string shapeText(llvm::ArrayRef<int64_t> S) {
   return R + "]";
 }
 
-/// Sets the calling thread's thread count for the duration of a call.
+/// Sets the calling thread's thread count for the duration of a call, and
+/// puts back the one before.
 class ThreadScope {
 public:
   explicit ThreadScope(unsigned N) : Active(N != 0) {
     if (Active)
-      nnc_runtime_set_thread_num_threads(static_cast<int32_t>(N));
+      Previous = nnc_runtime_set_thread_num_threads(static_cast<int32_t>(N));
   }
   ~ThreadScope() {
     if (Active)
-      nnc_runtime_set_thread_num_threads(0);
+      nnc_runtime_set_thread_num_threads(Previous);
   }
 
 private:
   bool Active;
+  int32_t Previous = 0;
 };
 
 } // namespace

@@ -202,7 +202,7 @@ void nnc_runtime_set_num_threads(int32_t N) {
     omp_set_num_threads(N);
 }
 
-void nnc_runtime_set_thread_num_threads(int32_t N) {
+int32_t nnc_runtime_set_thread_num_threads(int32_t N) {
   // oneDNN reads the calling thread's OpenMP thread count: set it too, and
   // restore what it was when the override goes.
   N = N < 0 ? 0 : N;
@@ -212,7 +212,9 @@ void nnc_runtime_set_thread_num_threads(int32_t N) {
     omp_set_num_threads(N);
   else if (ThreadNumThreads > 0)
     omp_set_num_threads(SavedOMPThreads);
+  int32_t Previous = ThreadNumThreads;
   ThreadNumThreads = N;
+  return Previous;
 }
 
 int32_t nnc_runtime_num_threads() {

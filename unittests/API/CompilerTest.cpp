@@ -238,9 +238,11 @@ kernel k(out b: f32[64]) {
   ASSERT_FALSE(!!F4->call({BufferArg::of(B.data(), {64})}));
   EXPECT_EQ(B[63], 1.f);
   EXPECT_EQ(nnc_runtime_num_threads(), 3);
-  nnc_runtime_set_thread_num_threads(4);
-  EXPECT_EQ(nnc_runtime_num_threads(), 4);
-  nnc_runtime_set_thread_num_threads(0);
+  // A caller's own override survives the call.
+  EXPECT_EQ(nnc_runtime_set_thread_num_threads(2), 0);
+  ASSERT_FALSE(!!F4->call({BufferArg::of(B.data(), {64})}));
+  EXPECT_EQ(nnc_runtime_num_threads(), 2);
+  EXPECT_EQ(nnc_runtime_set_thread_num_threads(0), 2);
   EXPECT_EQ(nnc_runtime_num_threads(), 3);
   nnc_runtime_set_num_threads(0);
 }
@@ -277,6 +279,28 @@ TEST(Compiler, CompilesFromManyThreadsAtOnce) {
   for (auto &T : Ts)
     T.join();
   EXPECT_EQ(Errors, std::vector<std::string>(6));
+}
+
+} // namespace
+
+namespace {
+
+TEST(Compiler, ComputedSizesAreEvaluatedFromTheScalars) {
+  Function F = compiled(R"(
+kernel k(in a: f32[2ll * N + 1ll, Max(N, 3ll, 1)], out b: f32[2ll * N + 1ll], N: int64_t) {
+  for (int64_t i = 0ll; i < 2ll * N + 1ll; i++) {
+    b[i] = a[i, 0ll];
+  }
+}
+)");
+  std::vector<float> A(9 * 4, 1.f), B(9);
+  ASSERT_FALSE(!!F.call({BufferArg::of(A.data(), {9, 4}),
+                         BufferArg::of(B.data(), {9}), 4}));
+  EXPECT_EQ(B[8], 1.f);
+  expectError(F.call({BufferArg::of(A.data(), {9, 4}),
+                      BufferArg::of(B.data(), {9}), 2}),
+              "error: argument 0 ('a') of kernel 'k': shape [5, 3] is "
+              "expected, not [9, 4]");
 }
 
 } // namespace

@@ -37,9 +37,10 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
 /// (OMP_NUM_THREADS, else the core count).
 void nnc_runtime_set_num_threads(int32_t N);
 /// Overrides that count for what the calling thread starts (its parallel
-/// loops and oneDNN calls); 0 removes the override. The embedded API sets
-/// it around a call to a kernel compiled with its own thread count.
-void nnc_runtime_set_thread_num_threads(int32_t N);
+/// loops and oneDNN calls); 0 removes the override. Returns the previous
+/// override (0 if none). The embedded API sets it around a call to a kernel
+/// compiled with its own thread count.
+int32_t nnc_runtime_set_thread_num_threads(int32_t N);
 /// The count the calling thread's next parallel loop uses.
 int32_t nnc_runtime_num_threads();
 
