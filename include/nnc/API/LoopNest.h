@@ -60,7 +60,8 @@ public:
   /// Fuses loop First with Second, the statement right after it, which must
   /// have the same bounds: Second's body joins First's, in First's variable.
   /// Refused when an iteration of First would then touch an element after
-  /// an earlier iteration of Second touched it (one of them writing).
+  /// an earlier iteration of Second touched it (one of them writing). The
+  /// fused loop is not marked parallel (parallelize() it again if needed).
   llvm::Error fuse(const std::string &First, const std::string &Second);
 
   /// Replaces a band of perfectly nested loops (outermost first) by one loop
