@@ -121,7 +121,7 @@ int32_t Function::callRaw(void **Args) const {
 
 llvm::Error Function::statusError(int32_t Status) const {
   Diagnostic D = S->CK->describeStatus(Status);
-  DiagnosticEngine Diags;
+  DiagnosticEngine Diags(S->K.Source);
   Diags.report(D.Sev, D.Loc, D.Message);
   return makeError(Diags);
 }
@@ -256,7 +256,7 @@ std::vector<Extent> extents(const std::vector<Expr> &Es) {
 llvm::Expected<Kernel> Compiler::pipeline(const Kernel &K,
                                           const std::string &UpTo,
                                           std::string *Remarks) const {
-  DiagnosticEngine Diags;
+  DiagnosticEngine Diags(K.Source);
   if (!verifyKernel(K, Diags))
     return makeError(Diags);
   std::vector<std::string> Passes = buildDefaultPipeline();
@@ -369,6 +369,8 @@ llvm::Expected<Module> parseText(std::string Text, std::string Name) {
   std::optional<Module> M = parseModule(*File, Diags);
   if (!M || !verifyModule(*M, Diags))
     return makeError(Diags);
+  for (Kernel &K : M->Kernels)
+    K.Source = File;
   return std::move(*M);
 }
 

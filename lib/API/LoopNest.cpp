@@ -376,7 +376,7 @@ Stmt LoopNest::withOptions(const Site &S, LoopOptions Opts) const {
 llvm::Error LoopNest::commit(Stmt New, const std::string &What) {
   Kernel Next = K;
   Next.Body = std::move(New);
-  DiagnosticEngine Diags;
+  DiagnosticEngine Diags(K.Source);
   if (!verifyKernel(Next, Diags)) {
     Diags.note({}, "in kernel '" + K.Name + "' after " + What);
     return makeError(Diags);

@@ -118,8 +118,10 @@ kernel k(in idx: int64_t[4], in a: f32[4], out b: f32[4]) {
   expectError(F.call({BufferArg::of(Idx.data(), {4}),
                       BufferArg::of(A.data(), {4}),
                       BufferArg::of(B.data(), {4})}),
-              "4:12: error: index 7 is out of bounds for dimension 0 of 'a' "
-              "(size 4)");
+              "expected.nnc:4:12: error: index 7 is out of bounds for "
+              "dimension 0 of 'a' (size 4)\n"
+              "    b[i] = a[idx[i]];\n"
+              "           ^");
 }
 
 TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {

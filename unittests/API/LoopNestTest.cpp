@@ -512,9 +512,11 @@ kernel k(inout a: f32[16]) {
   EXPECT_NE(LN.str().find("/* parallel */"), std::string::npos);
   Compiler Checked;
   expectError(Checked.compile(LN.kernel()).takeError(),
-              "3:3: error: loop 'i' is marked parallel but has a loop-carried "
-              "dependence on 'a' (write a[i] at 4:5, read a[i - 1ll] at 4:19, "
-              "distance 1)");
+              "expected.nnc:3:3: error: loop 'i' is marked parallel but has a "
+              "loop-carried dependence on 'a' (write a[i] at 4:5, read "
+              "a[i - 1ll] at 4:19, distance 1)\n"
+              "  for (int64_t i = 1ll; i < 16ll; i++) {\n"
+              "  ^");
 }
 
 TEST(LoopNest, ComputeInline) {

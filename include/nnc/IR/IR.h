@@ -26,6 +26,8 @@
 
 namespace nnc {
 
+class SourceFile;
+
 //===----------------------------------------------------------------------===//
 // Expressions
 //===----------------------------------------------------------------------===//
@@ -569,6 +571,9 @@ struct Kernel {
   Stmt Body;
   SourceLoc Loc;
   bool IsTask = false;
+  /// The text the kernel was parsed from, if the embedded API parsed it:
+  /// diagnostics about it then show the file name and the source line.
+  std::shared_ptr<const SourceFile> Source;
 
   const Param *findParam(std::string_view Name) const;
 };
