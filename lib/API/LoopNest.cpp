@@ -338,6 +338,27 @@ std::vector<Stmt> stmtsOf(const Stmt &S) {
   return {S};
 }
 
+/// A temporary a statement allocates (or an external call declares), whose
+/// declaration a copy of the statement would repeat; "" if none.
+std::string allocatedIn(const Stmt &S) {
+  class Finder : public IRVisitor {
+  public:
+    std::string Name;
+
+  protected:
+    void visitAllocate(const Allocate *Op) override {
+      if (Name.empty())
+        Name = Op->Buf->Name;
+    }
+    void visitExternalCall(const ExternalCall *Op) override {
+      if (Op->DeclaresOut && Name.empty())
+        Name = Op->Out.Buf->Name;
+    }
+  } F;
+  F.visit(S);
+  return F.Name;
+}
+
 std::string quoteList(const std::vector<std::string> &Names) {
   std::string S;
   for (size_t I = 0; I < Names.size(); ++I)
@@ -403,6 +424,11 @@ llvm::Error LoopNest::split(const std::string &Name, int64_t Factor,
   Expr Trip = tripCount(L, T, /*ClampAtZero=*/false);
   auto ConstTrip = evaluateConstant(Trip);
   bool Exact = ConstTrip && *ConstTrip % Factor == 0;
+  if (Strategy == TailStrategy::Tail && !Exact)
+    if (std::string Temp = allocatedIn(L.Body); !Temp.empty())
+      return makeError("cannot split loop '" + Name + "' with a tail: its "
+                       "body allocates '" + Temp + "', which a copy would "
+                       "declare twice (use TailStrategy::Mask)");
   Expr F = constant(T, Factor);
   Expr O = Var::make(T, OName, L.Loc), I = Var::make(T, IName, L.Loc);
   Expr Offset = fold(BinOp::Add, fold(BinOp::Mul, O, F), I);
@@ -635,6 +661,11 @@ llvm::Error LoopNest::unroll(const std::string &Name) {
     return makeError("cannot unroll loop '" + Name + "': " +
                      std::to_string(Trip) + " iterations (at most " +
                      std::to_string(kMaxUnroll) + ")");
+  if (Trip > 1)
+    if (std::string Temp = allocatedIn(L.Body); !Temp.empty())
+      return makeError("cannot unroll loop '" + Name + "': its body "
+                       "allocates '" + Temp + "', which the copies would "
+                       "declare again");
   std::vector<Stmt> Copies;
   for (int64_t I = 0; I < Trip; ++I) {
     Stmt Body = Trip > 1 ? renamed(L.Body, "_u" + std::to_string(I)) : L.Body;
@@ -846,7 +877,10 @@ llvm::Error LoopNest::computeInline(const std::string &Name) {
     bool Covers = getConstInt(L.Start) == 0 &&
                   (DimC ? StopC == DimC
                         : toString(L.Stop) == toString(Buf.Dims[D]));
-    bool Perfect = D + 1 == Rank ? cast<Block>(L.Body)->Stmts.size() == 1
+    // The innermost loop holds just the store (not, say, a condition
+    // around it); the others just the next loop.
+    const auto &Inner = cast<Block>(L.Body)->Stmts;
+    bool Perfect = D + 1 == Rank ? Inner.size() == 1 && Inner[0] == P.Node
                                  : onlyLoopIn(L) != nullptr;
     if (!V || V->Name != L.Var || !Covers || !Perfect)
       return makeError(What + ": its store is not in a perfect loop nest "

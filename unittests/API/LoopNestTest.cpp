@@ -223,6 +223,42 @@ kernel k(in a: f32[4, 5], out s: f32[4]) {
 )");
 }
 
+TEST(LoopNest, CopiesOfABodyThatAllocatesAreRefused) {
+  const char *Text = R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t i = 0ll; i < 10ll; i++) {
+    Allocate(t); // dtype=float, dims=[2ll]
+    t[0ll] = a[i];
+    b[i] = t[0ll];
+    Free(t);
+  }
+}
+)";
+  expectRefusal(Text, [](LoopNest &LN) { return LN.split("i", 4); },
+                "cannot split loop 'i' with a tail: its body allocates 't', "
+                "which a copy would declare twice (use TailStrategy::Mask)");
+  expectRefusal(Text, [](LoopNest &LN) { return LN.unroll("i"); },
+                "cannot unroll loop 'i': its body allocates 't', which the "
+                "copies would declare again");
+  // No copy, no problem.
+  expectTransform(Text,
+                  [](LoopNest &LN) { return LN.split("i", 4, TailStrategy::Mask); },
+                  R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t i_outer = 0ll; i_outer < 3ll; i_outer++) {
+    for (int64_t i_inner = 0ll; i_inner < 4ll; i_inner++) {
+      if (i_outer * 4ll + i_inner<10ll ? 1 : 0) {
+        Allocate(t); // dtype=float, dims=[2ll]
+        t[0ll] = a[i_outer * 4ll + i_inner];
+        b[i_outer * 4ll + i_inner] = t[0ll];
+        Free(t);
+      }
+    }
+  }
+}
+)");
+}
+
 TEST(LoopNest, ReorderRefusals) {
   // (1, -1) dependence: interchanging would read before the write.
   expectRefusal(R"(
@@ -265,6 +301,23 @@ kernel k(out a: f32[8, 8]) {
                 "statement of the other");
   expectRefusal(Transpose, [](LoopNest &LN) { return LN.reorder({"i"}); },
                 "reorder needs at least two loops");
+  expectRefusal(Transpose,
+                [](LoopNest &LN) { return LN.reorder({"i", "i"}); },
+                "reorder of 'i', 'i': a loop is named twice");
+  expectRefusal(R"(
+kernel k(out a: f32[2, 3, 4]) {
+  for (int64_t i = 0ll; i < 2ll; i++) {
+    for (int64_t j = 0ll; j < 3ll; j++) {
+      for (int64_t l = 0ll; l < 4ll; l++) {
+        a[i, j, l] = 1.f;
+      }
+    }
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.reorder({"l", "i"}); },
+                "cannot reorder 'l', 'i': they are not a band of perfectly "
+                "nested loops (loop 'j' is between them)");
 }
 
 TEST(LoopNest, FuseProducerAndConsumer) {
@@ -385,6 +438,11 @@ TEST(LoopNest, FlattenRefusals) {
                 "one loop (the loops must be perfectly nested)");
   expectRefusal(Transpose, [](LoopNest &LN) { return LN.flatten({"i"}); },
                 "flatten needs at least two loops");
+  expectRefusal(Transpose, [](LoopNest &LN) { return LN.collapse("i", 1); },
+                "collapse needs at least two loops");
+  expectRefusal(Transpose,
+                [](LoopNest &LN) { return LN.flatten({"i", "x"}); },
+                "cannot flatten 'i', 'x': loop 'j' is nested there, not 'x'");
 }
 
 TEST(LoopNest, UnrollFully) {
@@ -577,6 +635,23 @@ TEST(LoopNest, ComputeInlineRefusals) {
   expectRefusal(Kernel2(Good, "  a[0ll] = 5.f;\n", "t[y]"), Inline,
                 "cannot inline 't': its value reads 'a', which is written "
                 "after it is computed");
+  expectRefusal(Kernel2("  t[0ll] = a[0ll];\n", "", "t[y]"), Inline,
+                "cannot inline 't': its store is not in a loop nest over all "
+                "its elements, one index per dimension");
+  expectRefusal(Kernel2("  c[0ll] = t[0ll];\n" + Good, "", "t[y]"), Inline,
+                "cannot inline 't': it is read before it is computed");
+  expectRefusal(Kernel2(Good, "", "t[y] + 1.f"),
+                [](LoopNest &LN) { return LN.computeInline("c"); },
+                "cannot inline 'c': it is a kernel parameter, not a "
+                "temporary");
+  // A conditional store does not define every element.
+  expectRefusal(Kernel2("  for (int64_t i = 0ll; i < 8ll; i++) {\n"
+                        "    if (i<4ll ? 1 : 0) {\n      t[i] = a[i];\n    }\n"
+                        "  }\n",
+                        "", "t[y]"),
+                Inline,
+                "cannot inline 't': its store is not in a perfect loop nest "
+                "over all its elements (dimension 0)");
   expectRefusal(Kernel2("  for (int64_t i = 0ll; i < 8ll; i++) {\n"
                         "    c[i] = t[i];\n    t[i] = a[i];\n  }\n",
                         "", "t[y]"),
@@ -699,6 +774,39 @@ kernel k(in a: f32[N], out c: f32[N], N: int64_t) {
                     return LN.computeInline("t");
                   },
                   Want, {"N=13"});
+}
+
+TEST(LoopNest, ComputeInlineRefusesFlatReadsAndSelfReads) {
+  expectRefusal(R"(
+kernel k(in a: f32[2, 3], out c: f32[6]) {
+  Allocate(t); // dtype=float, dims=[2ll, 3ll]
+  for (int64_t i = 0ll; i < 2ll; i++) {
+    for (int64_t j = 0ll; j < 3ll; j++) {
+      t[i, j] = a[i, j];
+    }
+  }
+  for (int64_t k = 0ll; k < 6ll; k++) {
+    c[k] = t[k];
+  }
+  Free(t);
+}
+)",
+                [](LoopNest &LN) { return LN.computeInline("t"); },
+                "cannot inline 't': it is read with a flat index");
+  expectRefusal(R"(
+kernel k(in a: f32[4], out c: f32[4]) {
+  Allocate(t); // dtype=float, dims=[4ll]
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    t[i] = t[3ll - i] + a[i];
+  }
+  for (int64_t k = 0ll; k < 4ll; k++) {
+    c[k] = t[k];
+  }
+  Free(t);
+}
+)",
+                [](LoopNest &LN) { return LN.computeInline("t"); },
+                "cannot inline 't': its value reads 't' itself");
 }
 
 TEST(LoopNest, ComputeInlineRefusesExternalCallsAndOuterVariables) {

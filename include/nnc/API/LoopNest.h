@@ -44,7 +44,8 @@ public:
   /// and `L_inner` (Factor iterations), plus the tail or mask for T % Factor
   /// (none when Factor divides a constant T). Always legal: the order of
   /// iterations is unchanged. `parallel` stays on the outer loop,
-  /// `vectorize` goes to the inner one.
+  /// `vectorize` goes to the inner one. A tail copies the body, so it is
+  /// refused for a body that allocates a temporary (a mask is not).
   llvm::Error split(const std::string &L, int64_t Factor,
                     TailStrategy Strategy = TailStrategy::Tail);
 
@@ -76,6 +77,7 @@ public:
 
   /// Replaces a loop with constant bounds (at most kMaxUnroll iterations) by
   /// copies of its body; names bound inside copy k get the suffix `_u<k>`.
+  /// Refused for a body that allocates a temporary.
   llvm::Error unroll(const std::string &L);
   /// Unrolls by Factor: split(L, Factor) and a full unroll of `L_inner`.
   llvm::Error unroll(const std::string &L, int64_t Factor);
