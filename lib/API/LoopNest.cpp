@@ -494,24 +494,27 @@ llvm::Error LoopNest::reorder(const std::vector<std::string> &Order) {
   if (auto E = checkRectangular(*Band, What))
     return E;
 
-  // A dependence carried by loop k (the loops outside it fixed) has
-  // direction (=, ..., =, <, *, ..., *): it stays forward as long as every
-  // loop nested in k stays inside k.
+  // A dependence whose first non-zero distance, in the new order, were
+  // negative would be reversed. That distance belongs to a loop m that moved
+  // outside the loop k carrying the dependence forward: so it is enough that
+  // no dependence runs forward in k and backward in m, for each such pair.
   auto NewPos = [&](const std::string &V) {
     return std::find(Order.begin(), Order.end(), V) - Order.begin();
   };
   std::vector<EnclosingLoop> Outer = enclosing(Top->Outer);
   for (size_t Lv = 0; Lv < Band->size(); ++Lv) {
     const For &L = *(*Band)[Lv];
-    DependenceResult R = analyzeLoop(K, L, Outer);
+    for (size_t In = Lv + 1; In < Band->size(); ++In) {
+      const std::string &M = (*Band)[In]->Var;
+      if (NewPos(M) > NewPos(L.Var))
+        continue;
+      DependenceResult R = analyzeInterchange(K, L, M, Outer);
+      if (!R.independent())
+        return makeError("cannot " + What + ": moving loop '" + M +
+                         "' outside loop '" + L.Var + "' could reverse a " +
+                         R.describe());
+    }
     Outer.push_back({L.Var, L.Start, L.Stop});
-    if (R.independent())
-      continue;
-    for (size_t In = Lv + 1; In < Band->size(); ++In)
-      if (NewPos((*Band)[In]->Var) < NewPos(L.Var))
-        return makeError("cannot " + What + ": loop '" + (*Band)[In]->Var +
-                         "' would move outside loop '" + L.Var +
-                         "', which carries a " + R.describe());
   }
 
   std::map<std::string, const For *> ByName;

@@ -637,6 +637,11 @@ public:
   /// for some d >= 1 (and, if BothWays, some d <= -1)? nullopt if not.
   std::optional<DependenceResult> test(const Access &A, const Access &B,
                                        bool BothWays) const;
+  /// Can A in iteration i1 and B in iteration i1 + d, d >= 1, touch the same
+  /// element with B's value of the inner loop variable Inner lower than A's?
+  /// Both accesses are inside that loop.
+  bool mayReverse(const Access &A, const Access &B,
+                  const std::string &Inner) const;
 
 private:
   Interval rangeOf(const Expr &Start, const Expr &Stop) {
@@ -751,6 +756,42 @@ PairTester::test(const Access &A, const Access &B, bool BothWays) const {
   return R;
 }
 
+bool PairTester::mayReverse(const Access &A, const Access &B,
+                            const std::string &Inner) const {
+  if (A.Whole || B.Whole || !A.Addr || !B.Addr)
+    return true;
+  auto IA = A.InnerRanges.find(Inner), IB = B.InnerRanges.find(Inner);
+  if (IA == A.InnerRanges.end() || IB == B.InnerRanges.end())
+    return true;
+  const std::string I1 = "i1#", D = "d#", E = "e#";
+  std::map<std::string, Interval> R2 = Ranges;
+  R2[I1] = IR;
+  R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};
+  for (const auto &[V, I] : A.InnerRanges)
+    R2["a#" + V] = I;
+  for (const auto &[V, I] : B.InnerRanges)
+    R2["b#" + V] = I;
+  // B's inner variable is A's plus e, with -(T - 1) <= e <= -1.
+  const Interval &M = IA->second;
+  R2[E] = Interval{-(M.Hi - M.Lo), Poly::constant(-1), M.Known};
+  auto CannotMeet = [&](const Affine &X, const Affine &Y) {
+    Affine Diff = difference(X, Y, L.Var, OuterVars, I1, D);
+    auto It = Diff.Coef.find("b#" + Inner);
+    if (It != Diff.Coef.end()) {
+      Poly P = It->second;
+      Diff.Coef.erase(It);
+      Diff.addCoef("a#" + Inner, P);
+      Diff.addCoef(E, P);
+    }
+    return excludesZero(boundOf(Diff, R2, Sign), Sign);
+  };
+  if (A.Dims && B.Dims)
+    for (size_t K = 0; K < A.Dims->size(); ++K)
+      if (CannotMeet((*A.Dims)[K], (*B.Dims)[K]))
+        return false;
+  return !CannotMeet(*A.Addr, *B.Addr);
+}
+
 } // namespace
 
 DependenceResult analyzeLoop(const Kernel &K, const For &L,
@@ -769,6 +810,38 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
         continue;
       if (auto R = T.test(A, B, /*BothWays=*/true))
         return *R;
+    }
+  }
+  return {};
+}
+
+DependenceResult analyzeInterchange(const Kernel &K, const For &Outer,
+                                    const std::string &Inner,
+                                    const std::vector<EnclosingLoop> &Around) {
+  PairTester T(K, Outer, Around);
+  if (T.singleIteration())
+    return {};
+  Collector C = T.collect(Outer.Body);
+  for (size_t X = 0; X < C.Accesses.size(); ++X) {
+    const Access &A = C.Accesses[X];
+    if (C.Private.count(A.Buf.get()))
+      continue;
+    for (size_t Y : C.ByBuffer[A.Buf.get()]) {
+      const Access &B = C.Accesses[Y];
+      if (!A.Write && !B.Write)
+        continue;
+      // Every ordered pair: A first in Outer's order, B later and lower in
+      // Inner's.
+      if (!T.mayReverse(A, B, Inner))
+        continue;
+      DependenceResult R;
+      R.K = DependenceResult::Kind::Possible;
+      R.Buffer = A.Buf->Name;
+      R.First = A.Text;
+      R.Second = B.Text;
+      R.FirstLoc = A.Loc;
+      R.SecondLoc = B.Loc;
+      return R;
     }
   }
   return {};

@@ -271,8 +271,8 @@ kernel k(inout a: f32[8, 8]) {
 }
 )",
                 [](LoopNest &LN) { return LN.interchange("i", "j"); },
-                "cannot reorder 'j', 'i': loop 'j' would move outside loop "
-                "'i', which carries a possible loop-carried dependence on 'a' "
+                "cannot reorder 'j', 'i': moving loop 'j' outside loop 'i' "
+                "could reverse a possible loop-carried dependence on 'a' "
                 "(write a[i, j] at 5:7, read a[i - 1ll, j + 1ll] at 5:17)");
   expectRefusal(R"(
 kernel k(out a: f32[8, 8]) {
@@ -841,6 +841,99 @@ kernel k(in a: f32[3, 4], out c: f32[3, 4]) {
                 [](LoopNest &LN) { return LN.computeInline("t"); },
                 "cannot inline 't': its value uses 'r', which is not in scope "
                 "where it is read");
+}
+
+} // namespace
+
+namespace {
+
+TEST(LoopNest, InterchangeAcrossForwardDependences) {
+  // Column sums: i carries s[j] forward with j's distance 0: j may go out.
+  const char *ColumnSums = R"(
+kernel k(in a: f32[6, 5], inout s: f32[5]) {
+  for (int64_t i = 0ll; i < 6ll; i++) {
+    for (int64_t j = 0ll; j < 5ll; j++) {
+      s[j] = s[j] + a[i, j];
+    }
+  }
+}
+)";
+  expectTransform(ColumnSums,
+                  [](LoopNest &LN) { return LN.interchange("i", "j"); }, R"(
+kernel k(in a: f32[6, 5], inout s: f32[5]) {
+  for (int64_t j = 0ll; j < 5ll; j++) {
+    for (int64_t i = 0ll; i < 6ll; i++) {
+      s[j] = s[j] + a[i, j];
+    }
+  }
+}
+)");
+  // Distance (1, 1) stays forward in either order; so does (1, 0, 0) in
+  // any order of three loops.
+  const char *Diagonal = R"(
+kernel k(inout a: f32[8, 8]) {
+  for (int64_t i = 1ll; i < 8ll; i++) {
+    for (int64_t j = 1ll; j < 8ll; j++) {
+      a[i, j] = a[i - 1ll, j - 1ll] + 1.f;
+    }
+  }
+}
+)";
+  Kernel K = kernelOf(Diagonal);
+  LoopNest LN(K);
+  ASSERT_FALSE(!!LN.interchange("i", "j"));
+  expectSameResults(K, LN.kernel());
+  const char *Rows = R"(
+kernel k(inout a: f32[4, 3, 5]) {
+  for (int64_t i = 1ll; i < 4ll; i++) {
+    for (int64_t j = 0ll; j < 3ll; j++) {
+      for (int64_t l = 0ll; l < 5ll; l++) {
+        a[i, j, l] = a[i - 1ll, j, l] * 2.f;
+      }
+    }
+  }
+}
+)";
+  Kernel K3 = kernelOf(Rows);
+  LoopNest LN3(K3);
+  ASSERT_FALSE(!!LN3.reorder({"l", "j", "i"}));
+  EXPECT_EQ(LN3.loops(), (std::vector<std::string>{"l", "j", "i"}));
+  expectSameResults(K3, LN3.kernel());
+}
+
+TEST(LoopNest, InterchangeRefusesReversingAnAntiDependence) {
+  // Iteration (i, j) reads a[i + 1, j - 1] before iteration (i + 1, j - 1)
+  // overwrites it; with j outside, the write would come first.
+  expectRefusal(R"(
+kernel k(inout a: f32[8, 8]) {
+  for (int64_t i = 0ll; i < 7ll; i++) {
+    for (int64_t j = 1ll; j < 8ll; j++) {
+      a[i, j] = a[i + 1ll, j - 1ll];
+    }
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.interchange("i", "j"); },
+                "cannot reorder 'j', 'i': moving loop 'j' outside loop 'i' "
+                "could reverse a possible loop-carried dependence on 'a' "
+                "(read a[i + 1ll, j - 1ll] at 5:17, write a[i, j] at 5:7)");
+  // Three loops: l may not pass i, whatever happens to j.
+  expectRefusal(R"(
+kernel k(inout a: f32[4, 3, 5]) {
+  for (int64_t i = 1ll; i < 4ll; i++) {
+    for (int64_t j = 0ll; j < 3ll; j++) {
+      for (int64_t l = 0ll; l < 4ll; l++) {
+        a[i, j, l] = a[i - 1ll, j, l + 1ll];
+      }
+    }
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.reorder({"j", "l", "i"}); },
+                "cannot reorder 'j', 'l', 'i': moving loop 'l' outside loop "
+                "'i' could reverse a possible loop-carried dependence on 'a' "
+                "(write a[i, j, l] at 6:9, read a[i - 1ll, j, l + 1ll] at "
+                "6:22)");
 }
 
 } // namespace

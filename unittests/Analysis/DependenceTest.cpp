@@ -276,3 +276,31 @@ TEST(Dependence, FusionOverwritingWhatTheFirstLoopStillReadsIsRefused) {
   Fine.replace(Fine.find("64ll; i++) {\n    a"), 4, "63ll");
   EXPECT_TRUE(analyzeFirstFusion(Fine).independent()) << Fine;
 }
+
+namespace {
+
+/// Whether a dependence may run forward in the first top-level loop of Text
+/// and backward in the loop nested in it.
+bool mayReverse(const std::string &Body) {
+  Module M = test::parse("kernel k(inout a: f32[9, 9]) {\n"
+                         "  for (int64_t i = 1ll; i < 8ll; i++) {\n"
+                         "    for (int64_t j = 1ll; j < 8ll; j++) {\n      " +
+                         Body + "\n    }\n  }\n}\n");
+  const Kernel &K = M.Kernels.at(0);
+  auto *Outer = cast<For>(cast<Block>(K.Body)->Stmts.at(0));
+  return !analyzeInterchange(K, *Outer, "j").independent();
+}
+
+} // namespace
+
+TEST(Dependence, InterchangeLegalityFollowsTheDirections) {
+  EXPECT_TRUE(mayReverse("a[i, j] = a[i - 1ll, j + 1ll];"));  // (<, >)
+  EXPECT_TRUE(mayReverse("a[i, j] = a[i + 1ll, j - 1ll];"));  // anti (<, >)
+  EXPECT_FALSE(mayReverse("a[i, j] = a[i - 1ll, j];"));       // (<, =)
+  EXPECT_FALSE(mayReverse("a[i, j] = a[i - 1ll, j - 1ll];")); // (<, <)
+  EXPECT_FALSE(mayReverse("a[i, j] = a[i, j - 1ll];"));       // (=, <)
+  EXPECT_FALSE(mayReverse("a[i, j] = a[i, j] * 2.f;"));       // none
+  // A flat index the analysis sees through, and one it cannot.
+  EXPECT_TRUE(mayReverse("a[9ll * i + j] = a[9ll * i + j - 8ll];"));
+  EXPECT_TRUE(mayReverse("a[i, j] = a[i * j, 0ll];"));
+}

@@ -52,8 +52,8 @@ public:
   /// Reorders a band of perfectly nested loops: Order names every loop of
   /// the band, outermost first in the new order. Needs bounds that do not
   /// depend on the band's variables, and no dependence the new order would
-  /// reverse: a loop that carries a dependence keeps every loop nested in
-  /// it inside.
+  /// reverse: for each loop m moved outside a loop k, no dependence may run
+  /// forward in k and backward in m (analyzeInterchange).
   llvm::Error reorder(const std::vector<std::string> &Order);
   /// Swaps two directly nested loops (reorder of a two-loop band).
   llvm::Error interchange(const std::string &A, const std::string &B);

@@ -73,6 +73,14 @@ DependenceResult analyzeFusion(const Kernel &K, const For &First,
                                const Stmt &SecondBody,
                                const std::vector<EnclosingLoop> &Outer = {});
 
+/// May a dependence run forward in loop Outer and backward in loop Inner,
+/// nested in it (direction (<, >))? Then Inner may not move outside Outer.
+/// The loops in Around enclose Outer; the loops between Outer and Inner are
+/// free. The result names the two accesses (Possible) or is Independent.
+DependenceResult analyzeInterchange(const Kernel &K, const For &Outer,
+                                    const std::string &Inner,
+                                    const std::vector<EnclosingLoop> &Around = {});
+
 /// The trip count of a loop if its bounds are constants.
 std::optional<int64_t> constantTripCount(const For &L);
 
