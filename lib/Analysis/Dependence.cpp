@@ -601,6 +601,38 @@ std::optional<int64_t> constantTripCount(const For &L) {
 
 namespace {
 
+/// A (possible) dependence between accesses A and B.
+DependenceResult conflict(const Access &A, const Access &B) {
+  DependenceResult R;
+  R.K = DependenceResult::Kind::Possible;
+  R.Buffer = A.Buf->Name;
+  R.First = A.Text;
+  R.Second = B.Text;
+  R.FirstLoc = A.Loc;
+  R.SecondLoc = B.Loc;
+  return R;
+}
+
+/// Calls F(A, B) for the pairs of accesses of C to one buffer (not private
+/// to an iteration), one of them a write: each pair once, or both ways if
+/// Ordered. Returns the first result F gives.
+template <class Fn>
+std::optional<DependenceResult> forEachPair(Collector &C, bool Ordered, Fn F) {
+  for (size_t X = 0; X < C.Accesses.size(); ++X) {
+    const Access &A = C.Accesses[X];
+    if (C.Private.count(A.Buf.get()))
+      continue;
+    for (size_t Y : C.ByBuffer[A.Buf.get()]) {
+      const Access &B = C.Accesses[Y];
+      if ((!Ordered && Y < X) || (!A.Write && !B.Write))
+        continue;
+      if (std::optional<DependenceResult> R = F(A, B))
+        return R;
+    }
+  }
+  return std::nullopt;
+}
+
 /// Tests pairs of accesses made in two iterations of one loop, i1 and i1 + d,
 /// with the enclosing loops' variables equal in both.
 class PairTester {
@@ -669,12 +701,7 @@ private:
 std::optional<DependenceResult>
 PairTester::test(const Access &A, const Access &B, bool BothWays) const {
   const std::string I1 = "i1#", D = "d#";
-  DependenceResult R;
-  R.Buffer = A.Buf->Name;
-  R.First = A.Text;
-  R.Second = B.Text;
-  R.FirstLoc = A.Loc;
-  R.SecondLoc = B.Loc;
+  DependenceResult R = conflict(A, B);
   if (A.Whole || B.Whole) {
     R.K = DependenceResult::Kind::Proven;
     return R;
@@ -800,19 +827,11 @@ DependenceResult analyzeLoop(const Kernel &K, const For &L,
   if (T.singleIteration())
     return {};
   Collector C = T.collect(L.Body);
-  for (size_t X = 0; X < C.Accesses.size(); ++X) {
-    const Access &A = C.Accesses[X];
-    if (C.Private.count(A.Buf.get()))
-      continue;
-    for (size_t Y : C.ByBuffer[A.Buf.get()]) {
-      const Access &B = C.Accesses[Y];
-      if (Y < X || (!A.Write && !B.Write))
-        continue;
-      if (auto R = T.test(A, B, /*BothWays=*/true))
-        return *R;
-    }
-  }
-  return {};
+  auto R = forEachPair(C, /*Ordered=*/false,
+                       [&](const Access &A, const Access &B) {
+                         return T.test(A, B, /*BothWays=*/true);
+                       });
+  return R ? *R : DependenceResult();
 }
 
 DependenceResult analyzeInterchange(const Kernel &K, const For &Outer,
@@ -822,29 +841,15 @@ DependenceResult analyzeInterchange(const Kernel &K, const For &Outer,
   if (T.singleIteration())
     return {};
   Collector C = T.collect(Outer.Body);
-  for (size_t X = 0; X < C.Accesses.size(); ++X) {
-    const Access &A = C.Accesses[X];
-    if (C.Private.count(A.Buf.get()))
-      continue;
-    for (size_t Y : C.ByBuffer[A.Buf.get()]) {
-      const Access &B = C.Accesses[Y];
-      if (!A.Write && !B.Write)
-        continue;
-      // Every ordered pair: A first in Outer's order, B later and lower in
-      // Inner's.
-      if (!T.mayReverse(A, B, Inner))
-        continue;
-      DependenceResult R;
-      R.K = DependenceResult::Kind::Possible;
-      R.Buffer = A.Buf->Name;
-      R.First = A.Text;
-      R.Second = B.Text;
-      R.FirstLoc = A.Loc;
-      R.SecondLoc = B.Loc;
-      return R;
-    }
-  }
-  return {};
+  // Both orders: A first in Outer's order, B later and lower in Inner's.
+  auto R = forEachPair(
+      C, /*Ordered=*/true,
+      [&](const Access &A, const Access &B) -> std::optional<DependenceResult> {
+        if (T.mayReverse(A, B, Inner))
+          return conflict(A, B);
+        return std::nullopt;
+      });
+  return R ? *R : DependenceResult();
 }
 
 DependenceResult analyzeFusion(const Kernel &K, const For &First,
