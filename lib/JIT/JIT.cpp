@@ -8,9 +8,12 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -261,6 +264,19 @@ public:
   }
 
   LoweredKernel lowerFor(const Kernel &K, LLVMContext &Ctx, TargetMachine &TM) {
+    // LLVM reports a `vectorize` hint it cannot honour (a reduction it may
+    // not reorder, say) as a warning and remarks on standard error; the hint
+    // is a request, so they are dropped. Errors still print.
+    Ctx.setDiagnosticHandlerCallBack(
+        [](const DiagnosticInfo *DI, void *) {
+          if (DI->getSeverity() != DS_Error)
+            return;
+          DiagnosticPrinterRawOStream DP(errs());
+          errs() << "LLVM error: ";
+          DI->print(DP);
+          errs() << '\n';
+        },
+        nullptr);
     CodeGenOptions CG;
     CG.FPContract = Contract;
     CG.Trace = Opts.Trace;
@@ -417,6 +433,14 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
     InitializeNativeTargetAsmParser();
+    // A `vectorize` loop hint must not let LLVM reassociate a floating-point
+    // reduction (which it does by default for loops with vectorization
+    // hints): the hint is about speed, never results. The loop vectorizer's
+    // own switch is process-wide.
+    auto &Registered = cl::getRegisteredOptions();
+    auto It = Registered.find("hints-allow-reordering");
+    if (It != Registered.end())
+      It->second->addOccurrence(0, "hints-allow-reordering", "false");
   });
   if (Opts.OptLevel > 3)
     return makeError("optimization level must be 0 to 3");

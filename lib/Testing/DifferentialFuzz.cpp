@@ -10,12 +10,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Testing/DifferentialFuzz.h"
+#include "nnc/API/Compiler.h"
+#include "nnc/API/Error.h"
+#include "nnc/API/LoopNest.h"
 #include "nnc/Driver/Driver.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/Interp/Interpreter.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <chrono>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -221,6 +225,133 @@ bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
                      "compiled was:\n" + IR.str());
       return Fail("mismatch");
     }
+  }
+  return true;
+}
+
+namespace {
+
+/// The temporaries a kernel allocates, by name.
+std::vector<std::string> temporaries(const std::string &Text) {
+  std::vector<std::string> Names;
+  for (size_t P = Text.find("Allocate("); P != std::string::npos;
+       P = Text.find("Allocate(", P + 1)) {
+    size_t B = P + 9, E = Text.find(')', B);
+    Names.push_back(Text.substr(B, E - B));
+  }
+  return Names;
+}
+
+/// Tries one random transform on LN; returns its description if applied.
+std::optional<std::string> tryTransform(LoopNest &LN, std::mt19937_64 &R) {
+  auto Pick = [&](size_t N) {
+    return std::uniform_int_distribution<size_t>(0, N - 1)(R);
+  };
+  std::vector<std::string> Loops = LN.loops();
+  if (Loops.empty())
+    return std::nullopt;
+  const std::string &L = Loops[Pick(Loops.size())];
+  // A nearby loop: often nested in L, or the nest after it.
+  const std::string &M = Loops[std::min(Loops.size() - 1,
+                                        Pick(Loops.size()) % 4 +
+                                            (&L - Loops.data()) + 1)];
+  int64_t Factor = static_cast<int64_t>(Pick(6)) + 1;
+  std::string What;
+  llvm::Error E = llvm::Error::success();
+  switch (Pick(10)) {
+  case 0:
+    What = "split(" + L + ", " + std::to_string(Factor) + ")";
+    E = LN.split(L, Factor);
+    break;
+  case 1:
+    What = "split(" + L + ", " + std::to_string(Factor) + ", mask)";
+    E = LN.split(L, Factor, TailStrategy::Mask);
+    break;
+  case 2:
+    What = "interchange(" + L + ", " + M + ")";
+    E = LN.interchange(L, M);
+    break;
+  case 3:
+    What = "fuse(" + L + ", " + M + ")";
+    E = LN.fuse(L, M);
+    break;
+  case 4:
+    What = "collapse(" + L + ", 2)";
+    E = LN.collapse(L, 2);
+    break;
+  case 5:
+    What = "unroll(" + L + ")";
+    E = LN.unroll(L);
+    break;
+  case 6:
+    What = "unroll(" + L + ", " + std::to_string(Factor) + ")";
+    E = LN.unroll(L, Factor);
+    break;
+  case 7:
+    What = "vectorize(" + L + ")";
+    E = LN.vectorize(L);
+    break;
+  case 8:
+    What = "parallelize(" + L + ")";
+    E = LN.parallelize(L);
+    break;
+  default: {
+    std::vector<std::string> Temps = temporaries(LN.str());
+    if (Temps.empty())
+      return std::nullopt;
+    const std::string &T = Temps[Pick(Temps.size())];
+    What = "computeInline(" + T + ")";
+    E = LN.computeInline(T);
+    break;
+  }
+  }
+  if (E) {
+    llvm::consumeError(std::move(E));
+    return std::nullopt;
+  }
+  return What;
+}
+
+} // namespace
+
+bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
+                           KernelJIT &JIT, const std::vector<unsigned> &Threads,
+                           std::string &Failure,
+                           std::vector<std::string> &Applied) {
+  auto K = parseKernel(Text, "", "fuzz.nnc");
+  if (!K) {
+    Failure = errorText(K.takeError());
+    return false;
+  }
+  LoopNest LN(*K);
+  std::mt19937_64 R(Seed);
+  for (int Try = 0; Try < 12; ++Try)
+    if (auto What = tryTransform(LN, R))
+      Applied.push_back(*What);
+  const Kernel &T = LN.kernel();
+  auto Describe = [&] {
+    std::string S = "after";
+    for (const std::string &A : Applied)
+      S += " " + A;
+    return S + ":\n" + toText(T);
+  };
+  // Without contraction the interpreter computes exactly what is written,
+  // so inlining an expression cannot change a rounding.
+  DiagnosticEngine Diags;
+  auto Want = buildArgs(*K, {}, {}, 1, Diags);
+  auto Got = buildArgs(T, {}, {}, 1, Diags);
+  if (!Want || !Got || !interpret(*K, Want->Values, Diags) ||
+      !interpret(T, Got->Values, Diags) ||
+      !compareOutputs(*K, *Got, *Want, Precision::Exact, Diags)) {
+    std::ostringstream OS;
+    Diags.print(OS);
+    Failure = "the transforms changed the results " + Describe() + "\n" +
+              OS.str();
+    return false;
+  }
+  if (!checkRandomKernel(toText(T), JIT, Threads, Failure)) {
+    Failure = Describe() + "\n" + Failure;
+    return false;
   }
   return true;
 }

@@ -34,6 +34,11 @@ static cl::list<unsigned>
               cl::cat(Category));
 static cl::opt<bool> Print("print", cl::desc("Print each kernel and stop"),
                            cl::cat(Category));
+static cl::opt<bool> Transforms(
+    "transforms",
+    cl::desc("Also apply random loop transforms of the embedded API to each "
+             "kernel and check they change no result"),
+    cl::cat(Category));
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
@@ -61,7 +66,7 @@ int main(int argc, char **argv) {
     JITs.push_back(std::move(*J));
   }
   auto Start = std::chrono::steady_clock::now();
-  uint64_t N = 0;
+  uint64_t N = 0, NumTransforms = 0;
   for (uint64_t S = Seed;; ++S) {
     if (Count && N >= Count)
       break;
@@ -69,6 +74,17 @@ int main(int argc, char **argv) {
                        std::chrono::seconds(Seconds))
       break;
     std::string Text = nnc::generateRandomKernel(S);
+    if (Transforms) {
+      std::string Failure;
+      std::vector<std::string> Applied;
+      if (!nnc::checkRandomTransforms(Text, S, *JITs.back(), Threads, Failure,
+                                      Applied)) {
+        std::cout << "nnc-fuzz: seed " << S << ", transforms: " << Failure
+                  << "\n" << Text;
+        return 1;
+      }
+      NumTransforms += Applied.size();
+    }
     for (size_t I = 0; I < JITs.size(); ++I) {
       std::string Failure;
       if (!nnc::checkRandomKernel(Text, *JITs[I], Threads, Failure)) {
@@ -80,6 +96,9 @@ int main(int argc, char **argv) {
     }
     ++N;
   }
-  std::cout << "nnc-fuzz: " << N << " kernels, 0 mismatches\n";
+  std::cout << "nnc-fuzz: " << N << " kernels, 0 mismatches";
+  if (Transforms)
+    std::cout << " (" << NumTransforms << " loop transforms applied)";
+  std::cout << "\n";
   return 0;
 }

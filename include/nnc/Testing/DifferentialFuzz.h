@@ -22,6 +22,17 @@ bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
                        const std::vector<unsigned> &Threads,
                        std::string &Failure);
 
+/// Applies random loop transforms of the embedded API (LoopNest: split,
+/// interchange, fuse, collapse, unroll, vectorize, parallelize,
+/// compute-inline, on random loops) to the kernel of Text, many of them
+/// refused. Whatever was applied must leave the interpreter's outputs bit for
+/// bit the same (contraction off), and the transformed kernel must pass
+/// checkRandomKernel. Applied lists the transforms that were applied.
+bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
+                           KernelJIT &JIT, const std::vector<unsigned> &Threads,
+                           std::string &Failure,
+                           std::vector<std::string> &Applied);
+
 } // namespace nnc
 
 #endif // NNC_TESTING_DIFFERENTIALFUZZ_H
