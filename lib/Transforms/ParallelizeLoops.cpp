@@ -284,8 +284,9 @@ private:
     auto Trip = constantTripCount(F);
     int64_t Wanted = int64_t(Threads) * 4;
     const For *Inner = onlyLoop(F.Body);
-    if (Trip && *Trip < Wanted && Inner && !usesVar(Inner->Start, F.Var) &&
-        !usesVar(Inner->Stop, F.Var) &&
+    // (An inner loop that never runs would collapse into a division by 0.)
+    if (Trip && *Trip < Wanted && Inner && constantTripCount(*Inner) != 0 &&
+        !usesVar(Inner->Start, F.Var) && !usesVar(Inner->Stop, F.Var) &&
         analyzeLoop(K, *Inner, {{F.Var, F.Start, F.Stop}}).independent()) {
       if (containsLoop(Inner->Body))
         return collapse(F, *Inner);
