@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 namespace nnc {
@@ -413,6 +414,36 @@ Tolerance toleranceFor(DType T, Precision P, unsigned Calls) {
   }
 }
 
+/// The buffers K accumulates into: a store whose value loads the element it
+/// writes (`r[i] = r[i] + ...`).
+std::set<const BufferNode *> accumulatedBuffers(const Kernel &K) {
+  struct Finder : IRVisitor {
+    std::set<const BufferNode *> Found;
+    void visitStore(const Store *Op) override {
+      struct SameElement : IRVisitor {
+        const Store *St;
+        bool Found = false;
+        void visitLoad(const Load *L) override {
+          if (L->Buf == St->Buf && L->Indices.size() == St->Indices.size()) {
+            bool Same = true;
+            for (size_t I = 0; I < L->Indices.size(); ++I)
+              Same &= toString(L->Indices[I]) == toString(St->Indices[I]);
+            Found |= Same;
+          }
+          IRVisitor::visitLoad(L);
+        }
+      } S;
+      S.St = Op;
+      S.visit(Op->Value);
+      if (S.Found)
+        Found.insert(Op->Buf.get());
+      IRVisitor::visitStore(Op);
+    }
+  } F;
+  F.visit(K.Body);
+  return F.Found;
+}
+
 /// Row-major logical index of a storage offset, as "[i, j]".
 std::string indexOf(const HostBuffer &B, int64_t Target) {
   std::string Found;
@@ -438,6 +469,9 @@ bool compareOutputs(const Kernel &K, const KernelArgs &Jit,
                     const KernelArgs &Ref, Precision Prec,
                     DiagnosticEngine &Diags, unsigned ExternalCalls) {
   bool Approximate = Prec != Precision::Exact;
+  std::set<const BufferNode *> Accumulated;
+  if (Prec == Precision::MathLibrary)
+    Accumulated = accumulatedBuffers(K);
   for (size_t I = 0; I < K.Params.size(); ++I) {
     const Param &P = K.Params[I];
     if (!P.isBuffer() || P.Buf->Role == BufferRole::In)
@@ -445,11 +479,14 @@ bool compareOutputs(const Kernel &K, const KernelArgs &Jit,
     const HostBuffer &A = *Jit.Buffers[I], &B = *Ref.Buffers[I];
     bool Fl = isFloat(A.type());
     Tolerance Tol = toleranceFor(A.type(), Prec, ExternalCalls);
-    // Sums of products (external calls) are compared relative to the
-    // buffer's largest magnitude: where a sum cancels, the reordered
-    // rounding of its terms is large relative to the small result.
+    // Sums of products (external calls), and sums of math-library results
+    // (whose terms LLVM may give to the vector library once it unrolls the
+    // sum), are compared relative to the buffer's largest magnitude: where a
+    // sum cancels, the rounding of its terms is large relative to the small
+    // result.
     double Scale = 0;
-    if (Fl && Prec == Precision::Accumulation)
+    if (Fl && (Prec == Precision::Accumulation ||
+               Accumulated.count(P.Buf.get())))
       B.forEachOffset([&](int64_t Off) {
         double V = std::fabs(B.getDouble(Off));
         if (std::isfinite(V))
