@@ -135,10 +135,9 @@ public:
   const Kernel &kernel() const;
   const std::string &name() const;
 
-  struct State;
-
 private:
   friend class Compiler;
+  struct State;
   explicit Function(std::shared_ptr<const State> S) : S(std::move(S)) {}
   std::shared_ptr<const State> S;
 };
@@ -171,9 +170,8 @@ public:
   /// line, as `nnc-jit --remarks` prints them.
   llvm::Expected<std::string> remarks(const Kernel &K) const;
 
-  class Impl;
-
 private:
+  class Impl;
   /// Runs the IR pipeline up to pass UpTo (all if empty), appending the
   /// passes' remarks to Remarks if given.
   llvm::Expected<Kernel> pipeline(const Kernel &K, const std::string &UpTo,

@@ -99,6 +99,7 @@ public:
   /// trusted mark the analysis cannot prove).
   llvm::Error parallelize(const std::string &L, bool Trusted = false);
 
+  /// Where a loop is (an implementation detail of LoopNest.cpp).
   struct Site;
 
 private:
