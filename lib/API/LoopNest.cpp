@@ -359,6 +359,22 @@ std::string allocatedIn(const Stmt &S) {
   return F.Name;
 }
 
+/// Statements in S, nested ones included.
+int64_t statementCount(const Stmt &S) {
+  class Counter : public IRVisitor {
+  public:
+    int64_t N = 0;
+
+  protected:
+    void visitBlock(const Block *Op) override {
+      N += static_cast<int64_t>(Op->Stmts.size());
+      IRVisitor::visitBlock(Op);
+    }
+  } C;
+  C.visit(S);
+  return C.N;
+}
+
 std::string quoteList(const std::vector<std::string> &Names) {
   std::string S;
   for (size_t I = 0; I < Names.size(); ++I)
@@ -664,6 +680,12 @@ llvm::Error LoopNest::unroll(const std::string &Name) {
     return makeError("cannot unroll loop '" + Name + "': " +
                      std::to_string(Trip) + " iterations (at most " +
                      std::to_string(kMaxUnroll) + ")");
+  int64_t Stmts = statementCount(L.Body);
+  if (Trip * Stmts > kMaxUnrolledStatements)
+    return makeError("cannot unroll loop '" + Name + "': " +
+                     std::to_string(Trip) + " copies of " +
+                     std::to_string(Stmts) + " statements (at most " +
+                     std::to_string(kMaxUnrolledStatements) + " in all)");
   if (Trip > 1)
     if (std::string Temp = allocatedIn(L.Body); !Temp.empty())
       return makeError("cannot unroll loop '" + Name + "': its body "

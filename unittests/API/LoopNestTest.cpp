@@ -501,6 +501,14 @@ kernel k(out b: f32[5000]) {
 )",
                 [](LoopNest &LN) { return LN.unroll("i"); },
                 "cannot unroll loop 'i': 5000 iterations (at most 4096)");
+  std::string Wide = "kernel k(out b: f32[4000, 40]) {\n"
+                     "  for (int64_t i = 0ll; i < 4000ll; i++) {\n";
+  for (int J = 0; J < 30; ++J)
+    Wide += "    b[i, " + std::to_string(J) + "ll] = 0.f;\n";
+  Wide += "  }\n}\n";
+  expectRefusal(Wide, [](LoopNest &LN) { return LN.unroll("i"); },
+                "cannot unroll loop 'i': 4000 copies of 30 statements (at "
+                "most 100000 in all)");
   // A failed second step leaves the kernel as it was.
   expectRefusal(Symbolic, [](LoopNest &LN) { return LN.unroll("i", 0); },
                 "cannot split loop 'i': the factor must be positive, not 0");

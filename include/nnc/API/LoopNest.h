@@ -77,11 +77,13 @@ public:
 
   /// Replaces a loop with constant bounds (at most kMaxUnroll iterations) by
   /// copies of its body; names bound inside copy k get the suffix `_u<k>`.
-  /// Refused for a body that allocates a temporary.
+  /// Refused for a body that allocates a temporary, or when the copies would
+  /// hold more than kMaxUnrolledStatements statements.
   llvm::Error unroll(const std::string &L);
   /// Unrolls by Factor: split(L, Factor) and a full unroll of `L_inner`.
   llvm::Error unroll(const std::string &L, int64_t Factor);
   static constexpr int64_t kMaxUnroll = 4096;
+  static constexpr int64_t kMaxUnrolledStatements = 100000;
 
   /// Asks LLVM to vectorize an innermost loop (the `vectorize` option).
   llvm::Error vectorize(const std::string &L);
