@@ -282,8 +282,9 @@ template <class T> T substitute(const T &X, std::map<std::string, Expr> Map) {
   return S.mutate(X);
 }
 
-/// Appends Suffix to every loop variable and let bound inside a statement,
-/// so that a copy of it next to the original binds fresh names.
+/// Appends Suffix to every name a statement binds (loop variables, lets,
+/// temporaries it allocates or an external call declares), so that a copy
+/// of it next to the original binds fresh names.
 class Renamer : public IRMutator {
 public:
   explicit Renamer(const Stmt &S, std::string Suffix)
@@ -291,11 +292,45 @@ public:
     NameCollector C;
     C.visit(S);
     Bound = std::move(C.Names);
+    // The copies' temporaries: same shape (in renamed variables), new name.
+    class Temps : public IRVisitor {
+    public:
+      std::vector<Buffer> Found;
+
+    protected:
+      void visitAllocate(const Allocate *Op) override {
+        Found.push_back(Op->Buf);
+      }
+      void visitExternalCall(const ExternalCall *Op) override {
+        if (Op->DeclaresOut)
+          Found.push_back(Op->Out.Buf);
+        IRVisitor::visitExternalCall(Op);
+      }
+    } T;
+    T.visit(S);
+    for (const Buffer &B : T.Found) {
+      bool Changed = false;
+      std::vector<Expr> Dims = mutateAll(B->Dims, Changed);
+      std::vector<Expr> Strides;
+      if (B->Layout == LayoutKind::Explicit)
+        Strides = mutateAll(B->Strides, Changed);
+      Bufs[B.get()] = BufferNode::make(B->Name + this->Suffix, B->Type,
+                                       std::move(Dims), B->Role, B->Layout,
+                                       std::move(Strides), B->Loc);
+    }
   }
 
 protected:
   std::string name(const std::string &N) const {
     return Bound.count(N) ? N + Suffix : N;
+  }
+  const Buffer &buf(const Buffer &B) const {
+    auto It = Bufs.find(B.get());
+    return It == Bufs.end() ? B : It->second;
+  }
+  BufferView view(BufferView V) const {
+    V.Buf = buf(V.Buf);
+    return V;
   }
   Expr mutateVar(const Var *Op, const Expr &E) override {
     return Bound.count(Op->Name) ? Var::make(Op->Type, name(Op->Name), Op->Loc)
@@ -308,10 +343,47 @@ protected:
   Stmt mutateLet(const Let *Op, const Stmt &) override {
     return Let::make(name(Op->Name), Op->Type, mutate(Op->Value), Op->Loc);
   }
+  Expr mutateLoad(const Load *Op, const Expr &E) override {
+    Expr R = IRMutator::mutateLoad(Op, E);
+    auto *L = cast<Load>(R);
+    return Load::make(buf(L->Buf), L->Indices, L->Loc);
+  }
+  Stmt mutateStore(const Store *Op, const Stmt &S) override {
+    Stmt R = IRMutator::mutateStore(Op, S);
+    auto *St = cast<Store>(R);
+    return Store::make(buf(St->Buf), St->Indices, St->Value, St->Loc);
+  }
+  Stmt mutateAllocate(const Allocate *Op, const Stmt &) override {
+    return Allocate::make(buf(Op->Buf), Op->Loc);
+  }
+  Stmt mutateFree(const Free *Op, const Stmt &) override {
+    return Free::make(buf(Op->Buf), Op->Loc);
+  }
+  Stmt mutateFreeExt(const FreeExt *Op, const Stmt &) override {
+    std::vector<Buffer> Bs;
+    for (const Buffer &B : Op->Bufs)
+      Bs.push_back(buf(B));
+    return FreeExt::make(std::move(Bs), Op->Loc);
+  }
+  Stmt mutateExternalCall(const ExternalCall *Op, const Stmt &S) override {
+    Stmt R = IRMutator::mutateExternalCall(Op, S);
+    auto *C = cast<ExternalCall>(R);
+    std::vector<BufferView> Args;
+    for (const BufferView &V : C->Args)
+      Args.push_back(view(V));
+    std::vector<PostOp> Posts = C->PostOps;
+    for (PostOp &P : Posts)
+      if (P.Other)
+        P.Other = view(*P.Other);
+    return ExternalCall::make(view(C->Out), C->Func, std::move(Args),
+                              C->ScalarArgs, C->DeclaresOut, C->Loc,
+                              std::move(Posts));
+  }
 
 private:
   std::string Suffix;
-  std::set<std::string> Bound; // Temporaries keep their names.
+  std::set<std::string> Bound;
+  std::map<const BufferNode *, Buffer> Bufs;
 };
 
 Stmt renamed(const Stmt &S, const std::string &Suffix) {
@@ -336,27 +408,6 @@ std::vector<Stmt> stmtsOf(const Stmt &S) {
   if (auto *B = dyn_cast<Block>(S))
     return B->Stmts;
   return {S};
-}
-
-/// A temporary a statement allocates (or an external call declares), whose
-/// declaration a copy of the statement would repeat; "" if none.
-std::string allocatedIn(const Stmt &S) {
-  class Finder : public IRVisitor {
-  public:
-    std::string Name;
-
-  protected:
-    void visitAllocate(const Allocate *Op) override {
-      if (Name.empty())
-        Name = Op->Buf->Name;
-    }
-    void visitExternalCall(const ExternalCall *Op) override {
-      if (Op->DeclaresOut && Name.empty())
-        Name = Op->Out.Buf->Name;
-    }
-  } F;
-  F.visit(S);
-  return F.Name;
 }
 
 /// Statements in S, nested ones included.
@@ -440,11 +491,6 @@ llvm::Error LoopNest::split(const std::string &Name, int64_t Factor,
   Expr Trip = tripCount(L, T, /*ClampAtZero=*/false);
   auto ConstTrip = evaluateConstant(Trip);
   bool Exact = ConstTrip && *ConstTrip % Factor == 0;
-  if (Strategy == TailStrategy::Tail && !Exact)
-    if (std::string Temp = allocatedIn(L.Body); !Temp.empty())
-      return makeError("cannot split loop '" + Name + "' with a tail: its "
-                       "body allocates '" + Temp + "', which a copy would "
-                       "declare twice (use TailStrategy::Mask)");
   Expr F = constant(T, Factor);
   Expr O = Var::make(T, OName, L.Loc), I = Var::make(T, IName, L.Loc);
   Expr Offset = fold(BinOp::Add, fold(BinOp::Mul, O, F), I);
@@ -686,11 +732,6 @@ llvm::Error LoopNest::unroll(const std::string &Name) {
                      std::to_string(Trip) + " copies of " +
                      std::to_string(Stmts) + " statements (at most " +
                      std::to_string(kMaxUnrolledStatements) + " in all)");
-  if (Trip > 1)
-    if (std::string Temp = allocatedIn(L.Body); !Temp.empty())
-      return makeError("cannot unroll loop '" + Name + "': its body "
-                       "allocates '" + Temp + "', which the copies would "
-                       "declare again");
   std::vector<Stmt> Copies;
   for (int64_t I = 0; I < Trip; ++I) {
     Stmt Body = Trip > 1 ? renamed(L.Body, "_u" + std::to_string(I)) : L.Body;

@@ -223,7 +223,7 @@ kernel k(in a: f32[4, 5], out s: f32[4]) {
 )");
 }
 
-TEST(LoopNest, CopiesOfABodyThatAllocatesAreRefused) {
+TEST(LoopNest, CopiesOfABodyRenameItsTemporaries) {
   const char *Text = R"(
 kernel k(in a: f32[10], out b: f32[10]) {
   for (int64_t i = 0ll; i < 10ll; i++) {
@@ -234,26 +234,70 @@ kernel k(in a: f32[10], out b: f32[10]) {
   }
 }
 )";
-  expectRefusal(Text, [](LoopNest &LN) { return LN.split("i", 4); },
-                "cannot split loop 'i' with a tail: its body allocates 't', "
-                "which a copy would declare twice (use TailStrategy::Mask)");
-  expectRefusal(Text, [](LoopNest &LN) { return LN.unroll("i"); },
-                "cannot unroll loop 'i': its body allocates 't', which the "
-                "copies would declare again");
-  // No copy, no problem.
-  expectTransform(Text,
-                  [](LoopNest &LN) { return LN.split("i", 4, TailStrategy::Mask); },
-                  R"(
+  expectTransform(Text, [](LoopNest &LN) { return LN.split("i", 4); }, R"(
 kernel k(in a: f32[10], out b: f32[10]) {
-  for (int64_t i_outer = 0ll; i_outer < 3ll; i_outer++) {
+  for (int64_t i_outer = 0ll; i_outer < 2ll; i_outer++) {
     for (int64_t i_inner = 0ll; i_inner < 4ll; i_inner++) {
-      if (i_outer * 4ll + i_inner<10ll ? 1 : 0) {
-        Allocate(t); // dtype=float, dims=[2ll]
-        t[0ll] = a[i_outer * 4ll + i_inner];
-        b[i_outer * 4ll + i_inner] = t[0ll];
-        Free(t);
-      }
+      Allocate(t); // dtype=float, dims=[2ll]
+      t[0ll] = a[i_outer * 4ll + i_inner];
+      b[i_outer * 4ll + i_inner] = t[0ll];
+      Free(t);
     }
+  }
+  for (int64_t i_tail = 0ll; i_tail < 2ll; i_tail++) {
+    Allocate(t_tail); // dtype=float, dims=[2ll]
+    t_tail[0ll] = a[8ll + i_tail];
+    b[8ll + i_tail] = t_tail[0ll];
+    Free(t_tail);
+  }
+}
+)");
+  const char *Two = R"(
+kernel k(in a: f32[2], out b: f32[2]) {
+  for (int64_t i = 0ll; i < 2ll; i++) {
+    Allocate(t); // dtype=float, dims=[2ll]
+    t[0ll] = a[i];
+    b[i] = t[0ll];
+    Free(t);
+  }
+}
+)";
+  expectTransform(Two, [](LoopNest &LN) { return LN.unroll("i"); }, R"(
+kernel k(in a: f32[2], out b: f32[2]) {
+  Allocate(t_u0); // dtype=float, dims=[2ll]
+  t_u0[0ll] = a[0ll];
+  b[0ll] = t_u0[0ll];
+  Free(t_u0);
+  Allocate(t_u1); // dtype=float, dims=[2ll]
+  t_u1[0ll] = a[1ll];
+  b[1ll] = t_u1[0ll];
+  Free(t_u1);
+}
+)");
+}
+
+TEST(LoopNest, CopiesRenameExternalCallTemporaries) {
+  // A matmul into a temporary the call declares, in every iteration:
+  // unrolled, each copy declares its own.
+  const char *Text = R"(
+kernel k(in a: f32[2, 2], in b: f32[2, 2], out c: f32[2, 2, 2]) {
+  for (int64_t n = 0ll; n < 2ll; n++) {
+    t(dtype=float, sizes=[2ll, 2ll], strides=[2ll, 1ll]) = nnc_aten_matmul(buf_args={a, b}, args={});
+    for (int64_t e = 0ll; e < 4ll; e++) {
+      c[4ll * n + e] = t[e] * t[3ll - e];
+    }
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.unroll("n"); }, R"(
+kernel k(in a: f32[2, 2], in b: f32[2, 2], out c: f32[2, 2, 2]) {
+  t_u0(dtype=float, sizes=[2ll, 2ll], strides=[2ll, 1ll]) = nnc_aten_matmul(buf_args={a, b}, args={});
+  for (int64_t e_u0 = 0ll; e_u0 < 4ll; e_u0++) {
+    c[e_u0] = t_u0[e_u0] * t_u0[3ll - e_u0];
+  }
+  t_u1(dtype=float, sizes=[2ll, 2ll], strides=[2ll, 1ll]) = nnc_aten_matmul(buf_args={a, b}, args={});
+  for (int64_t e_u1 = 0ll; e_u1 < 4ll; e_u1++) {
+    c[4ll + e_u1] = t_u1[e_u1] * t_u1[3ll - e_u1];
   }
 }
 )");

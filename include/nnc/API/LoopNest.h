@@ -44,8 +44,8 @@ public:
   /// and `L_inner` (Factor iterations), plus the tail or mask for T % Factor
   /// (none when Factor divides a constant T). Always legal: the order of
   /// iterations is unchanged. `parallel` stays on the outer loop,
-  /// `vectorize` goes to the inner one. A tail copies the body, so it is
-  /// refused for a body that allocates a temporary (a mask is not).
+  /// `vectorize` goes to the inner one. Names the body binds (loops, lets,
+  /// temporaries) get the suffix `_tail` in the tail's copy.
   llvm::Error split(const std::string &L, int64_t Factor,
                     TailStrategy Strategy = TailStrategy::Tail);
 
@@ -76,9 +76,9 @@ public:
                        std::string Name = "");
 
   /// Replaces a loop with constant bounds (at most kMaxUnroll iterations) by
-  /// copies of its body; names bound inside copy k get the suffix `_u<k>`.
-  /// Refused for a body that allocates a temporary, or when the copies would
-  /// hold more than kMaxUnrolledStatements statements.
+  /// copies of its body; names bound inside copy k (loops, lets,
+  /// temporaries) get the suffix `_u<k>`. Refused when the copies would hold
+  /// more than kMaxUnrolledStatements statements.
   llvm::Error unroll(const std::string &L);
   /// Unrolls by Factor: split(L, Factor) and a full unroll of `L_inner`.
   llvm::Error unroll(const std::string &L, int64_t Factor);
