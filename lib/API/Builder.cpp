@@ -300,9 +300,9 @@ BufRef KernelBuilder::temp(std::string TName, DType T,
 
 void KernelBuilder::add(Stmt S) { Body.push_back(std::move(S)); }
 
-BufRef KernelBuilder::declared(const std::string &BName, DType T,
-                               const std::vector<ExprRef> &Dims) const {
-  return BufferNode::make(BName, T, toI64(Dims), BufferRole::Temp);
+BufRef KernelBuilder::shapeOf(const std::string &BName,
+                              const std::vector<ExprRef> &Dims) const {
+  return BufferNode::make(BName, DType::F32, toI64(Dims), BufferRole::Temp);
 }
 
 std::vector<ExprRef> KernelBuilder::axes(const BufRef &Out,

@@ -235,7 +235,7 @@ public:
   template <class Fn>
   BufRef compute(std::string Name, const std::vector<ExprRef> &Dims, Fn F,
                  std::vector<std::string> Axes = {}) {
-    BufRef Shape = declared(Name, DType::F32, Dims);
+    BufRef Shape = shapeOf(Name, Dims);
     std::vector<ExprRef> Idx = axes(Shape, Axes);
     ExprRef V = detail::callWithIndices(F, Idx);
     if (!V.expr()) {
@@ -254,8 +254,9 @@ public:
 private:
   BufRef param(std::string Name, DType T, const std::vector<ExprRef> &Dims,
                BufferRole Role, LayoutKind Layout);
-  BufRef declared(const std::string &Name, DType T,
-                  const std::vector<ExprRef> &Dims) const;
+  /// A buffer of Dims, only to name the axes of a temporary not made yet.
+  BufRef shapeOf(const std::string &Name,
+                 const std::vector<ExprRef> &Dims) const;
   std::vector<ExprRef> axes(const BufRef &Out,
                             const std::vector<std::string> &Names);
   void addComputeNest(const BufRef &Out, const std::vector<ExprRef> &Idx,
