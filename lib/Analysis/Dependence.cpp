@@ -336,6 +336,21 @@ std::string accessText(const Buffer &B, const std::vector<Expr> &Idx,
   return S;
 }
 
+/// The values [Start, Stop) takes, if both bounds are affine in the
+/// parameters alone.
+Interval rangeOf(const Expr &Start, const Expr &Stop, const Env &En) {
+  Interval R;
+  std::string Why;
+  auto A = toAffine(Start, En, Why), B = toAffine(Stop, En, Why);
+  if (!A || !B || A->hasVars() || B->hasVars()) {
+    R.Known = false;
+    return R;
+  }
+  R.Lo = A->Const;
+  R.Hi = B->Const - Poly::constant(1);
+  return R;
+}
+
 class Collector : public IRVisitor {
 public:
   explicit Collector(Env E) : En(std::move(E)) {}
@@ -366,7 +381,7 @@ protected:
   void visitFor(const For *Op) override {
     visit(Op->Start);
     visit(Op->Stop);
-    Interval R = rangeOf(Op->Start, Op->Stop);
+    Interval R = rangeOf(Op->Start, Op->Stop, En);
     auto Saved = Inner;
     auto SavedLets = En.Lets;
     enterLoop(Op->Var, R);
@@ -388,19 +403,6 @@ protected:
   }
 
 private:
-  Interval rangeOf(const Expr &Start, const Expr &Stop) {
-    std::string Why;
-    auto A = toAffine(Start, En, Why), B = toAffine(Stop, En, Why);
-    Interval R;
-    if (!A || !B || A->hasVars() || B->hasVars()) {
-      R.Known = false;
-      return R;
-    }
-    R.Lo = A->Const;
-    R.Hi = B->Const - Poly::constant(1);
-    return R;
-  }
-
   void add(const Buffer &B, const std::vector<Expr> &Idx, bool Write,
            SourceLoc L) {
     Access A;
@@ -644,11 +646,11 @@ public:
       if (!P.isBuffer() && isIntegral(P.Type))
         En.Params.insert(P.Name);
     for (const EnclosingLoop &O : Outer) {
-      Ranges[O.Var] = rangeOf(O.Start, O.Stop);
+      Ranges[O.Var] = rangeOf(O.Start, O.Stop, En);
       En.LoopVars.insert(O.Var);
       OuterVars.insert(O.Var);
     }
-    IR = rangeOf(L.Start, L.Stop);
+    IR = rangeOf(L.Start, L.Stop, En);
     TripMinus1 = IR.Hi - IR.Lo;
   }
 
@@ -676,19 +678,6 @@ public:
                   const std::string &Inner) const;
 
 private:
-  Interval rangeOf(const Expr &Start, const Expr &Stop) {
-    Interval R;
-    std::string Why;
-    auto A = toAffine(Start, En, Why), B = toAffine(Stop, En, Why);
-    if (!A || !B || A->hasVars() || B->hasVars()) {
-      R.Known = false;
-      return R;
-    }
-    R.Lo = A->Const;
-    R.Hi = B->Const - Poly::constant(1);
-    return R;
-  }
-
   SignOracle Sign;
   const For &L;
   Env En;
