@@ -247,3 +247,24 @@ TEST(Builder, EveryIntrinsicByItsName) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Builder, MoreMistakesAreErrorsFromBuild) {
+  {
+    KernelBuilder KB("k");
+    KB.compute("t", {4, 4}, [&](ExprRef i) { return castTo(DType::F32, i); });
+    expectError(KB.build().takeError(),
+                "error: kernel 'k': compute('t'): the function takes another "
+                "number of indices than the 2 dimensions");
+  }
+  {
+    KernelBuilder KB("k");
+    KB.input("x", DType::F32, {2, 3}, LayoutKind::Explicit);
+    expectError(KB.build().takeError(),
+                "error: kernel 'k': buffer 'x': explicit strides are not "
+                "supported by the builder; write the kernel as text");
+  }
+}
+
+} // namespace

@@ -306,3 +306,24 @@ kernel k(in a: f32[2ll * N + 1ll, Max(N, 3ll, 1)], out b: f32[2ll * N + 1ll], N:
 }
 
 } // namespace
+
+namespace {
+
+TEST(Compiler, MoreArgumentAndTextErrors) {
+  Function F = compiled(R"(
+kernel k(in a: f32[N / M], M: int64_t, N: int64_t) {
+}
+)");
+  std::vector<float> A(4);
+  expectError(F.call({BufferArg::of(A.data(), {4}), 0, 4}),
+              "error: argument 0 ('a') of kernel 'k': its size cannot be "
+              "evaluated");
+  expectError(F.call({BufferArg::of(A.data(), {4}, {1, 1}), 1, 4}),
+              "error: argument 0 ('a') of kernel 'k': strides [1, 1] do not "
+              "match rank 1");
+  expectError(parseKernel("kernel a() {\n}\nkernel b() {\n}\n", "", "two.nnc")
+                  .takeError(),
+              "error: two.nnc holds 2 kernels; name the one to use");
+}
+
+} // namespace
