@@ -279,7 +279,8 @@ llvm::Expected<Kernel> Compiler::pipeline(const Kernel &K,
   PO.Parallel.Grain = Opts.Grain;
   PO.Parallel.TrustParallel = Opts.TrustParallel;
   if (Remarks)
-    PO.Parallel.Remarks = {"parallelize", "fuse-conv-post-ops"};
+    PO.Parallel.Remarks = {passesWithRemarks().begin(),
+                           passesWithRemarks().end()};
   Kernel L = K;
   if (!runPasses(L, Passes, PO, Diags))
     return makeError(Diags);

@@ -354,7 +354,7 @@ protected:
     return Store::make(buf(St->Buf), St->Indices, St->Value, St->Loc);
   }
   Stmt mutateAllocate(const Allocate *Op, const Stmt &) override {
-    return Allocate::make(buf(Op->Buf), Op->Loc);
+    return Allocate::make(buf(Op->Buf), Op->Loc, Op->ZeroFill);
   }
   Stmt mutateFree(const Free *Op, const Stmt &) override {
     return Free::make(buf(Op->Buf), Op->Loc);

@@ -18,6 +18,7 @@
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
+#include "nnc/IR/Verifier.h"
 
 #include <algorithm>
 #include <map>
@@ -865,6 +866,185 @@ DependenceResult analyzeFusion(const Kernel &K, const For &First,
     }
   }
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Whole-buffer writes
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Walks a statement for writesWholeBuffer: records reads of B, and whether
+/// some write certainly covers all of B's storage.
+class CoverageFinder : public IRVisitor {
+public:
+  CoverageFinder(const Buffer &B, int64_t Extent, Env E)
+      : B(B), Extent(Extent), En(std::move(E)) {}
+
+  bool Covered = false;
+  std::optional<SourceLoc> ReadLoc;
+  std::string Why; ///< Why the first write of B that fell short did.
+
+protected:
+  void visitLoad(const Load *Op) override {
+    if (Op->Buf == B && !ReadLoc)
+      ReadLoc = Op->Loc;
+    IRVisitor::visitLoad(Op);
+  }
+  void visitStore(const Store *Op) override {
+    IRVisitor::visitStore(Op);
+    if (Op->Buf == B && !Covered)
+      tryStore(*Op);
+  }
+  void visitLet(const Let *Op) override {
+    IRVisitor::visitLet(Op);
+    En.Lets[Op->Name] = Op->Value;
+  }
+  void visitFor(const For *Op) override {
+    visit(Op->Start);
+    visit(Op->Stop);
+    auto Start = getConstInt(Op->Start);
+    auto Trip = constantTripCount(*Op);
+    Loops.push_back({Op->Var, Start.value_or(0), Trip.value_or(-1)});
+    En.LoopVars.insert(Op->Var);
+    visit(Op->Body);
+    En.LoopVars.erase(Op->Var);
+    Loops.pop_back();
+  }
+  void visitCond(const Cond *Op) override {
+    visit(Op->C);
+    ++Conditional;
+    visit(Op->Then);
+    if (Op->Else)
+      visit(Op->Else);
+    --Conditional;
+  }
+  void visitExternalCall(const ExternalCall *Op) override {
+    IRVisitor::visitExternalCall(Op);
+    for (const BufferView &V : Op->Args)
+      if (V.Buf == B && !ReadLoc)
+        ReadLoc = Op->Loc;
+    for (const PostOp &P : Op->PostOps)
+      if (P.Other && P.Other->Buf == B && !ReadLoc)
+        ReadLoc = Op->Loc;
+    if (Op->Out.Buf != B || Covered)
+      return;
+    // The callee writes every element of the view, which covers the storage
+    // when it is the buffer's own layout.
+    bool SameLayout = Op->Out.Strides.size() == B->Strides.size();
+    for (size_t I = 0; SameLayout && I < B->Strides.size(); ++I)
+      SameLayout = getConstInt(Op->Out.Strides[I]) &&
+                   getConstInt(Op->Out.Strides[I]) == getConstInt(B->Strides[I]);
+    if (Conditional)
+      fallShort(Op->Loc, "is conditional");
+    else if (!SameLayout || !isDenseConstantStorage(B->Dims, B->Strides))
+      fallShort(Op->Loc, "describes another layout");
+    else
+      Covered = true;
+  }
+  void visitParallelCall(const ParallelCall *Op) override {
+    IRVisitor::visitParallelCall(Op);
+    for (const TaskArg &A : Op->Args)
+      if (A.Buf == B && !ReadLoc)
+        ReadLoc = Op->Loc; // Outlined: not analysed.
+  }
+
+private:
+  struct Loop {
+    std::string Var;
+    int64_t Start, Trip; ///< Trip is -1 when not a constant.
+  };
+
+  void fallShort(SourceLoc L, const std::string &What) {
+    if (Why.empty())
+      Why = "the write at " + std::to_string(L.Line) + ":" +
+            std::to_string(L.Col) + " " + What;
+  }
+
+  /// Whether the store, run for every iteration of the loops around it,
+  /// writes each offset in [0, Extent): its offset must be a mixed-radix
+  /// numbering of the iterations (coefficients 1, n1, n1*n2, ... in some
+  /// order, n the trip counts) starting at 0.
+  void tryStore(const Store &St) {
+    if (Conditional)
+      return fallShort(St.Loc, "is conditional");
+    for (const Loop &L : Loops)
+      if (L.Trip < 1)
+        return fallShort(St.Loc, "is in loop '" + L.Var +
+                                     "', whose trip count is not a positive "
+                                     "constant");
+    std::string Ignored;
+    std::optional<Affine> Addr = Affine();
+    if (St.Indices.size() == 1 && B->rank() != 1)
+      Addr = toAffine(St.Indices[0], En, Ignored);
+    else
+      for (size_t D = 0; D < St.Indices.size() && Addr; ++D) {
+        auto I = toAffine(St.Indices[D], En, Ignored);
+        auto S = getConstInt(B->Strides[D]);
+        Addr = I && S ? std::optional(*Addr + I->scaled(Poly::constant(*S)))
+                      : std::nullopt;
+      }
+    auto Base = Addr && !Addr->overflow() ? Addr->Const.constValue()
+                                          : std::nullopt;
+    if (!Base)
+      return fallShort(St.Loc, "has an index that is not affine in its loops");
+    // Terms (|c|, n); a negative coefficient runs the same offsets backward.
+    __int128 Lowest = *Base;
+    std::vector<std::pair<__int128, __int128>> Terms;
+    for (const Loop &L : Loops) {
+      auto It = Addr->Coef.find(L.Var);
+      if (It == Addr->Coef.end())
+        continue;
+      auto C = It->second.constValue();
+      if (!C)
+        return fallShort(St.Loc, "has a symbolic coefficient");
+      Lowest += __int128(*C) * L.Start + (*C < 0 ? __int128(*C) * (L.Trip - 1) : 0);
+      if (L.Trip > 1)
+        Terms.push_back({*C < 0 ? -__int128(*C) : __int128(*C), L.Trip});
+    }
+    std::sort(Terms.begin(), Terms.end());
+    __int128 Next = 1;
+    for (const auto &[C, N] : Terms)
+      Next = C == Next ? C * N : -1;
+    if (Lowest != 0 || Next != Extent)
+      return fallShort(St.Loc, "does not write each of its " +
+                                   std::to_string(Extent) +
+                                   " elements exactly once");
+    Covered = true;
+  }
+
+  const Buffer &B;
+  int64_t Extent;
+  Env En;
+  std::vector<Loop> Loops;
+  unsigned Conditional = 0;
+};
+
+} // namespace
+
+bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
+                       std::string &Why) {
+  auto Extent = constantStorageSize(B->Dims, B->Strides);
+  if (!Extent) {
+    Why = "its size is not a constant";
+    return false;
+  }
+  Env En;
+  for (const Param &P : K.Params)
+    if (!P.isBuffer() && isIntegral(P.Type))
+      En.Params.insert(P.Name);
+  CoverageFinder F(B, *Extent, std::move(En));
+  F.visit(S);
+  auto At = [](SourceLoc L) {
+    return std::to_string(L.Line) + ":" + std::to_string(L.Col);
+  };
+  if (F.ReadLoc)
+    Why = "it is read at " + At(*F.ReadLoc);
+  else if (!F.Covered)
+    Why = F.Why.empty() ? "the statement at " + At(S->Loc) +
+                              " does not write all of it"
+                        : F.Why;
+  return F.Covered && !F.ReadLoc;
 }
 
 } // namespace nnc

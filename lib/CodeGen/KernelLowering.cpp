@@ -310,8 +310,10 @@ private:
   void lower(const Stmt &S);
   void lowerFor(const For *Op);
   void lowerCond(const Cond *Op);
+  /// Storage for a temporary, zero-filled if ZeroFill.
   void allocateTemp(const Buffer &Buf, const std::vector<Expr> &Dims,
-                    const std::vector<Expr> &Strides, SourceLoc Loc);
+                    const std::vector<Expr> &Strides, SourceLoc Loc,
+                    bool ZeroFill);
   void releaseTemp(const Buffer &Buf);
   void lowerExternalCall(const ExternalCall *Op);
   void lowerParallelCall(const ParallelCall *Op);
@@ -753,7 +755,8 @@ void KernelLowering::lower(const Stmt &S) {
     return lowerCond(cast<Cond>(S));
   case StmtKind::Allocate: {
     auto *A = cast<Allocate>(S);
-    return allocateTemp(A->Buf, A->Buf->Dims, A->Buf->Strides, A->Loc);
+    return allocateTemp(A->Buf, A->Buf->Dims, A->Buf->Strides, A->Loc,
+                        A->ZeroFill);
   }
   case StmtKind::Free:
     return releaseTemp(cast<Free>(S)->Buf);
@@ -826,7 +829,7 @@ void KernelLowering::lowerCond(const Cond *Op) {
 void KernelLowering::allocateTemp(const Buffer &Buf,
                                   const std::vector<Expr> &DimEs,
                                   const std::vector<Expr> &StrideEs,
-                                  SourceLoc Loc) {
+                                  SourceLoc Loc, bool ZeroFill) {
   BufInfo &BI = Bufs[Buf.get()];
   BI.Dims = lowerAllI64(DimEs);
   BI.Strides = lowerAllI64(StrideEs);
@@ -840,8 +843,9 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
     BI.Stack->setAlignment(Align(64));
     BI.Base = BI.Stack;
     BI.Extent = B.getInt64(*Elems);
-    B.CreateMemSet(BI.Base, B.getInt8(0), B.getInt64(*Elems * Size),
-                   Align(64));
+    if (ZeroFill)
+      B.CreateMemSet(BI.Base, B.getInt8(0), B.getInt64(*Elems * Size),
+                     Align(64));
     return;
   }
   Value *Negative = B.getFalse();
@@ -861,8 +865,9 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
   // An Allocate that runs again (in a loop) first releases the old storage.
   B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {P}),
                {B.CreateLoad(P, BI.HeapSlot)});
-  Value *Mem = B.CreateCall(runtimeFn("nnc_runtime_alloc", P, {B.getInt64Ty()}),
-                            {Bytes});
+  Value *Mem = B.CreateCall(
+      runtimeFn("nnc_runtime_alloc", P, {B.getInt64Ty(), B.getInt32Ty()}),
+      {Bytes, B.getInt32(ZeroFill)});
   B.CreateStore(Mem, BI.HeapSlot);
   checkError(B.CreateIsNull(Mem), ErrorKind::AllocationTooLarge, Loc,
              Buf->Name);
@@ -880,8 +885,11 @@ void KernelLowering::releaseTemp(const Buffer &Buf) {
 }
 
 void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
+  // The callee writes every element of its output: storage without gaps
+  // needs no zero-fill.
   if (Op->DeclaresOut)
-    allocateTemp(Op->Out.Buf, Op->Out.Sizes, Op->Out.Strides, Op->Loc);
+    allocateTemp(Op->Out.Buf, Op->Out.Sizes, Op->Out.Strides, Op->Loc,
+                 !isDenseConstantStorage(Op->Out.Sizes, Op->Out.Strides));
   std::vector<const BufferView *> Views = {&Op->Out};
   for (const BufferView &V : Op->Args)
     Views.push_back(&V);

@@ -319,8 +319,8 @@ Stmt Cond::make(Expr C, Stmt Then, Stmt Else, SourceLoc L) {
                                 L);
 }
 
-Stmt Allocate::make(Buffer B, SourceLoc L) {
-  return std::make_shared<Allocate>(std::move(B), L);
+Stmt Allocate::make(Buffer B, SourceLoc L, bool ZeroFill) {
+  return std::make_shared<Allocate>(std::move(B), L, ZeroFill);
 }
 
 Stmt Free::make(Buffer B, SourceLoc L) {

@@ -29,6 +29,20 @@ std::optional<int64_t> constantStorageSize(const std::vector<Expr> &Dims,
   return Empty ? 0 : static_cast<int64_t>(Size);
 }
 
+bool isDenseConstantStorage(const std::vector<Expr> &Dims,
+                            const std::vector<Expr> &Strides) {
+  auto Spanned = constantStorageSize(Dims, Strides);
+  __int128 Elements = 1;
+  for (const Expr &D : Dims) {
+    auto C = getConstInt(D);
+    if (!C)
+      return false;
+    Elements = std::min<__int128>(Elements * std::max<int64_t>(*C, 0),
+                                  __int128(INT64_MAX) + 1);
+  }
+  return Spanned && Elements == *Spanned;
+}
+
 namespace {
 
 /// Stops the walk once this many errors are reported.

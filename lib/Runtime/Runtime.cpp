@@ -14,8 +14,22 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <vector>
 
 #include <omp.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NNC_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(NNC_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+#ifndef ASAN_POISON_MEMORY_REGION
+#define ASAN_POISON_MEMORY_REGION(Addr, Size) ((void)(Addr), (void)(Size))
+#define ASAN_UNPOISON_MEMORY_REGION(Addr, Size) ((void)(Addr), (void)(Size))
+#endif
 
 namespace {
 
@@ -30,6 +44,13 @@ thread_local int32_t SavedOMPThreads = 0;
 /// rest; more chunks cost more than they save on small regions (measured in
 /// docs/performance.md: 15.6 us with 1, 16.6 with 2, 21.3 with 4 per thread).
 constexpr int64_t kChunksPerThread = 2;
+
+/// One thread's range of chunks in nnc_parallel_for: the next one to run,
+/// taken by its owner and, once they are done with theirs, by the others.
+struct alignas(64) Cursor {
+  std::atomic<int64_t> Next;
+  int64_t End;
+};
 
 //===--- Tracing -----------------------------------------------------------===//
 
@@ -56,6 +77,85 @@ void record(std::string Name, int64_t Begin) {
   std::lock_guard<std::mutex> L(TraceMu);
   Spans.push_back({std::move(Name), Tid, Begin, End});
 }
+
+//===--- Heap temporaries --------------------------------------------------===//
+
+/// Bytes before each block: its size, and the block's 64-byte alignment.
+constexpr size_t kHeaderBytes = 64;
+/// What a thread keeps of the blocks it frees (kernels allocate the same
+/// temporaries on every call): a few, none larger than kMaxCachedBytes.
+constexpr size_t kMaxCachedBlocks = 8;
+constexpr size_t kMaxCachedBytes = size_t(256) << 20;
+
+size_t blockSize(void *P) {
+  return *reinterpret_cast<size_t *>(static_cast<char *>(P) - kHeaderBytes);
+}
+
+/// Freed blocks, kept by the thread that freed them for its next
+/// allocations: a temporary allocated on every call then costs neither a
+/// page fault per page (glibc maps large blocks afresh) nor the trip of its
+/// lines to another core.
+class BlockCache {
+public:
+  ~BlockCache() { releaseAll(); }
+
+  /// A cached block of Size to 2 * Size bytes, or null.
+  void *take(size_t Size) {
+    size_t Best = Cached.size();
+    for (size_t I = 0; I < Cached.size(); ++I)
+      if (blockSize(Cached[I]) >= Size && blockSize(Cached[I]) <= 2 * Size &&
+          (Best == Cached.size() ||
+           blockSize(Cached[I]) < blockSize(Cached[Best])))
+        Best = I;
+    if (Best == Cached.size())
+      return nullptr;
+    void *P = Cached[Best];
+    Cached.erase(Cached.begin() + Best);
+    Bytes -= blockSize(P);
+    unpoison(P);
+    return P;
+  }
+
+  void give(void *P) {
+    size_t Size = blockSize(P);
+    if (Size > kMaxCachedBytes) {
+      release(P);
+      return;
+    }
+    // The oldest blocks go first.
+    while (!Cached.empty() && (Cached.size() >= kMaxCachedBlocks ||
+                               Bytes + Size > kMaxCachedBytes)) {
+      Bytes -= blockSize(Cached.front());
+      unpoison(Cached.front());
+      release(Cached.front());
+      Cached.erase(Cached.begin());
+    }
+    Cached.push_back(P);
+    Bytes += Size;
+    poison(P);
+  }
+
+  void releaseAll() {
+    for (void *P : Cached) {
+      unpoison(P);
+      release(P);
+    }
+    Cached.clear();
+    Bytes = 0;
+  }
+
+private:
+  static void release(void *P) { std::free(static_cast<char *>(P) - kHeaderBytes); }
+  // Under AddressSanitizer a cached block stays unaddressable until reused.
+  static void poison(void *P) { ASAN_POISON_MEMORY_REGION(P, blockSize(P)); }
+  static void unpoison(void *P) {
+    ASAN_UNPOISON_MEMORY_REGION(P, blockSize(P));
+  }
+
+  std::vector<void *> Cached;
+  size_t Bytes = 0;
+};
+thread_local BlockCache Blocks;
 
 int32_t failWith(std::string Msg) {
   LastError = std::move(Msg);
@@ -155,19 +255,31 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
 
 extern "C" {
 
-void *nnc_runtime_alloc(int64_t Bytes) {
+void *nnc_runtime_alloc(int64_t Bytes, int32_t Zero) {
   if (Bytes < 0)
     return nullptr;
-  size_t Rounded = (static_cast<size_t>(Bytes) + 63) / 64 * 64;
-  void *P = std::aligned_alloc(64, Rounded ? Rounded : 64);
-  if (P)
-    std::memset(P, 0, Rounded);
-  else
-    LastError = "out of memory allocating " + std::to_string(Bytes) + " bytes";
+  size_t Size = std::max<size_t>((static_cast<size_t>(Bytes) + 63) / 64 * 64, 64);
+  void *P = Blocks.take(Size);
+  if (!P) {
+    auto *Q = static_cast<char *>(std::aligned_alloc(64, Size + kHeaderBytes));
+    if (!Q) {
+      LastError = "out of memory allocating " + std::to_string(Bytes) + " bytes";
+      return nullptr;
+    }
+    *reinterpret_cast<size_t *>(Q) = Size;
+    P = Q + kHeaderBytes;
+  }
+  if (Zero)
+    std::memset(P, 0, Size);
   return P;
 }
 
-void nnc_runtime_free(void *P) { std::free(P); }
+void nnc_runtime_free(void *P) {
+  if (P)
+    Blocks.give(P);
+}
+
+void nnc_runtime_release_cached_memory() { Blocks.releaseAll(); }
 
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
 
@@ -241,16 +353,7 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
   std::mutex Mu;
   std::string Why;
   bool Trace = Tracing.load(std::memory_order_relaxed);
-  // Thread t runs chunk t, then takes chunks from one atomic counter: as
-  // dynamic as schedule(dynamic, 1) (a descheduled thread holds up at most
-  // its first chunk), without the cost of libomp's dispatcher (about 3 us
-  // per region, docs/performance.md).
-  std::atomic<int64_t> Next{0};
-#pragma omp parallel num_threads(Threads)
-  for (int64_t Team = omp_get_num_threads(), C = omp_get_thread_num();
-       C < Chunks; C = Team + Next.fetch_add(1, std::memory_order_relaxed)) {
-    if (First.load(std::memory_order_relaxed) != 0)
-      break;
+  auto RunChunk = [&](int64_t C) {
     int64_t B = Start + C * Size, E = std::min(Stop, B + Size);
     int64_t T0 = Trace ? nowNs() : 0;
     int32_t Status = Body(B, E, Env);
@@ -263,6 +366,27 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
         std::lock_guard<std::mutex> L(Mu);
         Why = LastError; // The worker's message travels to the caller.
       }
+    }
+  };
+  // Thread t owns a contiguous range of chunks and runs it in order, so each
+  // thread touches the same part of the buffers on every call (its caches
+  // keep them, and a following library call split the same way finds them
+  // there). A thread done with its range takes the next chunks of the
+  // others' ranges: a descheduled thread holds up at most the chunk it is in.
+  std::vector<Cursor> Cursors(Threads);
+  for (int32_t T = 0; T < Threads; ++T) {
+    Cursors[T].Next = Chunks * T / Threads;
+    Cursors[T].End = Chunks * (T + 1) / Threads;
+  }
+#pragma omp parallel num_threads(Threads)
+  {
+    int32_t Me = omp_get_thread_num();
+    for (int32_t K = 0; K < Threads; ++K) {
+      Cursor &Cur = Cursors[(Me + K) % Threads];
+      for (int64_t C = Cur.Next.fetch_add(1, std::memory_order_relaxed);
+           C < Cur.End && First.load(std::memory_order_relaxed) == 0;
+           C = Cur.Next.fetch_add(1, std::memory_order_relaxed))
+        RunChunk(C);
     }
   }
   int32_t Status = First.load();

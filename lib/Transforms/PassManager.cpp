@@ -35,6 +35,8 @@ std::vector<std::string> buildDefaultPipeline() {
   return {
       // First, so that fused loops are neither analysed nor parallelized.
       "fuse-conv-post-ops",
+      // Which temporaries are written in full before being read.
+      "elide-zero-fill",
       // Decide which loops run in parallel; needs the verified, serial IR.
       "parallelize",
       // Then make every parallel loop a task; codegen sees serial loops only.
@@ -46,6 +48,12 @@ std::vector<std::string> registeredPasses() {
   std::vector<std::string> Names;
   for (const PassInfo &P : Registry)
     Names.push_back(P.Name);
+  return Names;
+}
+
+const std::vector<std::string> &passesWithRemarks() {
+  static const std::vector<std::string> Names = {
+      "elide-zero-fill", "fuse-conv-post-ops", "parallelize"};
   return Names;
 }
 

@@ -123,7 +123,7 @@ static cl::opt<bool>
 static cl::list<std::string>
     Remarks("remarks", cl::value_desc("pass"), cl::CommaSeparated,
             cl::desc("Explain the decisions of a pass (parallelize, "
-                     "fuse-conv-post-ops)"),
+                     "fuse-conv-post-ops, elide-zero-fill)"),
             cl::cat(Category));
 static cl::opt<unsigned>
     Timeout("timeout", cl::value_desc("seconds"), cl::init(0),
@@ -250,10 +250,16 @@ int main(int argc, char **argv) {
   }
   Opts.Pipeline.Parallel.TrustParallel = TrustParallel;
   auto Known = nnc::registeredPasses();
+  const auto &WithRemarks = nnc::passesWithRemarks();
   for (const std::string &P : Remarks) {
-    if (P != "parallelize" && P != "fuse-conv-post-ops")
-      return Fail("--remarks: no remarks from pass '" + P +
-                  "' (known: fuse-conv-post-ops, parallelize)");
+    if (std::find(WithRemarks.begin(), WithRemarks.end(), P) ==
+        WithRemarks.end()) {
+      std::string List;
+      for (const std::string &N : WithRemarks)
+        List += (List.empty() ? "" : ", ") + N;
+      return Fail("--remarks: no remarks from pass '" + P + "' (known: " +
+                  List + ")");
+    }
     Opts.Pipeline.Parallel.Remarks.insert(P);
   }
   if (PrintAfter) {

@@ -136,7 +136,8 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   Compiler C;
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
-              "fuse-conv-post-ops, parallelize, outline-parallel)");
+              "fuse-conv-post-ops, elide-zero-fill, parallelize, "
+              "outline-parallel)");
   CompileOptions Bad;
   Bad.CPU = "not-a-cpu";
   Compiler BadC(Bad);

@@ -420,9 +420,14 @@ public:
 class Allocate final : public StmtNode {
 public:
   const Buffer Buf;
-  Allocate(Buffer B, SourceLoc L)
-      : StmtNode(StmtKind::Allocate, L), Buf(std::move(B)) {}
-  static Stmt make(Buffer B, SourceLoc L = {});
+  /// Whether compiled code zero-fills the storage. The contents of a
+  /// temporary start undefined; the zero-fill only makes a kernel that reads
+  /// before writing deterministic. The elide-zero-fill pass clears it where
+  /// every element is written before any is read. Not part of the text.
+  const bool ZeroFill;
+  Allocate(Buffer B, SourceLoc L, bool ZeroFill)
+      : StmtNode(StmtKind::Allocate, L), Buf(std::move(B)), ZeroFill(ZeroFill) {}
+  static Stmt make(Buffer B, SourceLoc L = {}, bool ZeroFill = true);
   static bool classof(const StmtNode *S) {
     return S->Kind == StmtKind::Allocate;
   }

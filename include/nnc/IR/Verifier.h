@@ -23,6 +23,11 @@ bool verifyModule(const Module &M, DiagnosticEngine &Diags);
 /// 0 when a dim is 0), if every dim and stride is a constant.
 std::optional<int64_t> constantStorageSize(const std::vector<Expr> &Dims,
                                            const std::vector<Expr> &Strides);
+/// Whether every element such storage spans belongs to the buffer (the
+/// strides lay the elements out without gaps or overlaps), if every dim and
+/// stride is a constant.
+bool isDenseConstantStorage(const std::vector<Expr> &Dims,
+                            const std::vector<Expr> &Strides);
 
 } // namespace nnc
 

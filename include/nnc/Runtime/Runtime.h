@@ -14,9 +14,13 @@
 #include <vector>
 
 extern "C" {
-/// 64-byte aligned, zero-filled storage of Bytes bytes, or null.
-void *nnc_runtime_alloc(int64_t Bytes);
+/// 64-byte aligned storage of Bytes bytes, zero-filled if Zero is non-zero,
+/// or null. A freed block is kept by the freeing thread (up to 8 blocks and
+/// 256 MiB) and serves its next allocations of about the same size.
+void *nnc_runtime_alloc(int64_t Bytes, int32_t Zero);
 void nnc_runtime_free(void *P);
+/// Frees the blocks the calling thread keeps.
+void nnc_runtime_release_cached_memory();
 /// The message of the last failure on this thread ("" if none).
 const char *nnc_runtime_last_error();
 

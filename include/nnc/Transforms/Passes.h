@@ -4,6 +4,7 @@
 // default pipeline (buildDefaultPipeline) runs, in order:
 //
 //   fuse-conv-post-ops  fold elementwise loops after convolutions into them
+//   elide-zero-fill     skip zero-filling temporaries written in full first
 //   parallelize         mark loop nests without loop-carried dependence parallel
 //   outline-parallel    turn every parallel loop into a task + nnc_parallel_for
 //
@@ -46,7 +47,7 @@ struct PassOptions {
   /// Trust `/* parallel */` marks in the input instead of checking them.
   bool TrustParallel = false;
   /// Passes that explain their decisions as remarks ("parallelize",
-  /// "fuse-conv-post-ops").
+  /// "fuse-conv-post-ops", "elide-zero-fill").
   std::set<std::string> Remarks;
   bool remarks(const std::string &Pass) const { return Remarks.count(Pass); }
 };
@@ -61,6 +62,9 @@ bool parallelizeLoops(Kernel &K, const PassOptions &Opts,
 bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
                      DiagnosticEngine &Diags);
 
+/// elide-zero-fill: marks the Allocates whose temporary is written in full
+/// before any read not to be zero-filled.
+bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 /// outline-parallel: every parallel loop becomes a task kernel over
 /// [begin, end) plus a ParallelCall that passes its closure.
 bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
@@ -82,6 +86,8 @@ struct PipelineOptions {
 std::vector<std::string> buildDefaultPipeline();
 /// Every registered pass name.
 std::vector<std::string> registeredPasses();
+/// The passes that explain their decisions as remarks, sorted.
+const std::vector<std::string> &passesWithRemarks();
 
 /// Runs the named passes on K, verifying after each; false after an error.
 bool runPasses(Kernel &K, const std::vector<std::string> &Passes,
