@@ -1,0 +1,124 @@
+//===- WholeBufferWriteTest.cpp - writesWholeBuffer -----------------------===//
+#include "../TestUtil.h"
+#include "nnc/Analysis/Dependence.h"
+
+using namespace nnc;
+
+namespace {
+
+/// Asks writesWholeBuffer about the statement right after `Allocate(t)` in a
+/// kernel with parameters Params, temporary t of Dims, and Body after it.
+/// Returns "" when it proves the write, else its reason.
+std::string whyNot(const std::string &Params, const std::string &Dims,
+                   const std::string &Body) {
+  Module M = test::parse("kernel k(" + Params + ") {\n  Allocate(t); " +
+                         "// dtype=float, dims=[" + Dims + "]\n" + Body +
+                         "\n  Free(t);\n}\n");
+  const Kernel &K = M.Kernels.at(0);
+  const auto &Stmts = cast<Block>(K.Body)->Stmts;
+  auto *A = cast<Allocate>(Stmts.at(0));
+  std::string Why;
+  bool Whole = writesWholeBuffer(K, Stmts.at(1), A->Buf, Why);
+  EXPECT_EQ(Whole, Why.empty()) << Why;
+  return Why;
+}
+
+const char *X = "in x: f32[16, 64], out y: f32[1]";
+
+} // namespace
+
+TEST(WholeBufferWrite, ProvesNestsThatNumberEveryElement) {
+  // Flat and multi-dimensional indices, in either loop order.
+  EXPECT_EQ(whyNot(X, "16ll, 64ll",
+                   "for (int64_t i = 0ll; i < 16ll; i++) {\n"
+                   "  for (int64_t j = 0ll; j < 64ll; j++) {\n"
+                   "    t[64ll * i + j] = x[i, j];\n  }\n}"),
+            "");
+  EXPECT_EQ(whyNot(X, "16ll, 64ll",
+                   "for (int64_t j = 0ll; j < 64ll; j++) {\n"
+                   "  for (int64_t i = 0ll; i < 16ll; i++) {\n"
+                   "    t[i, j] = x[i, j];\n  }\n}"),
+            "");
+  // Reversed, shifted start, a let, and a loop of one iteration.
+  EXPECT_EQ(whyNot(X, "64ll",
+                   "for (int64_t i = 1ll; i < 65ll; i++) {\n"
+                   "  for (int64_t u = 3ll; u < 4ll; u++) {\n"
+                   "    int64_t r = 64ll - i;\n"
+                   "    t[r] = x[0ll, r];\n  }\n}"),
+            "");
+  // The seed's layout: NHWC offsets into a temporary declared NCHW.
+  EXPECT_EQ(whyNot("in x: f32[1, 8, 4, 4] channels_last, out y: f32[1]",
+                   "1ll, 8ll, 4ll, 4ll",
+                   "for (int64_t h = 0ll; h < 4ll; h++) {\n"
+                   "  for (int64_t w = 0ll; w < 4ll; w++) {\n"
+                   "    for (int64_t c = 0ll; c < 8ll; c++) {\n"
+                   "      t[(c + 8ll * w) + 32ll * h] = x[0ll, c, h, w];\n"
+                   "    }\n  }\n}"),
+            "");
+  // A covering store next to a partial one; an inner loop that repeats.
+  EXPECT_EQ(whyNot(X, "64ll",
+                   "for (int64_t i = 0ll; i < 64ll; i++) {\n"
+                   "  for (int64_t r = 0ll; r < 2ll; r++) {\n"
+                   "    t[i] = x[r, i];\n  }\n"
+                   "  t[0ll] = 1.f;\n}"),
+            "");
+}
+
+TEST(WholeBufferWrite, ProvesExternalCallOutputs) {
+  EXPECT_EQ(whyNot("in a: f32[4, 8], in b: f32[8, 4], out y: f32[1]",
+                   "4ll, 4ll", "  t = nnc_aten_matmul(buf_args={a, b}, args={})"),
+            "");
+}
+
+TEST(WholeBufferWrite, RefusesPartialOrOverlappingWrites) {
+  const char *Short = "does not write each of its 64 elements exactly once";
+  EXPECT_EQ(whyNot(X, "64ll",
+                   "for (int64_t i = 0ll; i < 32ll; i++) {\n"
+                   "  t[i] = 1.f;\n}"),
+            std::string("the write at 4:3 ") + Short);
+  EXPECT_EQ(whyNot(X, "64ll",
+                   "for (int64_t i = 0ll; i < 64ll; i++) {\n"
+                   "  t[i / 2ll] = 1.f;\n}"),
+            "the write at 4:3 has an index that is not affine in its loops");
+  // Stride 2, an overlap, and an offset.
+  for (const char *Index : {"2ll * i", "i + j", "i + 1ll"})
+    EXPECT_EQ(whyNot(X, "64ll",
+                     std::string("for (int64_t i = 0ll; i < 32ll; i++) {\n"
+                                 "  for (int64_t j = 0ll; j < 2ll; j++) {\n"
+                                 "    t[") +
+                         Index + "] = 1.f;\n  }\n}"),
+              std::string("the write at 5:5 ") + Short)
+        << Index;
+  // The output of an external call in another layout.
+  EXPECT_EQ(whyNot("in a: f32[4, 8], in b: f32[8, 4], out y: f32[1]",
+                   "4ll, 4ll",
+                   "  t(dtype=float, sizes=[4ll, 4ll], strides=[1ll, 4ll]) = "
+                   "nnc_aten_matmul(buf_args={a, b}, args={})"),
+            "the write at 3:3 describes another layout");
+}
+
+TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
+  EXPECT_EQ(whyNot(X, "64ll",
+                   "for (int64_t i = 0ll; i < 64ll; i++) {\n"
+                   "  t[i] = t[i] + 1.f;\n}"),
+            "it is read at 4:10");
+  EXPECT_EQ(whyNot("in a: f32[4, 8], in b: f32[8, 4], out y: f32[4, 4]",
+                   "8ll, 4ll",
+                   "  y = nnc_aten_matmul(buf_args={a, t}, args={})"),
+            "it is read at 3:3");
+  EXPECT_EQ(whyNot(X, "64ll",
+                   "for (int64_t i = 0ll; i < 64ll; i++) {\n"
+                   "  if (i<60ll ? 1 : 0) {\n    t[i] = 1.f;\n  }\n}"),
+            "the write at 5:5 is conditional");
+  EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "64ll",
+                   "for (int64_t i = 0ll; i < n; i++) {\n"
+                   "  t[i] = 1.f;\n}"),
+            "the write at 4:3 is in loop 'i', whose trip count is not a "
+            "positive constant");
+  EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "n",
+                   "for (int64_t i = 0ll; i < n; i++) {\n"
+                   "  t[i] = 1.f;\n}"),
+            "its size is not a constant");
+  EXPECT_EQ(whyNot(X, "64ll", "  y[0ll] = 1.f;"),
+            "the statement at 3:3 does not write all of it");
+}
