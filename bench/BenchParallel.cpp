@@ -2,8 +2,9 @@
 //
 // In one process (these machines are shared and noisy):
 //  - the seed kernel (NHWC relu(a + b) feeding a 3x3 conv by ExternalCall)
-//    under --parallel=outputs and --parallel=all: the elementwise stage's
-//    time, read from trace spans;
+//    under --parallel=outputs and --parallel=all, with and without
+//    elide-zero-fill, and both policies run in turn: the elementwise stage's
+//    median time (and with the Allocate of its temporary), from trace spans;
 //  - an elementwise kernel at 1 and 2 threads against the same loop written
 //    with `#pragma omp parallel for`, also with another thread busy on one
 //    core;
@@ -22,6 +23,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -98,13 +100,17 @@ KernelJIT &jit() {
   return *J;
 }
 
-/// Compiles kernel Name of Text under a policy, with its arguments.
+/// Compiles kernel Name of Text under a policy, with its arguments, through
+/// the default pipeline less the passes in Skip.
 Compiled &compiled(const char *Text, const std::string &Name, ParallelMode Mode,
-                   std::vector<std::string> Params = {}) {
+                   std::vector<std::string> Params = {},
+                   const std::vector<std::string> &Skip = {}) {
   static std::map<std::string, Compiled> Cache;
   std::string Key = Name + "/" + std::to_string(static_cast<int>(Mode));
   for (const std::string &P : Params)
     Key += "/" + P;
+  for (const std::string &P : Skip)
+    Key += "/-" + P;
   auto It = Cache.find(Key);
   if (It != Cache.end())
     return It->second;
@@ -117,7 +123,11 @@ Compiled &compiled(const char *Text, const std::string &Name, ParallelMode Mode,
   PipelineOptions P;
   P.Parallel.Mode = Mode;
   P.Parallel.Threads = 2;
-  if (!runPasses(C.K, buildDefaultPipeline(), P, Diags))
+  std::vector<std::string> Passes;
+  for (const std::string &Pass : buildDefaultPipeline())
+    if (std::find(Skip.begin(), Skip.end(), Pass) == Skip.end())
+      Passes.push_back(Pass);
+  if (!runPasses(C.K, Passes, P, Diags))
     die("pipeline failed");
   auto CK = jit().compile(C.K);
   if (!CK)
@@ -135,33 +145,83 @@ void run(Compiled &C) {
     die("kernel failed");
 }
 
-/// Sum of the spans of loop statements (not external calls) in the trace.
-double loopMicros() {
+/// Sum of the trace spans of the statements whose names contain one of
+/// Kinds (": for ", ": Allocate "...).
+double spanMicros(std::initializer_list<const char *> Kinds) {
   double Us = 0;
   for (const TraceSpan &S : traceSpans())
-    if (S.Name.find(": for ") != std::string::npos ||
-        S.Name.find(": parallel for ") != std::string::npos)
-      Us += S.DurationUs;
+    for (const char *K : Kinds)
+      if (S.Name.find(K) != std::string::npos)
+        Us += S.DurationUs;
   return Us;
+}
+
+/// Loop statements (not external calls), serial or parallel.
+double loopMicros() { return spanMicros({": for ", ": parallel for "}); }
+
+double median(std::vector<double> V) {
+  std::sort(V.begin(), V.end());
+  return V.empty() ? 0 : V[V.size() / 2];
 }
 
 //===--- The seed kernel under each policy ---------------------------------===//
 
-void seed(benchmark::State &S, ParallelMode Mode) {
+struct SeedTimes {
+  double StageUs, AllocUs;
+};
+
+/// Runs the seed once, traced: its elementwise stage and its Allocate.
+SeedTimes runSeed(Compiled &C) {
+  enableTracing(true);
+  run(C);
+  enableTracing(false);
+  return {loopMicros(), spanMicros({": Allocate "})};
+}
+
+void seed(benchmark::State &S, ParallelMode Mode,
+          const std::vector<std::string> &Skip = {}) {
   nnc_runtime_set_num_threads(2);
-  Compiled &C = compiled(SeedText, "seed", Mode);
-  double StageUs = 0;
+  Compiled &C = compiled(SeedText, "seed", Mode, {}, Skip);
+  std::vector<double> Stage, WithAlloc;
   for (auto _ : S) {
-    enableTracing(true);
-    run(C);
-    enableTracing(false);
-    StageUs += loopMicros();
+    SeedTimes T = runSeed(C);
+    Stage.push_back(T.StageUs);
+    WithAlloc.push_back(T.StageUs + T.AllocUs);
   }
-  S.counters["elementwise_stage_us"] = StageUs / S.iterations();
+  S.counters["elementwise_stage_us"] = median(Stage);
+  S.counters["alloc_and_stage_us"] = median(WithAlloc);
   nnc_runtime_set_num_threads(0);
 }
 void BM_Seed_Outputs(benchmark::State &S) { seed(S, ParallelMode::Outputs); }
 void BM_Seed_All(benchmark::State &S) { seed(S, ParallelMode::All); }
+/// Without elide-zero-fill: t is zero-filled by the calling thread first.
+void BM_Seed_Outputs_ZeroFill(benchmark::State &S) {
+  seed(S, ParallelMode::Outputs, {"elide-zero-fill"});
+}
+void BM_Seed_All_ZeroFill(benchmark::State &S) {
+  seed(S, ParallelMode::All, {"elide-zero-fill"});
+}
+
+/// Both policies in turn, run after run, so that both see the same host:
+/// the medians of their stages and the ratio (the target: 1.7).
+void BM_Seed_Interleaved(benchmark::State &S) {
+  nnc_runtime_set_num_threads(2);
+  Compiled &Outputs = compiled(SeedText, "seed", ParallelMode::Outputs);
+  Compiled &All = compiled(SeedText, "seed", ParallelMode::All);
+  std::vector<double> O, A, OWithAlloc, AWithAlloc;
+  for (auto _ : S) {
+    SeedTimes X = runSeed(Outputs), Y = runSeed(All);
+    O.push_back(X.StageUs);
+    A.push_back(Y.StageUs);
+    OWithAlloc.push_back(X.StageUs + X.AllocUs);
+    AWithAlloc.push_back(Y.StageUs + Y.AllocUs);
+  }
+  S.counters["outputs_stage_us"] = median(O);
+  S.counters["all_stage_us"] = median(A);
+  S.counters["stage_speedup"] = median(O) / median(A);
+  S.counters["with_alloc_speedup"] = median(OWithAlloc) / median(AWithAlloc);
+  nnc_runtime_set_num_threads(0);
+}
 
 //===--- Elementwise scaling against OpenMP C++ ----------------------------===//
 
@@ -285,14 +345,14 @@ void resnet(benchmark::State &S, ParallelMode Mode) {
   static std::string Text = resnetText();
   nnc_runtime_set_num_threads(2);
   Compiled &C = compiled(Text.c_str(), "resnet18_frozen_cl_rm__g01", Mode);
-  double LoopUs = 0;
+  std::vector<double> LoopUs;
   for (auto _ : S) {
     enableTracing(true);
     run(C);
     enableTracing(false);
-    LoopUs += loopMicros();
+    LoopUs.push_back(loopMicros());
   }
-  S.counters["loop_nests_us"] = LoopUs / S.iterations();
+  S.counters["loop_nests_us"] = median(LoopUs);
   nnc_runtime_set_num_threads(0);
 }
 void BM_Resnet18_Outputs(benchmark::State &S) { resnet(S, ParallelMode::Outputs); }
@@ -302,6 +362,9 @@ void BM_Resnet18_All(benchmark::State &S) { resnet(S, ParallelMode::All); }
 
 BENCHMARK(BM_Seed_Outputs)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Seed_All)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Seed_Outputs_ZeroFill)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Seed_All_ZeroFill)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Seed_Interleaved)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_NNC)->Args({1, kEwN})->Args({2, kEwN})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_OpenMP)->Args({1, kEwN})->Args({2, kEwN})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_NNC)->Args({1, 200704})->Args({2, 200704})->Unit(benchmark::kMicrosecond)->UseRealTime();

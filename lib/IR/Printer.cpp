@@ -341,6 +341,9 @@ public:
     case StmtKind::Allocate: {
       auto *A = cast<Allocate>(S);
       indent(Ind);
+      // Set by the elide-zero-fill pass; the parser ignores the comment.
+      if (!A->ZeroFill)
+        OS << "/* uninitialized */ ";
       OS << "Allocate(" << A->Buf->Name << "); // dtype="
          << dtypeCName(A->Buf->Type) << ", dims=[";
       printExprList(OS, A->Buf->Dims);

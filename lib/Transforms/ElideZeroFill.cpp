@@ -11,9 +11,10 @@
 // For each Allocate, the pass finds the first statement after it, in the
 // same block, that touches the buffer. If that statement writes all of the
 // storage and reads none of it (writesWholeBuffer), or frees it, or no
-// statement touches it, the Allocate is marked not to be zero-filled. The
-// mark (Allocate::ZeroFill) is not part of the text format;
-// `--remarks=elide-zero-fill` shows each decision.
+// statement touches it, the Allocate is marked not to be zero-filled
+// (Allocate::ZeroFill, printed as `/* uninitialized */ Allocate(t); ...`,
+// a comment the parser ignores). `--remarks=elide-zero-fill` explains each
+// decision.
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Analysis/Dependence.h"

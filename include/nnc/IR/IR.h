@@ -423,7 +423,8 @@ public:
   /// Whether compiled code zero-fills the storage. The contents of a
   /// temporary start undefined; the zero-fill only makes a kernel that reads
   /// before writing deterministic. The elide-zero-fill pass clears it where
-  /// every element is written before any is read. Not part of the text.
+  /// every element is written before any is read. Printed as a leading
+  /// `/* uninitialized */`, which the parser ignores.
   const bool ZeroFill;
   Allocate(Buffer B, SourceLoc L, bool ZeroFill)
       : StmtNode(StmtKind::Allocate, L), Buf(std::move(B)), ZeroFill(ZeroFill) {}
