@@ -3,15 +3,16 @@
 // In one process (these machines are shared and noisy):
 //  - the seed kernel (NHWC relu(a + b) feeding a 3x3 conv by ExternalCall)
 //    under --parallel=outputs and --parallel=all, with and without
-//    elide-zero-fill, and both policies run in turn: the elementwise stage's
-//    median time (and with the Allocate of its temporary), from trace spans;
+//    elide-zero-fill: the elementwise stage's median time (and with the
+//    Allocate of its temporary), from trace spans;
 //  - an elementwise kernel at 1 and 2 threads against the same loop written
 //    with `#pragma omp parallel for`, also with another thread busy on one
 //    core;
 //  - the cost of an empty parallel region, and a 4K-element kernel under
 //    `all` against `none` (small kernels must never get slower);
 //  - the resnet18 workload (19 convolutions, 24 loop nests) under both
-//    policies: the loop-nest time and the whole kernel.
+//    policies: the whole kernel, and without fuse-conv-post-ops (which
+//    folds every loop nest into a convolution) the loop nests' time.
 //
 //   build/bin/nnc-bench-parallel --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true
@@ -202,27 +203,6 @@ void BM_Seed_All_ZeroFill(benchmark::State &S) {
   seed(S, ParallelMode::All, {"elide-zero-fill"});
 }
 
-/// Both policies in turn, run after run, so that both see the same host:
-/// the medians of their stages and the ratio (the target: 1.7).
-void BM_Seed_Interleaved(benchmark::State &S) {
-  nnc_runtime_set_num_threads(2);
-  Compiled &Outputs = compiled(SeedText, "seed", ParallelMode::Outputs);
-  Compiled &All = compiled(SeedText, "seed", ParallelMode::All);
-  std::vector<double> O, A, OWithAlloc, AWithAlloc;
-  for (auto _ : S) {
-    SeedTimes X = runSeed(Outputs), Y = runSeed(All);
-    O.push_back(X.StageUs);
-    A.push_back(Y.StageUs);
-    OWithAlloc.push_back(X.StageUs + X.AllocUs);
-    AWithAlloc.push_back(Y.StageUs + Y.AllocUs);
-  }
-  S.counters["outputs_stage_us"] = median(O);
-  S.counters["all_stage_us"] = median(A);
-  S.counters["stage_speedup"] = median(O) / median(A);
-  S.counters["with_alloc_speedup"] = median(OWithAlloc) / median(AWithAlloc);
-  nnc_runtime_set_num_threads(0);
-}
-
 //===--- Elementwise scaling against OpenMP C++ ----------------------------===//
 
 /// add+relu over N elements (second argument: 2^24, or 200,704) at a thread
@@ -341,10 +321,12 @@ std::string resnetText() {
   return Text;
 }
 
-void resnet(benchmark::State &S, ParallelMode Mode) {
+void resnet(benchmark::State &S, ParallelMode Mode,
+            const std::vector<std::string> &Skip = {}) {
   static std::string Text = resnetText();
   nnc_runtime_set_num_threads(2);
-  Compiled &C = compiled(Text.c_str(), "resnet18_frozen_cl_rm__g01", Mode);
+  Compiled &C =
+      compiled(Text.c_str(), "resnet18_frozen_cl_rm__g01", Mode, {}, Skip);
   std::vector<double> LoopUs;
   for (auto _ : S) {
     enableTracing(true);
@@ -357,6 +339,12 @@ void resnet(benchmark::State &S, ParallelMode Mode) {
 }
 void BM_Resnet18_Outputs(benchmark::State &S) { resnet(S, ParallelMode::Outputs); }
 void BM_Resnet18_All(benchmark::State &S) { resnet(S, ParallelMode::All); }
+void BM_Resnet18_Outputs_NoFusion(benchmark::State &S) {
+  resnet(S, ParallelMode::Outputs, {"fuse-conv-post-ops"});
+}
+void BM_Resnet18_All_NoFusion(benchmark::State &S) {
+  resnet(S, ParallelMode::All, {"fuse-conv-post-ops"});
+}
 
 } // namespace
 
@@ -364,7 +352,6 @@ BENCHMARK(BM_Seed_Outputs)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Seed_All)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Seed_Outputs_ZeroFill)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Seed_All_ZeroFill)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Seed_Interleaved)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_NNC)->Args({1, kEwN})->Args({2, kEwN})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_OpenMP)->Args({1, kEwN})->Args({2, kEwN})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_NNC)->Args({1, 200704})->Args({2, 200704})->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -378,5 +365,7 @@ BENCHMARK(BM_Grain_1Thread)->RangeMultiplier(4)->Range(1024, 262144)->Unit(bench
 BENCHMARK(BM_Grain_2Threads)->RangeMultiplier(4)->Range(1024, 262144)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Resnet18_Outputs)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_Resnet18_All)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Resnet18_Outputs_NoFusion)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_Resnet18_All_NoFusion)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 BENCHMARK_MAIN();

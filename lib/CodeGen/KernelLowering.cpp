@@ -12,7 +12,8 @@
 //  - Max/Min propagate NaN; IfThenElse evaluates only the taken arm (a select
 //    when both arms are safe to evaluate);
 //  - temporaries: small constant-size ones on the stack (entry block), the
-//    rest on the heap, zero-filled, freed on every exit, error exits included.
+//    rest on the heap (nnc_runtime_alloc), zero-filled unless elide-zero-fill
+//    proved the fill useless, freed on every exit, error exits included.
 //
 // Example: `for (int64_t i = 0ll; i < N; i++) { b[i] = a[i] * 2.f; }` becomes
 // a rotated loop with an i64 phi, loads and stores through inbounds GEPs on

@@ -38,7 +38,7 @@ namespace {
 
 /// Bumped whenever lowering or the cache format changes, so old cache files
 /// are not loaded.
-constexpr uint32_t kCacheFormatVersion = 3;
+constexpr uint32_t kCacheFormatVersion = 4;
 constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
 constexpr const char *kEntryName = "nnc_kernel_entry";
 

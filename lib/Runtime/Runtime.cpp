@@ -18,18 +18,6 @@
 
 #include <omp.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NNC_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(NNC_ASAN)
-#include <sanitizer/asan_interface.h>
-#endif
-#ifndef ASAN_POISON_MEMORY_REGION
-#define ASAN_POISON_MEMORY_REGION(Addr, Size) ((void)(Addr), (void)(Size))
-#define ASAN_UNPOISON_MEMORY_REGION(Addr, Size) ((void)(Addr), (void)(Size))
-#endif
 
 namespace {
 
@@ -77,85 +65,6 @@ void record(std::string Name, int64_t Begin) {
   std::lock_guard<std::mutex> L(TraceMu);
   Spans.push_back({std::move(Name), Tid, Begin, End});
 }
-
-//===--- Heap temporaries --------------------------------------------------===//
-
-/// Bytes before each block: its size, and the block's 64-byte alignment.
-constexpr size_t kHeaderBytes = 64;
-/// What a thread keeps of the blocks it frees (kernels allocate the same
-/// temporaries on every call): a few, none larger than kMaxCachedBytes.
-constexpr size_t kMaxCachedBlocks = 8;
-constexpr size_t kMaxCachedBytes = size_t(256) << 20;
-
-size_t blockSize(void *P) {
-  return *reinterpret_cast<size_t *>(static_cast<char *>(P) - kHeaderBytes);
-}
-
-/// Freed blocks, kept by the thread that freed them for its next
-/// allocations: a temporary allocated on every call then costs neither a
-/// page fault per page (glibc maps large blocks afresh) nor the trip of its
-/// lines to another core.
-class BlockCache {
-public:
-  ~BlockCache() { releaseAll(); }
-
-  /// A cached block of Size to 2 * Size bytes, or null.
-  void *take(size_t Size) {
-    size_t Best = Cached.size();
-    for (size_t I = 0; I < Cached.size(); ++I)
-      if (blockSize(Cached[I]) >= Size && blockSize(Cached[I]) <= 2 * Size &&
-          (Best == Cached.size() ||
-           blockSize(Cached[I]) < blockSize(Cached[Best])))
-        Best = I;
-    if (Best == Cached.size())
-      return nullptr;
-    void *P = Cached[Best];
-    Cached.erase(Cached.begin() + Best);
-    Bytes -= blockSize(P);
-    unpoison(P);
-    return P;
-  }
-
-  void give(void *P) {
-    size_t Size = blockSize(P);
-    if (Size > kMaxCachedBytes) {
-      release(P);
-      return;
-    }
-    // The oldest blocks go first.
-    while (!Cached.empty() && (Cached.size() >= kMaxCachedBlocks ||
-                               Bytes + Size > kMaxCachedBytes)) {
-      Bytes -= blockSize(Cached.front());
-      unpoison(Cached.front());
-      release(Cached.front());
-      Cached.erase(Cached.begin());
-    }
-    Cached.push_back(P);
-    Bytes += Size;
-    poison(P);
-  }
-
-  void releaseAll() {
-    for (void *P : Cached) {
-      unpoison(P);
-      release(P);
-    }
-    Cached.clear();
-    Bytes = 0;
-  }
-
-private:
-  static void release(void *P) { std::free(static_cast<char *>(P) - kHeaderBytes); }
-  // Under AddressSanitizer a cached block stays unaddressable until reused.
-  static void poison(void *P) { ASAN_POISON_MEMORY_REGION(P, blockSize(P)); }
-  static void unpoison(void *P) {
-    ASAN_UNPOISON_MEMORY_REGION(P, blockSize(P));
-  }
-
-  std::vector<void *> Cached;
-  size_t Bytes = 0;
-};
-thread_local BlockCache Blocks;
 
 int32_t failWith(std::string Msg) {
   LastError = std::move(Msg);
@@ -258,28 +167,16 @@ extern "C" {
 void *nnc_runtime_alloc(int64_t Bytes, int32_t Zero) {
   if (Bytes < 0)
     return nullptr;
-  size_t Size = std::max<size_t>((static_cast<size_t>(Bytes) + 63) / 64 * 64, 64);
-  void *P = Blocks.take(Size);
-  if (!P) {
-    auto *Q = static_cast<char *>(std::aligned_alloc(64, Size + kHeaderBytes));
-    if (!Q) {
-      LastError = "out of memory allocating " + std::to_string(Bytes) + " bytes";
-      return nullptr;
-    }
-    *reinterpret_cast<size_t *>(Q) = Size;
-    P = Q + kHeaderBytes;
-  }
-  if (Zero)
-    std::memset(P, 0, Size);
+  size_t Rounded = (static_cast<size_t>(Bytes) + 63) / 64 * 64;
+  void *P = std::aligned_alloc(64, Rounded ? Rounded : 64);
+  if (!P)
+    LastError = "out of memory allocating " + std::to_string(Bytes) + " bytes";
+  else if (Zero)
+    std::memset(P, 0, Rounded);
   return P;
 }
 
-void nnc_runtime_free(void *P) {
-  if (P)
-    Blocks.give(P);
-}
-
-void nnc_runtime_release_cached_memory() { Blocks.releaseAll(); }
+void nnc_runtime_free(void *P) { std::free(P); }
 
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
 

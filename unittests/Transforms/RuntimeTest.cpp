@@ -130,75 +130,20 @@ TEST(ParallelFor, AStalledThreadHoldsUpOneChunk) {
   nnc_runtime_set_num_threads(0);
 }
 
-TEST(RuntimeAlloc, ZeroFillsOnRequestAndReusesFreedBlocks) {
+TEST(RuntimeAlloc, AlignsAndZeroFillsOnRequest) {
   EXPECT_EQ(nnc_runtime_alloc(-1, 1), nullptr);
   for (int64_t Bytes : {0, 1, 100, 1 << 20}) {
-    auto *P = static_cast<unsigned char *>(nnc_runtime_alloc(Bytes, 1));
-    ASSERT_NE(P, nullptr);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(P) % 64, 0u);
-    for (int64_t I = 0; I < Bytes; ++I)
-      ASSERT_EQ(P[I], 0) << Bytes;
-    std::memset(P, 0xab, Bytes);
-    nnc_runtime_free(P);
-    // The same thread gets the block back: with its old contents, unless
-    // asked to zero it.
-    auto *Q = static_cast<unsigned char *>(nnc_runtime_alloc(Bytes, 0));
-    EXPECT_EQ(Q, P);
-    if (Bytes) {
-      EXPECT_EQ(Q[Bytes - 1], 0xab);
+    for (int32_t Zero : {1, 0}) {
+      auto *P = static_cast<unsigned char *>(nnc_runtime_alloc(Bytes, Zero));
+      ASSERT_NE(P, nullptr);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(P) % 64, 0u);
+      if (Zero) {
+        for (int64_t I = 0; I < Bytes; ++I)
+          ASSERT_EQ(P[I], 0) << Bytes;
+      }
+      std::memset(P, 0xab, Bytes); // Writable in full, either way.
+      nnc_runtime_free(P);
     }
-    nnc_runtime_free(Q);
-    auto *R = static_cast<unsigned char *>(nnc_runtime_alloc(Bytes, 1));
-    EXPECT_EQ(R, P);
-    for (int64_t I = 0; I < Bytes; ++I)
-      ASSERT_EQ(R[I], 0) << Bytes;
-    nnc_runtime_free(R);
   }
-  // A block serves requests of half its size up to its size, no smaller.
-  void *Big = nnc_runtime_alloc(1 << 20, 0);
-  nnc_runtime_free(Big);
-  void *Quarter = nnc_runtime_alloc(1 << 18, 0);
-  EXPECT_NE(Quarter, Big);
-  void *Half = nnc_runtime_alloc(1 << 19, 0);
-  EXPECT_EQ(Half, Big);
-  nnc_runtime_free(Quarter);
-  nnc_runtime_free(Half);
   nnc_runtime_free(nullptr);
-  nnc_runtime_release_cached_memory();
 }
-
-TEST(RuntimeAlloc, KeepsAFewBlocksPerThread) {
-  // Nine blocks freed: the oldest goes back to the system, eight stay.
-  std::vector<void *> Blocks;
-  for (int I = 0; I < 9; ++I)
-    Blocks.push_back(nnc_runtime_alloc(4096, 0));
-  for (void *P : Blocks)
-    nnc_runtime_free(P);
-  std::set<void *> Again;
-  for (int I = 0; I < 8; ++I)
-    Again.insert(nnc_runtime_alloc(4096, 0));
-  for (int I = 1; I < 9; ++I)
-    EXPECT_TRUE(Again.count(Blocks[I])) << I;
-  for (void *P : Again)
-    nnc_runtime_free(P);
-  // Another thread does not see this thread's blocks.
-  void *Mine = nnc_runtime_alloc(4096, 0);
-  nnc_runtime_free(Mine);
-  void *Theirs = nullptr;
-  std::thread([&] {
-    Theirs = nnc_runtime_alloc(4096, 0);
-    nnc_runtime_free(Theirs);
-  }).join();
-  EXPECT_NE(Theirs, Mine);
-  nnc_runtime_release_cached_memory();
-}
-
-#ifdef __SANITIZE_ADDRESS__
-TEST(RuntimeAllocDeathTest, ACachedBlockIsPoisonedUnderASan) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  auto *P = static_cast<volatile char *>(nnc_runtime_alloc(256, 1));
-  nnc_runtime_free(const_cast<char *>(P));
-  EXPECT_DEATH((void)P[10], "use-after-poison");
-  nnc_runtime_release_cached_memory();
-}
-#endif

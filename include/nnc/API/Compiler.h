@@ -1,9 +1,9 @@
 //===- Compiler.h - Compile kernels and call them -----------------*- C++ -*-===//
 //
 // A Compiler runs a kernel through the pipeline of the nnc-jit tool
-// (fuse-conv-post-ops, parallelize, outline-parallel, LLVM -O3, ORC JIT) with
-// the options of one CompileOptions struct; nothing is read from the
-// environment. compile() returns a Function: immutable, cheap to copy, and
+// (fuse-conv-post-ops, elide-zero-fill, parallelize, outline-parallel, LLVM
+// -O3, ORC JIT) with the options of one CompileOptions struct; nothing is
+// read from the environment. compile() returns a Function: immutable, cheap to copy, and
 // callable from any number of threads at once. It keeps its machine code
 // alive, even after the Compiler is gone.
 //
@@ -166,8 +166,8 @@ public:
                                      bool Optimized = true) const;
   /// The host assembly of K.
   llvm::Expected<std::string> assembly(const Kernel &K) const;
-  /// The remarks of the parallelize and fuse-conv-post-ops passes, one per
-  /// line, as `nnc-jit --remarks` prints them.
+  /// The remarks of the passes that give them (passesWithRemarks()), one
+  /// per line, as `nnc-jit --remarks` prints them.
   llvm::Expected<std::string> remarks(const Kernel &K) const;
 
 private:

@@ -57,7 +57,7 @@ struct DriverOptions {
   /// Report compile time by phase on standard error.
   bool TimePasses = false;
   JITOptions JIT;
-  /// The IR pipeline before code generation (parallelize, outline-parallel).
+  /// The IR pipeline before code generation (buildDefaultPipeline()).
   PipelineOptions Pipeline;
   /// Threads for parallel loops (0: OMP_NUM_THREADS, else the core count).
   unsigned Threads = 0;

@@ -15,12 +15,9 @@
 
 extern "C" {
 /// 64-byte aligned storage of Bytes bytes, zero-filled if Zero is non-zero,
-/// or null. A freed block is kept by the freeing thread (up to 8 blocks and
-/// 256 MiB) and serves its next allocations of about the same size.
+/// or null.
 void *nnc_runtime_alloc(int64_t Bytes, int32_t Zero);
 void nnc_runtime_free(void *P);
-/// Frees the blocks the calling thread keeps.
-void nnc_runtime_release_cached_memory();
 /// The message of the last failure on this thread ("" if none).
 const char *nnc_runtime_last_error();
 
@@ -29,9 +26,10 @@ const char *nnc_runtime_last_error();
 typedef int32_t (*nnc_task_fn)(int64_t Begin, int64_t End, void *Env);
 
 /// Runs Body over [Start, Stop) on the OpenMP runtime (libomp): the range is
-/// split into chunks of at least Grain iterations, two per thread; thread t
-/// runs chunk t, then takes the others from a shared counter, so that a
-/// descheduled thread holds up at most one chunk.
+/// split into chunks of at least Grain iterations, two per thread. Thread t
+/// owns the t-th contiguous range of chunks and runs it in order (the same
+/// part of the buffers on every call), then takes the chunks the others have
+/// not started, so that a descheduled thread holds up at most one chunk.
 /// Ranges shorter than two grains, a single thread, or a call from inside a
 /// running parallel region run serially on the calling thread. Returns the
 /// first non-zero status of any chunk (later chunks are skipped).
