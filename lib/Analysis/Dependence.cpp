@@ -352,6 +352,31 @@ Interval rangeOf(const Expr &Start, const Expr &Stop, const Env &En) {
   return R;
 }
 
+/// The element offset an access to B at Idx (one flat index, or one per
+/// dimension) reaches, if affine; nullopt with Why set otherwise.
+std::optional<Affine> elementOffset(const Buffer &B,
+                                    const std::vector<Expr> &Idx,
+                                    const Env &En, std::string &Why) {
+  if (Idx.size() == 1 && B->rank() != 1)
+    return toAffine(Idx[0], En, Why);
+  Affine Addr;
+  for (size_t D = 0; D < Idx.size(); ++D) {
+    auto I = toAffine(Idx[D], En, Why);
+    auto S = toAffine(B->Strides[D], En, Why);
+    if (!I || !S || S->hasVars()) {
+      if (Why.empty())
+        Why = "stride of '" + B->Name + "' is not constant";
+      return std::nullopt;
+    }
+    Addr = Addr + I->scaled(S->Const);
+  }
+  if (Addr.overflow()) {
+    Why = "index arithmetic overflows";
+    return std::nullopt;
+  }
+  return Addr;
+}
+
 class Collector : public IRVisitor {
 public:
   explicit Collector(Env E) : En(std::move(E)) {}
@@ -413,26 +438,7 @@ private:
     A.Loc = L;
     A.InnerRanges = Inner;
     std::string Why;
-    std::optional<Affine> Addr = Affine();
-    if (Idx.size() == 1 && B->rank() != 1) {
-      Addr = toAffine(Idx[0], En, Why);
-    } else {
-      for (size_t D = 0; D < Idx.size() && Addr; ++D) {
-        auto I = toAffine(Idx[D], En, Why);
-        auto S = toAffine(B->Strides[D], En, Why);
-        if (!I || !S || S->hasVars()) {
-          Addr.reset();
-          if (Why.empty())
-            Why = "stride of '" + B->Name + "' is not constant";
-          break;
-        }
-        *Addr = *Addr + I->scaled(S->Const);
-      }
-    }
-    if (Addr && Addr->overflow()) {
-      Addr.reset();
-      Why = "index arithmetic overflows";
-    }
+    std::optional<Affine> Addr = elementOffset(B, Idx, En, Why);
     if (Idx.size() == B->rank() && B->rank() >= 2 &&
         B->Layout != LayoutKind::Explicit) {
       std::vector<Affine> Dims;
@@ -974,18 +980,8 @@ private:
                                      "', whose trip count is not a positive "
                                      "constant");
     std::string Ignored;
-    std::optional<Affine> Addr = Affine();
-    if (St.Indices.size() == 1 && B->rank() != 1)
-      Addr = toAffine(St.Indices[0], En, Ignored);
-    else
-      for (size_t D = 0; D < St.Indices.size() && Addr; ++D) {
-        auto I = toAffine(St.Indices[D], En, Ignored);
-        auto S = getConstInt(B->Strides[D]);
-        Addr = I && S ? std::optional(*Addr + I->scaled(Poly::constant(*S)))
-                      : std::nullopt;
-      }
-    auto Base = Addr && !Addr->overflow() ? Addr->Const.constValue()
-                                          : std::nullopt;
+    auto Addr = elementOffset(B, St.Indices, En, Ignored);
+    auto Base = Addr ? Addr->Const.constValue() : std::nullopt;
     if (!Base)
       return fallShort(St.Loc, "has an index that is not affine in its loops");
     // Terms (|c|, n); a negative coefficient runs the same offsets backward.

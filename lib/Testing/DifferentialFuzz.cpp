@@ -140,12 +140,30 @@ private:
       return loops(I, J,
                    "w" + At + " = w[" + std::to_string(Rows - 1) + "ll - " +
                        I + ", " + J + "] + 1.f;");
-    case 6: { // A temporary, written then read.
+    case 6: { // A temporary, written (in full or not) then read in full.
       std::string T = "t" + std::to_string(N);
+      std::string Value = expr(2, Leaves);
+      std::string Write;
+      switch (pick(0, 3)) {
+      case 0: // Rows from the second on: the first reads as zeros.
+        Write = loops(I, J, T + At + " = " + Value + ";", 1);
+        break;
+      case 1: // Where a condition holds.
+        Write = loops(I, J, "if ((" + J + ")<(" + std::to_string(Cols / 2) +
+                                "ll) ? 1 : 0) {\n        " + T + At + " = " +
+                                Value + ";\n      }");
+        break;
+      case 2: // Accumulated: read before written.
+        Write = loops(I, J, T + At + " = (" + T + At + ") + " + Value + ";");
+        break;
+      default: // In full: not zero-filled (elide-zero-fill).
+        Write = loops(I, J, T + At + " = " + Value + ";");
+        break;
+      }
       std::ostringstream S;
       S << "  Allocate(" << T << "); // dtype=float, dims=[" << Rows << "ll, "
         << Cols << "ll]\n"
-        << loops(I, J, T + At + " = " + expr(2, Leaves) + ";")
+        << Write
         << loops(I + "b", J + "b",
                  "y[" + I + "b, " + J + "b] = " + T + "[" + I + "b, " + J +
                      "b] * 2.f;")
