@@ -18,7 +18,6 @@
 
 #include <omp.h>
 
-
 namespace {
 
 thread_local std::string LastError;
@@ -27,10 +26,10 @@ std::atomic<int32_t> NumThreads{0};
 thread_local int32_t ThreadNumThreads = 0;
 thread_local int32_t SavedOMPThreads = 0;
 
-/// Chunks per thread in nnc_parallel_for: two, taken dynamically, so a
-/// descheduled thread holds up at most one chunk while the others finish the
-/// rest; more chunks cost more than they save on small regions (measured in
-/// docs/performance.md: 15.6 us with 1, 16.6 with 2, 21.3 with 4 per thread).
+/// Chunks per thread in nnc_parallel_for: two, so that the others can take
+/// over half of a descheduled thread's work; more cost more than they save
+/// on small regions (docs/performance.md: the seed stage's region takes
+/// 17.7-18.3 us with two, 18.2-19.4 with four).
 constexpr int64_t kChunksPerThread = 2;
 
 /// One thread's range of chunks in nnc_parallel_for: the next one to run,
