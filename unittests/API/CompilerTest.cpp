@@ -174,6 +174,49 @@ TEST(Compiler, Introspection) {
       << *R;
 }
 
+TEST(Compiler, TemporariesWrittenFirstAreNotZeroFilled) {
+  // t is written in full, then read; u is read where it was never written,
+  // which must still read as zero.
+  const char *Text = R"(
+kernel k(in x: f32[64], out y: f32[64]) {
+  Allocate(t); // dtype=float, dims=[64ll]
+  Allocate(u); // dtype=float, dims=[64ll]
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    t[63ll - i] = x[i] * 2.f;
+  }
+  for (int64_t i = 0ll; i < 32ll; i++) {
+    u[i] = 1.f;
+  }
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    y[i] = t[i] + u[i];
+  }
+  Free(t);
+  Free(u);
+}
+)";
+  Compiler C;
+  Kernel K = kernelOf(Text);
+  auto IR = C.irAfter(K, "elide-zero-fill");
+  ASSERT_TRUE(!!IR);
+  EXPECT_NE(IR->find("/* uninitialized */ Allocate(t);"), std::string::npos)
+      << *IR;
+  EXPECT_NE(IR->find("\n  Allocate(u);"), std::string::npos) << *IR;
+  auto R = C.remarks(K);
+  ASSERT_TRUE(!!R);
+  EXPECT_NE(R->find("3:3: remark: temporary 't' is not zero-filled: the "
+                    "statement at 5:3 writes all of it first"),
+            std::string::npos)
+      << *R;
+  Function F = compiled(Text);
+  std::vector<float> X(64), Y(64, -1.f);
+  for (int I = 0; I < 64; ++I)
+    X[I] = static_cast<float>(I);
+  ASSERT_FALSE(!!F.call({BufferArg::of(X.data(), {64}),
+                         BufferArg::of(Y.data(), {64})}));
+  for (int I = 0; I < 64; ++I)
+    EXPECT_EQ(Y[I], 2.f * (63 - I) + (I < 32 ? 1.f : 0.f)) << I;
+}
+
 TEST(Compiler, OneFunctionManyThreads) {
   CompileOptions O;
   O.Threads = 2;
