@@ -881,7 +881,10 @@ DependenceResult analyzeFusion(const Kernel &K, const For &First,
 namespace {
 
 /// Walks a statement for writesWholeBuffer: records reads of B, and whether
-/// some write certainly covers all of B's storage.
+/// some write certainly covers all of B's storage. A read of an element the
+/// same iteration has already written (the index text of an earlier store in
+/// an enclosing scope, as in `m[i] = 0; for (j) m[i] = m[i] + ...`) is not a
+/// read of the initial contents.
 class CoverageFinder : public IRVisitor {
 public:
   CoverageFinder(const Buffer &B, int64_t Extent, Env E)
@@ -893,13 +896,16 @@ public:
 
 protected:
   void visitLoad(const Load *Op) override {
-    if (Op->Buf == B && !ReadLoc)
+    if (Op->Buf == B && !ReadLoc && !writtenBefore(Op->Indices))
       ReadLoc = Op->Loc;
     IRVisitor::visitLoad(Op);
   }
   void visitStore(const Store *Op) override {
     IRVisitor::visitStore(Op);
-    if (Op->Buf == B && !Covered)
+    if (Op->Buf != B)
+      return;
+    Written.back().insert(key(Op->Indices));
+    if (!Covered)
       tryStore(*Op);
   }
   void visitLet(const Let *Op) override {
@@ -913,16 +919,16 @@ protected:
     auto Trip = constantTripCount(*Op);
     Loops.push_back({Op->Var, Start.value_or(0), Trip.value_or(-1)});
     En.LoopVars.insert(Op->Var);
-    visit(Op->Body);
+    inScope(Op->Body);
     En.LoopVars.erase(Op->Var);
     Loops.pop_back();
   }
   void visitCond(const Cond *Op) override {
     visit(Op->C);
     ++Conditional;
-    visit(Op->Then);
+    inScope(Op->Then);
     if (Op->Else)
-      visit(Op->Else);
+      inScope(Op->Else);
     --Conditional;
   }
   void visitExternalCall(const ExternalCall *Op) override {
@@ -935,16 +941,18 @@ protected:
         ReadLoc = Op->Loc;
     if (Op->Out.Buf != B || Covered)
       return;
-    // The callee writes every element of the view, which covers the storage
-    // when it is the buffer's own layout.
-    bool SameLayout = Op->Out.Strides.size() == B->Strides.size();
-    for (size_t I = 0; SameLayout && I < B->Strides.size(); ++I)
-      SameLayout = getConstInt(Op->Out.Strides[I]) &&
-                   getConstInt(Op->Out.Strides[I]) == getConstInt(B->Strides[I]);
+    // The callee writes every element of the view: all of the storage when
+    // the view lays out as many elements as it has, without gaps, from
+    // offset 0 (its strides may permute the buffer's own).
+    const BufferView &V = Op->Out;
+    bool Forward = true;
+    for (const Expr &S : V.Strides)
+      Forward &= evaluateConstant(S).value_or(-1) >= 0;
     if (Conditional)
       fallShort(Op->Loc, "is conditional");
-    else if (!SameLayout || !isDenseConstantStorage(B->Dims, B->Strides))
-      fallShort(Op->Loc, "describes another layout");
+    else if (!Forward || !isDenseConstantStorage(V.Sizes, V.Strides) ||
+             constantStorageSize(V.Sizes, V.Strides) != Extent)
+      fallShort(Op->Loc, "describes a view that does not cover it");
     else
       Covered = true;
   }
@@ -960,6 +968,27 @@ private:
     std::string Var;
     int64_t Start, Trip; ///< Trip is -1 when not a constant.
   };
+
+  /// Visits S in a scope of its own: what it writes is not known written
+  /// after it.
+  void inScope(const Stmt &S) {
+    Written.emplace_back();
+    visit(S);
+    Written.pop_back();
+  }
+  static std::string key(const std::vector<Expr> &Idx) {
+    std::string K;
+    for (const Expr &I : Idx)
+      K += toString(I) + ";";
+    return K;
+  }
+  bool writtenBefore(const std::vector<Expr> &Idx) const {
+    std::string K = key(Idx);
+    for (const auto &Scope : Written)
+      if (Scope.count(K))
+        return true;
+    return false;
+  }
 
   void fallShort(SourceLoc L, const std::string &What) {
     if (Why.empty())
@@ -1014,6 +1043,8 @@ private:
   Env En;
   std::vector<Loop> Loops;
   unsigned Conditional = 0;
+  /// Index texts of B's stores, per enclosing scope (loop bodies, branches).
+  std::vector<std::set<std::string>> Written{1};
 };
 
 } // namespace

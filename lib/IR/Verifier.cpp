@@ -14,8 +14,8 @@ std::optional<int64_t> constantStorageSize(const std::vector<Expr> &Dims,
   __int128 Size = 1;
   bool Empty = false;
   for (size_t I = 0; I < Dims.size(); ++I) {
-    auto D = getConstInt(Dims[I]);
-    auto S = I < Strides.size() ? getConstInt(Strides[I]) : std::nullopt;
+    auto D = evaluateConstant(Dims[I]);
+    auto S = I < Strides.size() ? evaluateConstant(Strides[I]) : std::nullopt;
     if (!D || !S)
       return std::nullopt;
     if (*D <= 0) {
@@ -34,7 +34,7 @@ bool isDenseConstantStorage(const std::vector<Expr> &Dims,
   auto Spanned = constantStorageSize(Dims, Strides);
   __int128 Elements = 1;
   for (const Expr &D : Dims) {
-    auto C = getConstInt(D);
+    auto C = evaluateConstant(D);
     if (!C)
       return false;
     Elements = std::min<__int128>(Elements * std::max<int64_t>(*C, 0),

@@ -144,7 +144,7 @@ private:
       std::string T = "t" + std::to_string(N);
       std::string Value = expr(2, Leaves);
       std::string Write;
-      switch (pick(0, 3)) {
+      switch (pick(0, 4)) {
       case 0: // Rows from the second on: the first reads as zeros.
         Write = loops(I, J, T + At + " = " + Value + ";", 1);
         break;
@@ -155,6 +155,10 @@ private:
         break;
       case 2: // Accumulated: read before written.
         Write = loops(I, J, T + At + " = (" + T + At + ") + " + Value + ";");
+        break;
+      case 3: // Written, then updated in place: not zero-filled.
+        Write = loops(I, J, T + At + " = " + Value + ";\n      " + T + At +
+                                " = (" + T + At + ") * 0.5f;");
         break;
       default: // In full: not zero-filled (elide-zero-fill).
         Write = loops(I, J, T + At + " = " + Value + ";");

@@ -20,7 +20,7 @@ bool verifyKernel(const Kernel &K, DiagnosticEngine &Diags);
 bool verifyModule(const Module &M, DiagnosticEngine &Diags);
 
 /// Number of elements a buffer's storage spans (1 + sum of (dim-1)*stride, or
-/// 0 when a dim is 0), if every dim and stride is a constant.
+/// 0 when a dim is 0), if every dim and stride is a constant expression.
 std::optional<int64_t> constantStorageSize(const std::vector<Expr> &Dims,
                                            const std::vector<Expr> &Strides);
 /// Whether every element such storage spans belongs to the buffer (the
