@@ -269,16 +269,18 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
   // keep them, and a following library call split the same way finds them
   // there). A thread done with its range takes the next chunks of the
   // others' ranges: a descheduled thread holds up at most the chunk it is in.
-  std::vector<Cursor> Cursors(Threads);
-  for (int32_t T = 0; T < Threads; ++T) {
-    Cursors[T].Next = Chunks * T / Threads;
-    Cursors[T].End = Chunks * (T + 1) / Threads;
+  // No more threads than chunks.
+  int32_t Team = static_cast<int32_t>(std::min<int64_t>(Threads, Chunks));
+  std::vector<Cursor> Cursors(Team);
+  for (int32_t T = 0; T < Team; ++T) {
+    Cursors[T].Next = Chunks * T / Team;
+    Cursors[T].End = Chunks * (T + 1) / Team;
   }
-#pragma omp parallel num_threads(Threads)
+#pragma omp parallel num_threads(Team)
   {
     int32_t Me = omp_get_thread_num();
-    for (int32_t K = 0; K < Threads; ++K) {
-      Cursor &Cur = Cursors[(Me + K) % Threads];
+    for (int32_t K = 0; K < Team; ++K) {
+      Cursor &Cur = Cursors[(Me + K) % Team];
       for (int64_t C = Cur.Next.fetch_add(1, std::memory_order_relaxed);
            C < Cur.End && First.load(std::memory_order_relaxed) == 0;
            C = Cur.Next.fetch_add(1, std::memory_order_relaxed))

@@ -2,6 +2,7 @@
 #include "nnc/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <atomic>
 #include <chrono>
@@ -45,6 +46,22 @@ TEST(ParallelFor, CoversTheRangeExactlyOnce) {
       }
     }
   }
+  nnc_runtime_set_num_threads(0);
+}
+
+int32_t teamBody(int64_t, int64_t, void *Env) {
+  static_cast<std::atomic<int> *>(Env)->store(omp_get_num_threads());
+  return 0;
+}
+
+TEST(ParallelFor, StartsNoMoreThreadsThanChunks) {
+  // Eight threads, a range of two grains: two chunks, a team of two.
+  nnc_runtime_set_num_threads(8);
+  std::atomic<int> Team{0};
+  EXPECT_EQ(nnc_parallel_for(teamBody, 0, 2000, 1000, &Team), 0);
+  EXPECT_EQ(Team.load(), 2);
+  EXPECT_EQ(nnc_parallel_for(teamBody, 0, 100000, 1000, &Team), 0);
+  EXPECT_EQ(Team.load(), 8);
   nnc_runtime_set_num_threads(0);
 }
 
