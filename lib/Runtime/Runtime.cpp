@@ -38,6 +38,11 @@ struct alignas(64) Cursor {
   std::atomic<int64_t> Next;
   int64_t End;
 };
+/// The cursors of the regions the thread starts, and whether one of them is
+/// running (then a loop its chunks start runs serially, even where OpenMP
+/// runs the region on this thread alone); see nnc_parallel_for.
+thread_local std::vector<Cursor> CallerCursors;
+thread_local bool CallerInRegion = false;
 
 //===--- Tracing -----------------------------------------------------------===//
 
@@ -239,7 +244,7 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
   int64_t N = Stop - Start;
   Grain = std::max<int64_t>(Grain, 1);
   int32_t Threads = nnc_runtime_num_threads();
-  if (Threads <= 1 || N < 2 * Grain || omp_in_parallel())
+  if (Threads <= 1 || N < 2 * Grain || omp_in_parallel() || CallerInRegion)
     return Body(Start, Stop, Env);
   // Up to kChunksPerThread chunks per thread, each at least the grain.
   int64_t Chunks = std::min<int64_t>(N / Grain, int64_t(Threads) * kChunksPerThread);
@@ -269,24 +274,31 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
   // keep them, and a following library call split the same way finds them
   // there). A thread done with its range takes the next chunks of the
   // others' ranges: a descheduled thread holds up at most the chunk it is in.
-  // No more threads than chunks.
-  int32_t Team = static_cast<int32_t>(std::min<int64_t>(Threads, Chunks));
-  std::vector<Cursor> Cursors(Team);
-  for (int32_t T = 0; T < Team; ++T) {
-    Cursors[T].Next = Chunks * T / Team;
-    Cursors[T].End = Chunks * (T + 1) / Team;
+  // The calling thread's cursors, kept from one region to the next (a
+  // region takes a few microseconds; an allocation would show).
+  if (CallerCursors.size() < static_cast<size_t>(Threads))
+    CallerCursors = std::vector<Cursor>(Threads);
+  Cursor *Cursors = CallerCursors.data();
+  for (int32_t T = 0; T < Threads; ++T) {
+    Cursors[T].Next = Chunks * T / Threads;
+    Cursors[T].End = Chunks * (T + 1) / Threads;
   }
-#pragma omp parallel num_threads(Team)
+  CallerInRegion = true;
+#pragma omp parallel num_threads(Threads)
   {
     int32_t Me = omp_get_thread_num();
-    for (int32_t K = 0; K < Team; ++K) {
-      Cursor &Cur = Cursors[(Me + K) % Team];
+    for (int32_t K = 0; K < Threads; ++K) {
+      Cursor &Cur = Cursors[(Me + K) % Threads];
+      // Look before taking: a finished range costs no write to its line.
+      if (K && Cur.Next.load(std::memory_order_relaxed) >= Cur.End)
+        continue;
       for (int64_t C = Cur.Next.fetch_add(1, std::memory_order_relaxed);
            C < Cur.End && First.load(std::memory_order_relaxed) == 0;
            C = Cur.Next.fetch_add(1, std::memory_order_relaxed))
         RunChunk(C);
     }
   }
+  CallerInRegion = false;
   int32_t Status = First.load();
   if (Status != 0)
     LastError = Why;

@@ -35,33 +35,20 @@ int32_t sumBody(int64_t B, int64_t E, void *Env) {
 }
 
 TEST(ParallelFor, CoversTheRangeExactlyOnce) {
-  nnc_runtime_set_num_threads(4);
-  for (int64_t N : {0, 1, 7, 100, 1001, 65536}) {
-    for (int64_t Grain : {1, 3, 64, 100000}) {
-      Counter C;
-      EXPECT_EQ(nnc_parallel_for(sumBody, 5, 5 + N, Grain, &C), 0);
-      EXPECT_EQ(C.Sum.load(), N * (5 + 5 + N - 1) / 2) << N << " " << Grain;
-      if (N > 0 && N < 2 * Grain) {
-        EXPECT_EQ(C.Calls.load(), 1) << "small ranges run serially";
+  for (int32_t Threads : {3, 4}) {
+    nnc_runtime_set_num_threads(Threads);
+    for (int64_t N : {0, 1, 7, 100, 1001, 65536}) {
+      for (int64_t Grain : {1, 3, 64, 100000}) {
+        Counter C;
+        EXPECT_EQ(nnc_parallel_for(sumBody, 5, 5 + N, Grain, &C), 0);
+        EXPECT_EQ(C.Sum.load(), N * (5 + 5 + N - 1) / 2)
+            << Threads << " " << N << " " << Grain;
+        if (N > 0 && N < 2 * Grain) {
+          EXPECT_EQ(C.Calls.load(), 1) << "small ranges run serially";
+        }
       }
     }
   }
-  nnc_runtime_set_num_threads(0);
-}
-
-int32_t teamBody(int64_t, int64_t, void *Env) {
-  static_cast<std::atomic<int> *>(Env)->store(omp_get_num_threads());
-  return 0;
-}
-
-TEST(ParallelFor, StartsNoMoreThreadsThanChunks) {
-  // Eight threads, a range of two grains: two chunks, a team of two.
-  nnc_runtime_set_num_threads(8);
-  std::atomic<int> Team{0};
-  EXPECT_EQ(nnc_parallel_for(teamBody, 0, 2000, 1000, &Team), 0);
-  EXPECT_EQ(Team.load(), 2);
-  EXPECT_EQ(nnc_parallel_for(teamBody, 0, 100000, 1000, &Team), 0);
-  EXPECT_EQ(Team.load(), 8);
   nnc_runtime_set_num_threads(0);
 }
 
@@ -103,6 +90,20 @@ TEST(ParallelFor, NestedLoopsRunSeriallyInsideARegion) {
   EXPECT_EQ(nnc_parallel_for(nestedBody, 0, 4096, 16, &C), 0);
   EXPECT_EQ(C.Sum.load(), 4095 * 4096 / 2);
   nnc_runtime_set_num_threads(0);
+}
+
+TEST(ParallelFor, NestedLoopsRunSeriallyInAnInactiveRegion) {
+  // With no active levels allowed, OpenMP runs the region on the caller
+  // alone and omp_in_parallel() is false inside: the nested loop must still
+  // run serially, and not disturb the outer loop's chunks.
+  int Levels = omp_get_max_active_levels();
+  omp_set_max_active_levels(0);
+  nnc_runtime_set_num_threads(4);
+  Counter C;
+  EXPECT_EQ(nnc_parallel_for(nestedBody, 0, 4096, 16, &C), 0);
+  EXPECT_EQ(C.Sum.load(), 4095 * 4096 / 2);
+  nnc_runtime_set_num_threads(0);
+  omp_set_max_active_levels(Levels);
 }
 
 } // namespace
