@@ -270,12 +270,11 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
     }
   };
   // Thread t owns a contiguous range of chunks and runs it in order, so each
-  // thread touches the same part of the buffers on every call (its caches
-  // keep them, and a following library call split the same way finds them
-  // there). A thread done with its range takes the next chunks of the
-  // others' ranges: a descheduled thread holds up at most the chunk it is in.
-  // The calling thread's cursors, kept from one region to the next (a
-  // region takes a few microseconds; an allocation would show).
+  // thread touches the same part of the buffers on every call and finds its
+  // lines in its own cache. A thread done with its range takes the next
+  // chunks of the others' ranges: a descheduled thread holds up at most the
+  // chunk it is in. The cursors are the calling thread's, kept from one
+  // region to the next (a region takes microseconds; an allocation shows).
   if (CallerCursors.size() < static_cast<size_t>(Threads))
     CallerCursors = std::vector<Cursor>(Threads);
   Cursor *Cursors = CallerCursors.data();

@@ -77,13 +77,12 @@ protected:
       if (!A || !A->ZeroFill)
         continue;
       std::string Why;
-      if (!needsZeroFill(*A, Stmts, I + 1, Why)) {
-        remark(A->Loc, "temporary '" + A->Buf->Name + "' is not zero-filled: " +
-                           Why);
+      bool Fill = needsZeroFill(*A, Stmts, I + 1, Why);
+      remark(A->Loc, "temporary '" + A->Buf->Name + "' is " +
+                         (Fill ? "" : "not ") + "zero-filled: " + Why);
+      if (!Fill) {
         Stmts[I] = Allocate::make(A->Buf, A->Loc, /*ZeroFill=*/false);
         Changed = true;
-      } else {
-        remark(A->Loc, "temporary '" + A->Buf->Name + "' is zero-filled: " + Why);
       }
     }
     return Changed ? Block::make(std::move(Stmts), Op->Loc) : New;
