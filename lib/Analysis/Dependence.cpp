@@ -882,9 +882,9 @@ namespace {
 
 /// Walks a statement for writesWholeBuffer: records reads of B, and whether
 /// some write certainly covers all of B's storage. A read of an element the
-/// same iteration has already written (the index text of an earlier store in
-/// an enclosing scope, as in `m[i] = 0; for (j) m[i] = m[i] + ...`) is not a
-/// read of the initial contents.
+/// same iteration has already written (the affine offset of an earlier store
+/// in an enclosing scope, as in `m[i] = 0; for (j) m[i] = m[i] + ...`) is not
+/// a read of the initial contents.
 class CoverageFinder : public IRVisitor {
 public:
   CoverageFinder(const Buffer &B, int64_t Extent, Env E)
@@ -904,7 +904,9 @@ protected:
     IRVisitor::visitStore(Op);
     if (Op->Buf != B)
       return;
-    Written.back().insert(key(Op->Indices));
+    std::string Ignored;
+    if (auto Addr = elementOffset(B, Op->Indices, En, Ignored))
+      Written.back().push_back(std::move(*Addr));
     if (!Covered)
       tryStore(*Op);
   }
@@ -976,16 +978,16 @@ private:
     visit(S);
     Written.pop_back();
   }
-  static std::string key(const std::vector<Expr> &Idx) {
-    std::string K;
-    for (const Expr &I : Idx)
-      K += toString(I) + ";";
-    return K;
-  }
+  /// Whether an earlier store in an enclosing scope wrote the element that
+  /// an access at Idx reaches: the same affine offset (in loop variables,
+  /// lets and parameters, never data) means the same element.
   bool writtenBefore(const std::vector<Expr> &Idx) const {
-    std::string K = key(Idx);
+    std::string Ignored;
+    auto Addr = elementOffset(B, Idx, En, Ignored);
+    if (!Addr)
+      return false;
     for (const auto &Scope : Written)
-      if (Scope.count(K))
+      if (std::find(Scope.begin(), Scope.end(), *Addr) != Scope.end())
         return true;
     return false;
   }
@@ -1043,8 +1045,8 @@ private:
   Env En;
   std::vector<Loop> Loops;
   unsigned Conditional = 0;
-  /// Index texts of B's stores, per enclosing scope (loop bodies, branches).
-  std::vector<std::set<std::string>> Written{1};
+  /// Offsets of B's stores, per enclosing scope (loop bodies, branches).
+  std::vector<std::vector<Affine>> Written{1};
 };
 
 } // namespace

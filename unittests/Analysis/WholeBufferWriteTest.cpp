@@ -86,12 +86,24 @@ TEST(WholeBufferWrite, ReadsOfElementsWrittenEarlierInTheIterationAreFine) {
                    "  for (int64_t j = 0ll; j < 64ll; j++) {\n"
                    "    t[i] = (t[i]) + (x[i, j]);\n  }\n}"),
             "");
-  // The same element under another spelling, a read before the write, and a
-  // write in a branch, are reads of the initial contents.
+  // The same element under another spelling.
   EXPECT_EQ(whyNot(Reduce, "16ll",
                    "for (int64_t i = 0ll; i < 16ll; i++) {\n"
+                   "  int64_t k = i * 1ll;\n"
                    "  t[i] = 0.f;\n"
-                   "  t[i] = (t[0ll + i]) + 1.f;\n}"),
+                   "  t[i] = (t[0ll + k]) + 1.f;\n}"),
+            "");
+  // Another element, one chosen by data, a read before the write, and a
+  // write in a branch, are reads of the initial contents.
+  EXPECT_EQ(whyNot(Reduce, "16ll",
+                   "for (int64_t i = 0ll; i < 15ll; i++) {\n"
+                   "  t[i] = 0.f;\n"
+                   "  t[i] = (t[i + 1ll]) + 1.f;\n}"),
+            "it is read at 5:11");
+  EXPECT_EQ(whyNot("in x: f32[16, 64], in idx: i64[16], out y: f32[1]", "16ll",
+                   "for (int64_t i = 0ll; i < 16ll; i++) {\n"
+                   "  t[idx[i]] = 0.f;\n"
+                   "  t[i] = (t[idx[i]]) + 1.f;\n}"),
             "it is read at 5:11");
   EXPECT_EQ(whyNot(Reduce, "16ll",
                    "for (int64_t i = 0ll; i < 16ll; i++) {\n"
