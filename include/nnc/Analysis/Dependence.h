@@ -86,8 +86,8 @@ DependenceResult analyzeInterchange(const Kernel &K, const For &Outer,
 /// bounds whose offset numbers the iterations onto the storage exactly
 /// (coefficients 1, n1, n1*n2, ... in some order, n the trip counts, from
 /// offset 0), or for an external call whose output view covers B's storage
-/// densely; S may read only elements its iteration has already stored with
-/// the same index text. Otherwise false, and Why says what stops the proof
+/// densely; S may read only elements its iteration has already stored (at
+/// the same affine offset). Otherwise false, and Why says what stops the proof
 /// ("it is read at 9:14", "the write at 10:5 is conditional").
 bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
                        std::string &Why);
