@@ -481,12 +481,19 @@ private:
   std::map<std::string, Interval> Inner;
 };
 
-/// The parameters known to be at least 1: they size a buffer or bound a loop.
-std::set<std::string> positiveParams(const Kernel &K) {
-  std::set<std::string> Scalars, Out;
+/// The kernel's integral scalar parameters (what indices may use as
+/// symbols).
+std::set<std::string> integralScalars(const Kernel &K) {
+  std::set<std::string> Scalars;
   for (const Param &P : K.Params)
     if (!P.isBuffer() && isIntegral(P.Type))
       Scalars.insert(P.Name);
+  return Scalars;
+}
+
+/// The parameters known to be at least 1: they size a buffer or bound a loop.
+std::set<std::string> positiveParams(const Kernel &K) {
+  std::set<std::string> Scalars = integralScalars(K), Out;
   struct Finder : IRVisitor {
     const std::set<std::string> *Scalars;
     std::set<std::string> *Out;
@@ -586,9 +593,7 @@ std::string DependenceResult::describe() const {
   if (K == Kind::Independent)
     return "no loop-carried dependence";
   auto At = [](SourceLoc L) {
-    return L.isValid() ? " at " + std::to_string(L.Line) + ":" +
-                             std::to_string(L.Col)
-                       : std::string();
+    return L.isValid() ? " at " + L.str() : std::string();
   };
   std::string S = std::string(K == Kind::Possible ? "possible " : "") +
                   "loop-carried dependence on '" + Buffer + "' (" + First +
@@ -649,9 +654,7 @@ public:
   PairTester(const Kernel &K, const For &L,
              const std::vector<EnclosingLoop> &Outer)
       : Sign(positiveParams(K)), L(L) {
-    for (const Param &P : K.Params)
-      if (!P.isBuffer() && isIntegral(P.Type))
-        En.Params.insert(P.Name);
+    En.Params = integralScalars(K);
     for (const EnclosingLoop &O : Outer) {
       Ranges[O.Var] = rangeOf(O.Start, O.Stop, En);
       En.LoopVars.insert(O.Var);
@@ -994,8 +997,7 @@ private:
 
   void fallShort(SourceLoc L, const std::string &What) {
     if (Why.empty())
-      Why = "the write at " + std::to_string(L.Line) + ":" +
-            std::to_string(L.Col) + " " + What;
+      Why = "the write at " + L.str() + " " + What;
   }
 
   /// Whether the store, run for every iteration of the loops around it,
@@ -1059,20 +1061,15 @@ bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
     return false;
   }
   Env En;
-  for (const Param &P : K.Params)
-    if (!P.isBuffer() && isIntegral(P.Type))
-      En.Params.insert(P.Name);
+  En.Params = integralScalars(K);
   CoverageFinder F(B, *Extent, std::move(En));
   F.visit(S);
-  auto At = [](SourceLoc L) {
-    return std::to_string(L.Line) + ":" + std::to_string(L.Col);
-  };
   if (F.ReadLoc)
-    Why = "it is read at " + At(*F.ReadLoc);
+    Why = "it is read at " + F.ReadLoc->str();
   else if (!F.Covered)
-    Why = F.Why.empty() ? "the statement at " + At(S->Loc) +
-                              " does not write all of it"
-                        : F.Why;
+    Why = F.Why.empty()
+              ? "the statement at " + S->Loc.str() + " does not write all of it"
+              : F.Why;
   return F.Covered && !F.ReadLoc;
 }
 

@@ -341,6 +341,46 @@ Stmt IRMutator::mutateParallelCall(const ParallelCall *Op, const Stmt &S) {
                             std::move(Args), Op->Loc);
 }
 
+bool usesBuffer(const Stmt &S, const Buffer &B, bool Frees) {
+  struct Finder : IRVisitor {
+    const BufferNode *B;
+    bool Frees;
+    bool Found = false;
+    void visitLoad(const Load *Op) override {
+      Found |= Op->Buf.get() == B;
+      IRVisitor::visitLoad(Op);
+    }
+    void visitStore(const Store *Op) override {
+      Found |= Op->Buf.get() == B;
+      IRVisitor::visitStore(Op);
+    }
+    void visitFree(const Free *Op) override {
+      Found |= Frees && Op->Buf.get() == B;
+    }
+    void visitFreeExt(const FreeExt *Op) override {
+      for (const Buffer &X : Op->Bufs)
+        Found |= Frees && X.get() == B;
+    }
+    void visitExternalCall(const ExternalCall *Op) override {
+      Found |= Op->Out.Buf.get() == B;
+      for (const BufferView &V : Op->Args)
+        Found |= V.Buf.get() == B;
+      for (const PostOp &P : Op->PostOps)
+        Found |= P.Other && P.Other->Buf.get() == B;
+      IRVisitor::visitExternalCall(Op);
+    }
+    void visitParallelCall(const ParallelCall *Op) override {
+      for (const TaskArg &A : Op->Args)
+        Found |= A.Buf.get() == B;
+      IRVisitor::visitParallelCall(Op);
+    }
+  } F;
+  F.B = B.get();
+  F.Frees = Frees;
+  F.visit(S);
+  return F.Found;
+}
+
 std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K) {
   std::vector<std::shared_ptr<const Kernel>> Out;
   struct Finder : IRVisitor {

@@ -25,43 +25,6 @@ namespace nnc {
 
 namespace {
 
-/// Whether a statement touches buffer B (reads, writes, passes or frees it).
-bool touches(const Stmt &S, const Buffer &B) {
-  struct Finder : IRVisitor {
-    const Buffer *B;
-    bool Found = false;
-    void visitLoad(const Load *Op) override {
-      Found |= Op->Buf == *B;
-      IRVisitor::visitLoad(Op);
-    }
-    void visitStore(const Store *Op) override {
-      Found |= Op->Buf == *B;
-      IRVisitor::visitStore(Op);
-    }
-    void visitFree(const Free *Op) override { Found |= Op->Buf == *B; }
-    void visitFreeExt(const FreeExt *Op) override {
-      for (const Buffer &X : Op->Bufs)
-        Found |= X == *B;
-    }
-    void visitExternalCall(const ExternalCall *Op) override {
-      Found |= Op->Out.Buf == *B;
-      for (const BufferView &V : Op->Args)
-        Found |= V.Buf == *B;
-      for (const PostOp &P : Op->PostOps)
-        Found |= P.Other && P.Other->Buf == *B;
-      IRVisitor::visitExternalCall(Op);
-    }
-    void visitParallelCall(const ParallelCall *Op) override {
-      for (const TaskArg &A : Op->Args)
-        Found |= A.Buf == *B;
-      IRVisitor::visitParallelCall(Op);
-    }
-  } F;
-  F.B = &B;
-  F.visit(S);
-  return F.Found;
-}
-
 class Elider : public IRMutator {
 public:
   Elider(const Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags)
@@ -94,10 +57,9 @@ private:
                      size_t From, std::string &Why) {
     for (size_t J = From; J < Stmts.size(); ++J) {
       const Stmt &S = Stmts[J];
-      if (!touches(S, A.Buf))
+      if (!usesBuffer(S, A.Buf, /*Frees=*/true))
         continue;
-      std::string At = std::to_string(S->Loc.Line) + ":" +
-                       std::to_string(S->Loc.Col);
+      std::string At = S->Loc.str();
       if (isa<Free>(S) || isa<FreeExt>(S)) {
         Why = "it is freed at " + At + " without being read";
         return false;

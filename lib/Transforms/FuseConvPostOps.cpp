@@ -438,37 +438,6 @@ private:
     S = std::move(Out);
   }
 
-  static bool uses(const Stmt &S, const Buffer &B) {
-    struct Finder : IRVisitor {
-      const BufferNode *B;
-      bool Found = false;
-      void visitLoad(const Load *Op) override {
-        Found |= Op->Buf.get() == B;
-        IRVisitor::visitLoad(Op);
-      }
-      void visitStore(const Store *Op) override {
-        Found |= Op->Buf.get() == B;
-        IRVisitor::visitStore(Op);
-      }
-      void visitExternalCall(const ExternalCall *Op) override {
-        Found |= Op->Out.Buf.get() == B;
-        for (const BufferView &V : Op->Args)
-          Found |= V.Buf.get() == B;
-        for (const PostOp &P : Op->PostOps)
-          Found |= P.Other && P.Other->Buf.get() == B;
-        IRVisitor::visitExternalCall(Op);
-      }
-      void visitParallelCall(const ParallelCall *Op) override {
-        for (const TaskArg &A : Op->Args)
-          Found |= A.Buf.get() == B;
-        IRVisitor::visitParallelCall(Op);
-      }
-    } F;
-    F.B = B.get();
-    F.visit(S);
-    return F.Found;
-  }
-
   static bool sameSizes(const std::vector<Expr> &Dims,
                         const std::vector<int64_t> &Sizes) {
     if (Dims.size() != Sizes.size())
@@ -610,7 +579,7 @@ private:
         return nullptr;
       }
       for (size_t I = At + 2; I < S.size(); ++I)
-        if (!isa<Free>(S[I]) && !isa<FreeExt>(S[I]) && uses(S[I], C)) {
+        if (!isa<Free>(S[I]) && !isa<FreeExt>(S[I]) && usesBuffer(S[I], C)) {
           Why = "the convolution's output '" + C->Name +
                 "' is used again" + atLine(S[I]->Loc);
           return nullptr;

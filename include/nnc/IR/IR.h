@@ -587,6 +587,11 @@ struct Kernel {
 /// The tasks K calls (directly or through other tasks), callees first.
 std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K);
 
+/// Whether statement S accesses buffer B: loads, stores, external calls
+/// (output, inputs and post-op operands) and the arguments of parallel calls;
+/// with Frees, also a Free or FreeExt of it.
+bool usesBuffer(const Stmt &S, const Buffer &B, bool Frees = false);
+
 /// Every kernel of one file.
 struct Module {
   std::vector<Kernel> Kernels;

@@ -3,6 +3,7 @@
 #define NNC_SUPPORT_SOURCELOC_H
 
 #include <cstdint>
+#include <string>
 
 namespace nnc {
 
@@ -12,6 +13,10 @@ struct SourceLoc {
   uint32_t Line = 0;
   uint32_t Col = 0;
   bool isValid() const { return Line != 0; }
+  /// "line:col", as messages cite a place in the same file.
+  std::string str() const {
+    return std::to_string(Line) + ":" + std::to_string(Col);
+  }
 };
 
 } // namespace nnc
