@@ -169,6 +169,10 @@ TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
                    "  t[i] = 1.f;\n}"),
             "the write at 4:3 is in loop 'i', whose trip count is not a "
             "positive constant");
+  EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "64ll",
+                   "for (int64_t i = 0ll; i < 64ll; i++) {\n"
+                   "  t[n * i] = 1.f;\n}"),
+            "the write at 4:3 has a symbolic coefficient");
   EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "n",
                    "for (int64_t i = 0ll; i < n; i++) {\n"
                    "  t[i] = 1.f;\n}"),
