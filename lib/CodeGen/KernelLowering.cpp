@@ -45,6 +45,9 @@ namespace {
 
 /// Largest temporary placed on the stack.
 constexpr int64_t kMaxStackTempBytes = 64 * 1024;
+/// Most stack all the temporaries of one function may take; the rest go on
+/// the heap. OpenMP workers run tasks on stacks of a few MiB.
+constexpr int64_t kMaxStackBytes = 512 * 1024;
 /// Largest temporary allocated at all (1 TiB); larger is an error site.
 constexpr int64_t kMaxTempBytes = int64_t(1) << 40;
 
@@ -281,19 +284,82 @@ private:
   }
 
   /// Elements a buffer's storage spans: 1 + sum((dim - 1) * |stride|), or 0
-  /// when a dim is 0 or less.
+  /// when a dim is 0 or less. If Overflow is given, it is or-ed with whether
+  /// the sum leaves the i64 range.
   Value *spannedElements(const std::vector<Value *> &Dims,
-                         const std::vector<Value *> &Strides) {
+                         const std::vector<Value *> &Strides,
+                         Value **Overflow = nullptr) {
     Value *N = B.getInt64(1);
     Value *Empty = B.getFalse();
+    Value *Over = B.getFalse();
     for (size_t D = 0; D < Dims.size(); ++D) {
       Value *St = Strides[D];
       Value *AbsSt = B.CreateSelect(B.CreateICmpSLT(St, B.getInt64(0)),
                                     B.CreateNeg(St), St);
       Empty = B.CreateOr(Empty, B.CreateICmpSLE(Dims[D], B.getInt64(0)));
-      N = B.CreateAdd(N, B.CreateMul(B.CreateSub(Dims[D], B.getInt64(1)), AbsSt));
+      Value *Term = checkedOp(llvm::Intrinsic::smul_with_overflow,
+                              B.CreateSub(Dims[D], B.getInt64(1)), AbsSt, Over);
+      N = checkedOp(llvm::Intrinsic::sadd_with_overflow, N, Term, Over);
     }
+    if (Overflow)
+      *Overflow = B.CreateOr(*Overflow, B.CreateAnd(B.CreateNot(Empty), Over));
     return B.CreateSelect(Empty, B.getInt64(0), N);
+  }
+
+  /// Elements of Buf's storage (computed once per function).
+  Value *storageExtent(const Buffer &Buf) {
+    Value *E = Bufs.at(Buf.get()).Extent;
+    assert(E && "parameters and temporaries have their extent");
+    return E;
+  }
+
+  /// X op Y with an LLVM *.with.overflow intrinsic; Over is or-ed with the
+  /// overflow bit.
+  Value *checkedOp(llvm::Intrinsic::ID Id, Value *X, Value *Y, Value *&Over) {
+    auto *CX = dyn_cast<ConstantInt>(X), *CY = dyn_cast<ConstantInt>(Y);
+    if (CX && CY) { // Fold, so constant sizes stay constants in the IR.
+      bool O = false;
+      APInt R = Id == llvm::Intrinsic::sadd_with_overflow
+                    ? CX->getValue().sadd_ov(CY->getValue(), O)
+                : Id == llvm::Intrinsic::ssub_with_overflow
+                    ? CX->getValue().ssub_ov(CY->getValue(), O)
+                    : CX->getValue().smul_ov(CY->getValue(), O);
+      if (O)
+        Over = B.getTrue();
+      return ConstantInt::get(X->getType(), R);
+    }
+    Value *R = B.CreateBinaryIntrinsic(Id, X, Y);
+    Over = B.CreateOr(Over, B.CreateExtractValue(R, 1));
+    return B.CreateExtractValue(R, 0);
+  }
+
+  /// A size or stride expression as an i64, with every step checked: Over
+  /// is or-ed with whether any step leaves its type's range (the sizes of
+  /// temporaries must not wrap, unlike the kernel's own arithmetic).
+  Value *lowerSize(const Expr &E, Value *&Over) {
+    if (auto *Bin = dyn_cast<Binary>(E); Bin && isIntegral(E->Type) &&
+        (Bin->Op == BinOp::Add || Bin->Op == BinOp::Sub ||
+         Bin->Op == BinOp::Mul)) {
+      Value *X = lowerSize(Bin->A, Over), *Y = lowerSize(Bin->B, Over);
+      llvm::Intrinsic::ID Id = Bin->Op == BinOp::Add   ? llvm::Intrinsic::sadd_with_overflow
+                         : Bin->Op == BinOp::Sub ? llvm::Intrinsic::ssub_with_overflow
+                                                 : llvm::Intrinsic::smul_with_overflow;
+      Value *R = checkedOp(Id, X, Y, Over);
+      if (E->Type != DType::I64) // The value must fit the narrower type.
+        Over = B.CreateOr(Over, B.CreateICmpNE(
+                                    R, toI64(B.CreateTrunc(R, regType(E->Type)),
+                                             E->Type)));
+      return R;
+    }
+    if (auto *C = dyn_cast<Cast>(E); C && isIntegral(C->A->Type)) {
+      Value *R = lowerSize(C->A, Over);
+      if (E->Type != DType::I64)
+        Over = B.CreateOr(Over, B.CreateICmpNE(
+                                    R, toI64(B.CreateTrunc(R, regType(E->Type)),
+                                             E->Type)));
+      return R;
+    }
+    return toI64(lower(E), E->Type);
   }
 
   Value *lower(const Expr &E);
@@ -344,6 +410,8 @@ private:
   std::vector<std::unordered_map<std::string, Value *>> Scopes;
   std::unordered_map<const BufferNode *, BufInfo> Bufs;
   std::vector<AllocaInst *> HeapSlots;
+  /// Stack the current function's temporaries take (kMaxStackBytes).
+  int64_t StackBytes = 0;
   std::unordered_map<const Kernel *, Function *> TaskFns;
   BasicBlock *EntryBlock = nullptr;
   BasicBlock *Cleanup = nullptr;
@@ -832,15 +900,24 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
                                   const std::vector<Expr> &StrideEs,
                                   SourceLoc Loc, bool ZeroFill) {
   BufInfo &BI = Bufs[Buf.get()];
-  BI.Dims = lowerAllI64(DimEs);
-  BI.Strides = lowerAllI64(StrideEs);
+  Value *Over = B.getFalse();
+  BI.Dims.clear();
+  BI.Strides.clear();
+  for (const Expr &E : DimEs)
+    BI.Dims.push_back(lowerSize(E, Over));
+  for (const Expr &E : StrideEs)
+    BI.Strides.push_back(lowerSize(E, Over));
   unsigned Size = dtypeSize(Buf->Type);
   Type *MT = memType(Buf->Type);
-  // Constant-size temporaries that are small go on the stack, once.
+  // Constant-size temporaries that are small go on the stack, once, while
+  // the function's stack budget lasts (a worker thread's stack is small).
   auto Elems = constantStorageSize(DimEs, StrideEs);
-  if (Elems && *Elems * Size <= kMaxStackTempBytes) {
-    if (!BI.Stack)
+  if (Elems && *Elems * Size <= kMaxStackTempBytes &&
+      (BI.Stack || StackBytes + *Elems * Size <= kMaxStackBytes)) {
+    if (!BI.Stack) {
       BI.Stack = entryAlloca(MT, std::max<int64_t>(*Elems, 1), Buf->Name);
+      StackBytes += *Elems * Size;
+    }
     BI.Stack->setAlignment(Align(64));
     BI.Base = BI.Stack;
     BI.Extent = B.getInt64(*Elems);
@@ -853,9 +930,9 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
   for (Value *Dm : BI.Dims)
     Negative = B.CreateOr(Negative, B.CreateICmpSLT(Dm, B.getInt64(0)));
   checkError(Negative, ErrorKind::NegativeSize, Loc, Buf->Name);
-  Value *N = spannedElements(BI.Dims, BI.Strides);
+  Value *N = spannedElements(BI.Dims, BI.Strides, &Over);
   BI.Extent = N;
-  checkError(B.CreateICmpUGT(N, B.getInt64(kMaxTempBytes / Size)),
+  checkError(B.CreateOr(Over, B.CreateICmpUGT(N, B.getInt64(kMaxTempBytes / Size))),
              ErrorKind::AllocationTooLarge, Loc, Buf->Name);
   Value *Bytes = B.CreateMul(N, B.getInt64(Size));
   if (!BI.HeapSlot) {
@@ -936,12 +1013,24 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
     B.CreateStore(B.getInt64(V.rank()), B.CreateConstGEP1_64(I64, Ranks, I));
     B.CreateStore(B.getInt8(static_cast<uint8_t>(V.Type)),
                   B.CreateConstGEP1_64(B.getInt8Ty(), DTypes, I));
+    // The view must fit its buffer's storage, as the interpreter checks.
+    Value *Over = B.getFalse(), *Negative = B.getFalse();
+    std::vector<Value *> VDims, VStrides;
     for (unsigned D = 0; D < V.rank(); ++D, ++Pos) {
-      B.CreateStore(toI64(lower(V.Sizes[D]), V.Sizes[D]->Type),
-                    B.CreateConstGEP1_64(I64, Dims, Pos));
-      B.CreateStore(toI64(lower(V.Strides[D]), V.Strides[D]->Type),
-                    B.CreateConstGEP1_64(I64, Strides, Pos));
+      VDims.push_back(lowerSize(V.Sizes[D], Over));
+      VStrides.push_back(lowerSize(V.Strides[D], Over));
+      Negative = B.CreateOr(Negative,
+                            B.CreateICmpSLT(VStrides.back(), B.getInt64(0)));
+      B.CreateStore(VDims.back(), B.CreateConstGEP1_64(I64, Dims, Pos));
+      B.CreateStore(VStrides.back(), B.CreateConstGEP1_64(I64, Strides, Pos));
     }
+    std::string What = "the description of '" + V.Buf->Name + "'";
+    checkError(Negative, ErrorKind::Message, Op->Loc,
+               Op->Func + ": " + What + " has a negative stride");
+    Value *Need = spannedElements(VDims, VStrides, &Over);
+    checkError(B.CreateOr(Over, B.CreateICmpUGT(Need, storageExtent(V.Buf))),
+               ErrorKind::Message, Op->Loc,
+               Op->Func + ": " + What + " does not fit in its storage");
   }
   const ExternalFunctionInfo *Info = lookupExternalFunction(Op->Func);
   for (size_t I = 0; I < Scalars.size(); ++I) {
@@ -968,6 +1057,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   Scopes.clear();
   Bufs.clear();
   HeapSlots.clear();
+  StackBytes = 0;
   // int32_t body(T0 p0, T1 p1, ...) with noalias buffer pointers.
   std::vector<Type *> ParamTys;
   for (const Param &P : Kn.Params)
@@ -1012,8 +1102,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
     BI.Base = Body->getArg(I);
     BI.Dims = lowerAllI64(P.Buf->Dims);
     BI.Strides = lowerAllI64(P.Buf->Strides);
-    if (Opts.BoundsCheck)
-      BI.Extent = spannedElements(BI.Dims, BI.Strides);
+    BI.Extent = spannedElements(BI.Dims, BI.Strides);
   }
   if (Opts.Trace && !Kn.IsTask) {
     // One span per top-level statement, named for the trace viewer.

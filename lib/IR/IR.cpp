@@ -211,6 +211,101 @@ std::optional<int64_t> evaluateConstant(const Expr &E) {
   }
 }
 
+namespace {
+/// V if it fits in integer type T.
+std::optional<int64_t> fitting(DType T, int64_t V, std::string &Why) {
+  if (wrapInt(T, V) == V)
+    return V;
+  Why = "overflows " + std::string(dtypeName(T));
+  return std::nullopt;
+}
+} // namespace
+
+std::optional<int64_t>
+evaluateSize(const Expr &E,
+             const std::function<std::optional<int64_t>(const std::string &)>
+                 &Lookup,
+             std::string &Why) {
+  if (!isIntegral(E->Type) || E->Depth > 256) {
+    Why = "is not an integer expression";
+    return std::nullopt;
+  }
+  switch (E->Kind) {
+  case ExprKind::IntImm:
+    return cast<IntImm>(E)->Value;
+  case ExprKind::Var: {
+    auto V = Lookup(cast<Var>(E)->Name);
+    if (!V)
+      Why = "uses '" + cast<Var>(E)->Name + "', which has no value";
+    return V;
+  }
+  case ExprKind::Cast: {
+    auto *C = cast<Cast>(E);
+    auto A = evaluateSize(C->A, Lookup, Why);
+    return A ? fitting(C->Type, *A, Why) : std::nullopt;
+  }
+  case ExprKind::Neg: {
+    auto A = evaluateSize(cast<Neg>(E)->A, Lookup, Why);
+    int64_t R;
+    if (!A)
+      return std::nullopt;
+    if (__builtin_sub_overflow(int64_t(0), *A, &R)) {
+      Why = "overflows " + std::string(dtypeName(E->Type));
+      return std::nullopt;
+    }
+    return fitting(E->Type, R, Why);
+  }
+  case ExprKind::Binary: {
+    auto *B = cast<Binary>(E);
+    auto X = evaluateSize(B->A, Lookup, Why);
+    if (!X)
+      return std::nullopt;
+    auto Y = evaluateSize(B->B, Lookup, Why);
+    if (!Y)
+      return std::nullopt;
+    int64_t R = 0;
+    bool Over = false;
+    switch (B->Op) {
+    case BinOp::Add:
+      Over = __builtin_add_overflow(*X, *Y, &R);
+      break;
+    case BinOp::Sub:
+      Over = __builtin_sub_overflow(*X, *Y, &R);
+      break;
+    case BinOp::Mul:
+      Over = __builtin_mul_overflow(*X, *Y, &R);
+      break;
+    case BinOp::Div:
+    case BinOp::Mod:
+      if (*Y == 0) {
+        Why = "divides by zero";
+        return std::nullopt;
+      }
+      Over = *Y == -1 && *X == INT64_MIN;
+      R = Over ? 0 : (B->Op == BinOp::Div ? *X / *Y : *X % *Y);
+      break;
+    case BinOp::Max:
+      R = std::max(*X, *Y);
+      break;
+    case BinOp::Min:
+      R = std::min(*X, *Y);
+      break;
+    default:
+      Why = "is not a size expression";
+      return std::nullopt;
+    }
+    if (Over) {
+      Why = "overflows " + std::string(dtypeName(E->Type));
+      return std::nullopt;
+    }
+    return fitting(E->Type, R, Why);
+  }
+  default:
+    Why = "is not a size expression";
+    return std::nullopt;
+  }
+}
+
 const char *roleSpelling(BufferRole R) {
   switch (R) {
   case BufferRole::In:

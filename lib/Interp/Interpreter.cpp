@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/Interp/Interpreter.h"
 #include "nnc/IR/ExternalFunctions.h"
+#include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/Interp/ReferenceExternals.h"
 
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <set>
 #include <unordered_map>
 
 namespace nnc {
@@ -196,6 +198,36 @@ public:
   }
 
   ExprFn compile(const Expr &E);
+  /// A size or stride: like compile(E), but a step that overflows, or a
+  /// negative stride, is a run-time error (What names the buffer).
+  ExprFn compileSize(const Expr &E, const std::string &What, bool IsStride) {
+    struct Vars : IRVisitor {
+      std::set<std::string> Names;
+      void visitVar(const Var *Op) override { Names.insert(Op->Name); }
+    } V;
+    V.visit(E);
+    std::vector<std::pair<std::string, unsigned>> Slots;
+    for (const std::string &N : V.Names)
+      Slots.push_back({N, lookup(N, E->Loc)});
+    SourceLoc L = E->Loc;
+    return [E, Slots, L, What, IsStride](State &S) {
+      auto Lookup = [&](const std::string &N) -> std::optional<int64_t> {
+        for (const auto &[Name, Slot] : Slots)
+          if (Name == N)
+            return S.Slots[Slot].I;
+        return std::nullopt;
+      };
+      std::string Why;
+      auto R = evaluateSize(E, Lookup, Why);
+      if (!R)
+        fail(L, "a size of " + What + " (" + toString(E) + ") " + Why);
+      if (IsStride && *R < 0)
+        fail(L, What + " has a negative stride (" + std::to_string(*R) + ")");
+      Val Out;
+      Out.I = *R;
+      return Out;
+    };
+  }
 
 private:
   unsigned declare(const std::string &Name) {
@@ -593,12 +625,13 @@ StmtFn Compiler::compile(const Stmt &St, State &S) {
   case StmtKind::Allocate: {
     auto *A = cast<Allocate>(St);
     unsigned BI = bufferIndex(A->Buf.get(), S);
+    std::string What = "temporary '" + A->Buf->Name + "'";
     std::vector<ExprFn> Dims;
     for (const Expr &D : A->Buf->Dims)
-      Dims.push_back(compile(D));
+      Dims.push_back(compileSize(D, What, false));
     std::vector<ExprFn> Strides;
     for (const Expr &D : A->Buf->Strides)
-      Strides.push_back(compile(D));
+      Strides.push_back(compileSize(D, What, true));
     DType T = A->Buf->Type;
     SourceLoc L = A->Loc;
     return [BI, Dims, Strides, T, L](State &S) {
@@ -700,10 +733,11 @@ StmtFn Compiler::compileExternalCall(const ExternalCall *Op, State &S) {
   auto MakeView = [&](const BufferView &V) {
     ViewFns F;
     F.BI = bufferIndex(V.Buf.get(), S);
+    std::string What = "the description of '" + V.Buf->Name + "'";
     for (const Expr &E : V.Sizes)
-      F.Sizes.push_back(compile(E));
+      F.Sizes.push_back(compileSize(E, What, false));
     for (const Expr &E : V.Strides)
-      F.Strides.push_back(compile(E));
+      F.Strides.push_back(compileSize(E, What, true));
     return F;
   };
   ViewFns Out = MakeView(Op->Out);
@@ -788,37 +822,42 @@ bool evaluateParamShapes(const Kernel &K, const std::vector<ArgValue> &Args,
       fail(K.Loc, "kernel '" + K.Name + "' takes " +
                       std::to_string(K.Params.size()) + " arguments, " +
                       std::to_string(Args.size()) + " given");
-    State S;
-    StmtFn Body;
-    // Only the scalar slots are needed; compile an empty body.
-    Kernel Shapes = K;
-    Shapes.Body = Block::make({});
-    Compiler CS(Shapes);
-    CS.setState(S);
-    CS.compileKernel(S, Body);
-    for (size_t I = 0; I < K.Params.size(); ++I)
-      if (!K.Params[I].isBuffer()) {
-        Val V;
-        V.I = Args[I].Scalar.I;
-        if (isFloat(K.Params[I].Type))
-          V.F = Args[I].Scalar.F;
-        S.Slots[CS.slotOfParam(I)] = V;
-      }
     Sizes.assign(K.Params.size(), {});
     Strides.assign(K.Params.size(), {});
+    auto Lookup = [&](const std::string &N) -> std::optional<int64_t> {
+      const Param *P = K.findParam(N);
+      if (!P || P->isBuffer() || !isIntegral(P->Type))
+        return std::nullopt;
+      return Args[P - K.Params.data()].Scalar.I;
+    };
     for (size_t I = 0; I < K.Params.size(); ++I) {
       const Param &P = K.Params[I];
       if (!P.isBuffer())
         continue;
+      auto Eval = [&](const Expr &E, const char *What) {
+        std::string Why;
+        auto V = evaluateSize(E, Lookup, Why);
+        if (!V)
+          fail(P.Loc, "a " + std::string(What) + " of buffer '" + P.Name +
+                          "' (" + toString(E) + ") " + Why);
+        return *V;
+      };
       for (const Expr &D : P.Buf->Dims) {
-        int64_t V = CS.compile(D)(S).I;
+        int64_t V = Eval(D, "dim");
         if (V < 0)
           fail(P.Loc, "buffer '" + P.Name + "' has a negative size (" +
                           std::to_string(V) + ")");
         Sizes[I].push_back(V);
       }
-      for (const Expr &D : P.Buf->Strides)
-        Strides[I].push_back(CS.compile(D)(S).I);
+      for (const Expr &D : P.Buf->Strides) {
+        int64_t V = Eval(D, "stride");
+        if (V < 0)
+          fail(P.Loc, "buffer '" + P.Name + "' has a negative stride (" +
+                          std::to_string(V) + ")");
+        Strides[I].push_back(V);
+      }
+      if (storageElemsFor(Sizes[I], Strides[I]) < 0)
+        fail(P.Loc, "buffer '" + P.Name + "' is too large");
     }
     return true;
   } catch (const InterpError &E) {

@@ -178,6 +178,8 @@ Diagnostic CompiledKernel::describeStatus(int32_t Status) const {
             "temporary '" + S.Detail + "' has a negative size"};
   case ErrorKind::OutOfBounds:
     return {Severity::Error, S.Loc, nnc_runtime_last_error()};
+  case ErrorKind::Message:
+    return {Severity::Error, S.Loc, S.Detail};
   }
   return {Severity::Error, S.Loc, "kernel failed"};
 }

@@ -50,6 +50,7 @@ enum class ErrorKind : uint8_t {
   AllocationTooLarge,
   NegativeSize,
   OutOfBounds,
+  Message, ///< The message is the site's Detail.
 };
 
 struct ErrorSite {

@@ -19,6 +19,7 @@
 #include "nnc/Support/SourceLoc.h"
 
 #include <cassert>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -254,6 +255,17 @@ std::optional<int64_t> getConstInt(const Expr &E);
 /// as NNC prints strides), with the language's wrapping arithmetic; nullopt
 /// if it depends on a variable or a load, or divides by zero.
 std::optional<int64_t> evaluateConstant(const Expr &E);
+
+/// The value of a size or stride expression (constants, integer scalars and
+/// integer arithmetic, as the verifier allows) with each scalar's value from
+/// Lookup. Unlike the kernel's wrapping arithmetic, every step is checked: a
+/// value that leaves its type's range, a division by zero or an unknown
+/// scalar gives nullopt, and Why says which ("overflows", ...).
+std::optional<int64_t>
+evaluateSize(const Expr &E,
+             const std::function<std::optional<int64_t>(const std::string &)>
+                 &Lookup,
+             std::string &Why);
 
 //===----------------------------------------------------------------------===//
 // Buffers
