@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Driver/Driver.h"
+#include "nnc/Support/FileIO.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <benchmark/benchmark.h>
@@ -316,7 +317,7 @@ std::string resnetText() {
   const char *Dir = std::getenv("NNC_WORKLOADS_DIR");
   std::string Path = std::string(Dir ? Dir : "../shared/workloads") +
                      "/resnet18_frozen_cl_rm__g01.nnc";
-  if (!readFile(Path, Text, Err))
+  if (!readFile(Path, Text, Err, uint64_t(1) << 28))
     die("cannot read " + Path + " (set NNC_WORKLOADS_DIR): " + Err);
   return Text;
 }

@@ -29,52 +29,24 @@ struct ParamInfo {
   std::string Name;
   DType Type;
   bool IsBuffer;
+  bool Written = false; ///< An out or inout buffer.
   std::vector<Extent> Dims, Strides;
 };
 
 /// Evaluates a size expression; the scalars' values are in Values, by
-/// parameter index. Sizes are built from constants, scalars and integer
-/// arithmetic (the verifier's rule), so nothing else needs handling.
+/// parameter index. A step that overflows gives nullopt with Why set.
 std::optional<int64_t> evalExtent(const Expr &E, const Kernel &K,
-                                  llvm::ArrayRef<int64_t> Values) {
-  switch (E->Kind) {
-  case ExprKind::IntImm:
-    return cast<IntImm>(E)->Value;
-  case ExprKind::Var: {
-    const std::string &N = cast<Var>(E)->Name;
-    for (size_t I = 0; I < K.Params.size(); ++I)
-      if (K.Params[I].Name == N && !K.Params[I].isBuffer())
-        return Values[I];
-    return std::nullopt;
-  }
-  case ExprKind::Cast:
-    return evalExtent(cast<Cast>(E)->A, K, Values);
-  case ExprKind::Binary: {
-    auto *B = cast<Binary>(E);
-    auto A = evalExtent(B->A, K, Values), C = evalExtent(B->B, K, Values);
-    if (!A || !C)
-      return std::nullopt;
-    // Sizes wrap as the kernel's i64 arithmetic does.
-    uint64_t X = static_cast<uint64_t>(*A), Y = static_cast<uint64_t>(*C);
-    switch (B->Op) {
-    case BinOp::Add:
-      return static_cast<int64_t>(X + Y);
-    case BinOp::Sub:
-      return static_cast<int64_t>(X - Y);
-    case BinOp::Mul:
-      return static_cast<int64_t>(X * Y);
-    case BinOp::Max:
-      return std::max(*A, *C);
-    case BinOp::Min:
-      return std::min(*A, *C);
-    default: // Division and the rest: the IR's folder (no division by 0).
-      return evaluateConstant(Binary::make(B->Op, IntImm::make(DType::I64, *A),
-                                           IntImm::make(DType::I64, *C)));
-    }
-  }
-  default:
-    return evaluateConstant(E);
-  }
+                                  llvm::ArrayRef<int64_t> Values,
+                                  std::string &Why) {
+  return evaluateSize(
+      E,
+      [&](const std::string &N) -> std::optional<int64_t> {
+        const Param *P = K.findParam(N);
+        if (!P || P->isBuffer())
+          return std::nullopt;
+        return Values[P - K.Params.data()];
+      },
+      Why);
 }
 
 std::string shapeText(llvm::ArrayRef<int64_t> S) {
@@ -141,6 +113,12 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
   llvm::SmallVector<void *, 16> Ptrs(N);
   llvm::SmallVector<uint64_t, 16> Slots(N);
   llvm::SmallVector<int64_t, 16> Ints(N);
+  struct ByteRange {
+    uintptr_t Start;
+    uint64_t Bytes;
+    size_t Index;
+  };
+  llvm::SmallVector<ByteRange, 8> Ranges;
   // Scalars first: buffer sizes may depend on them.
   for (size_t I = 0; I < N; ++I) {
     const ParamInfo &P = St.Params[I];
@@ -173,12 +151,20 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
     size_t Rank = P.Dims.size();
     llvm::SmallVector<int64_t, 4> Want(Rank), WantStrides(Rank);
     for (size_t D = 0; D < Rank; ++D) {
+      std::string Why;
       auto Dim = P.Dims[D].Const ? P.Dims[D].Const
-                                 : evalExtent(P.Dims[D].E, K, Ints);
-      auto Str = P.Strides[D].Const ? P.Strides[D].Const
-                                    : evalExtent(P.Strides[D].E, K, Ints);
+                                 : evalExtent(P.Dims[D].E, K, Ints, Why);
+      auto Str = P.Strides[D].Const
+                     ? P.Strides[D].Const
+                     : (Dim ? evalExtent(P.Strides[D].E, K, Ints, Why)
+                            : std::nullopt);
       if (!Dim || !Str)
-        return Bad(I, "its size cannot be evaluated");
+        return Bad(I, "its size cannot be evaluated" +
+                          (Why.empty() ? "" : ": it " + Why));
+      if (*Dim < 0)
+        return Bad(I, "its size " + std::to_string(*Dim) + " is negative");
+      if (*Str < 0)
+        return Bad(I, "its stride " + std::to_string(*Str) + " is negative");
       Want[D] = *Dim;
       WantStrides[D] = *Str;
     }
@@ -204,7 +190,28 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
     if (!B.Data && !Empty)
       return Bad(I, "the data pointer is null");
     Ptrs[I] = B.Data;
+    // The bytes the buffer spans, for the aliasing check below.
+    __int128 Span = Empty ? 0 : 1;
+    for (size_t D = 0; D < Rank && !Empty; ++D)
+      Span += static_cast<__int128>(Want[D] - 1) * WantStrides[D];
+    Span *= dtypeSize(P.Type);
+    if (Span > (static_cast<__int128>(1) << 62))
+      return Bad(I, "it is too large (shape " + shapeText(Want) + ")");
+    Ranges.push_back({reinterpret_cast<uintptr_t>(B.Data),
+                      static_cast<uint64_t>(Span), I});
   }
+  // Kernels take distinct buffers (their parameters are noalias): a buffer
+  // the kernel writes may share no byte with another argument.
+  for (const auto &X : Ranges)
+    for (const auto &Y : Ranges)
+      if (X.Index < Y.Index && X.Bytes && Y.Bytes &&
+          (St.Params[X.Index].Written || St.Params[Y.Index].Written) &&
+          X.Start < Y.Start + Y.Bytes && Y.Start < X.Start + X.Bytes)
+        return Bad(Y.Index, "its memory overlaps argument " +
+                                std::to_string(X.Index) + " ('" +
+                                St.Params[X.Index].Name +
+                                "'), and the kernel writes one of them; "
+                                "pass distinct buffers");
   int32_t Status = callRaw(Ptrs.data());
   return Status ? statusError(Status) : llvm::Error::success();
 }
@@ -318,9 +325,10 @@ llvm::Expected<Function> Compiler::compile(const Kernel &K) const {
   S->CK = std::move(*CK);
   S->Threads = Opts.Threads;
   for (const Param &Pm : K.Params) {
-    ParamInfo PI{Pm.Name, Pm.Type, Pm.isBuffer(), {}, {}};
+    ParamInfo PI{Pm.Name, Pm.Type, Pm.isBuffer(), false, {}, {}};
     if (Pm.isBuffer()) {
       PI.Type = Pm.Buf->Type;
+      PI.Written = Pm.Buf->isWritable();
       PI.Dims = extents(Pm.Buf->Dims);
       PI.Strides = extents(Pm.Buf->Strides);
     }

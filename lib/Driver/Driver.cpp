@@ -7,6 +7,7 @@
 #include "nnc/Interp/Interpreter.h"
 #include "nnc/Parse/Parser.h"
 #include "nnc/Runtime/Runtime.h"
+#include "nnc/Support/FileIO.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -27,28 +28,10 @@ namespace {
 
 /// Largest file or buffer the tool reads or creates (16 GiB).
 constexpr uint64_t kMaxBytes = uint64_t(1) << 34;
+/// Largest kernel file (256 MiB).
+constexpr uint64_t kMaxSourceBytes = uint64_t(1) << 28;
 
 } // namespace
-
-bool readFile(const std::string &Path, std::string &Out, std::string &Err) {
-  if (Path == "-") {
-    std::ostringstream SS;
-    SS << std::cin.rdbuf();
-    Out = SS.str();
-    return true;
-  }
-  std::ifstream In(Path, std::ios::binary);
-  if (!In) {
-    Err = std::strerror(errno);
-    return false;
-  }
-  Out.assign(std::istreambuf_iterator<char>(In), {});
-  if (In.bad()) {
-    Err = "read error";
-    return false;
-  }
-  return true;
-}
 
 namespace {
 
@@ -126,7 +109,7 @@ std::string formatValue(const HostBuffer &B, int64_t Off) {
 std::optional<LoadedModule> loadModule(const std::string &Path,
                                        DiagnosticEngine &Diags) {
   std::string Text, Err;
-  if (!readFile(Path, Text, Err)) {
+  if (!readFile(Path, Text, Err, kMaxSourceBytes)) {
     Diags.error({}, "cannot read '" + Path + "': " + Err);
     return std::nullopt;
   }
@@ -198,19 +181,35 @@ std::optional<KernelArgs> buildArgs(const Kernel &K,
                           Name + "'");
       return std::nullopt;
     }
+    if (Given[I]) {
+      Diags.error({}, "parameter '" + Name + "' is given twice (--param)");
+      return std::nullopt;
+    }
     DType T = K.Params[I].Type;
     errno = 0;
     char *End = nullptr;
     ScalarValue V;
+    bool Fits = true;
     if (isFloat(T)) {
-      V.F = roundFloat(T, std::strtod(Value.c_str(), &End));
+      double D = std::strtod(Value.c_str(), &End);
+      V.F = roundFloat(T, D);
+      Fits = std::isinf(V.F) == std::isinf(D);
+    } else if (T == DType::Bool && (Value == "true" || Value == "false")) {
+      V.I = Value == "true";
+      End = Value.data() + Value.size();
     } else {
       long long X = std::strtoll(Value.c_str(), &End, 10);
-      V.I = wrapInt(T, X);
+      V.I = X;
+      Fits = wrapInt(T, X) == X;
     }
     if (Value.empty() || *End != '\0' || errno == ERANGE) {
       Diags.error({}, "invalid value '" + Value + "' for parameter '" + Name +
                           "' of type " + std::string(dtypeName(T)));
+      return std::nullopt;
+    }
+    if (!Fits) {
+      Diags.error({}, "value '" + Value + "' of parameter '" + Name +
+                          "' does not fit in " + std::string(dtypeName(T)));
       return std::nullopt;
     }
     A.Values[I].Scalar = V;
@@ -260,11 +259,21 @@ std::optional<KernelArgs> buildArgs(const Kernel &K,
                           Name + "'");
       return std::nullopt;
     }
-    if (!readFile(Path, Data, Err)) {
+    if (K.Params[I].Buf->Role == BufferRole::Out) {
+      Diags.error({}, "'" + Name + "' is an output; --input takes in and "
+                                   "inout buffers");
+      return std::nullopt;
+    }
+    if (Given[I]) {
+      Diags.error({}, "buffer '" + Name + "' is given twice (--input)");
+      return std::nullopt;
+    }
+    Given[I] = true;
+    HostBuffer &B = *A.Buffers[I];
+    if (!readFile(Path, Data, Err, B.storageBytes())) {
       Diags.error({}, "cannot read input '" + Path + "': " + Err);
       return std::nullopt;
     }
-    HostBuffer &B = *A.Buffers[I];
     if (Data.size() != B.storageBytes()) {
       Diags.error({}, "input '" + Path + "' for '" + Name + "' has " +
                           std::to_string(Data.size()) + " bytes, expected " +
@@ -341,12 +350,11 @@ bool writeOutputs(const Kernel &K, const KernelArgs &Args,
       return false;
     }
     const HostBuffer &B = *Args.Buffers[P - K.Params.data()];
-    std::ofstream Out(Path, std::ios::binary);
-    Out.write(static_cast<const char *>(B.data()),
-              static_cast<std::streamsize>(B.storageBytes()));
-    if (!Out) {
-      Diags.error({}, "cannot write output '" + Path + "': " +
-                          std::strerror(errno));
+    std::string Err;
+    if (!writeFile(Path,
+                   {static_cast<const char *>(B.data()), B.storageBytes()},
+                   Err)) {
+      Diags.error({}, "cannot write output '" + Path + "': " + Err);
       return false;
     }
   }
@@ -576,10 +584,9 @@ bool writeText(const std::string &Path, const std::string &Data, bool Binary,
     Out << Data;
     return true;
   }
-  std::ofstream OS(Path, std::ios::binary);
-  OS.write(Data.data(), static_cast<std::streamsize>(Data.size()));
-  if (!OS) {
-    Diags.error({}, "cannot write '" + Path + "': " + std::strerror(errno));
+  std::string Err;
+  if (!writeFile(Path, Data, Err)) {
+    Diags.error({}, "cannot write '" + Path + "': " + Err);
     return false;
   }
   return true;
@@ -741,7 +748,7 @@ int runDriver(const DriverOptions &Opts, std::ostream &Out, std::ostream &Err) {
     nnc_runtime_set_num_threads(static_cast<int32_t>(Opts.Threads));
   std::string Text, Error;
   std::string Name = Opts.InputPath == "-" ? "<stdin>" : Opts.InputPath;
-  if (!readFile(Opts.InputPath, Text, Error)) {
+  if (!readFile(Opts.InputPath, Text, Error, kMaxSourceBytes)) {
     Err << "error: cannot read '" << Opts.InputPath << "': " << Error << '\n';
     return 1;
   }

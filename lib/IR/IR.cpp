@@ -306,6 +306,25 @@ evaluateSize(const Expr &E,
   }
 }
 
+const char *reservedNameMeaning(std::string_view N) {
+  for (const char *K : {"kernel", "task", "for", "if", "else", "Allocate",
+                        "Free", "FreeExt", "nnc_parallel_for"})
+    if (N == K)
+      return "a keyword";
+  for (const char *L : {"true", "false", "NAN", "POS_INFINITY", "NEG_INFINITY"})
+    if (N == L)
+      return "a literal";
+  if (parseDType(N))
+    return "a type";
+  for (const char *F : {"Max", "Min", "mod", "IfThenElse", "BitCast", "Ramp",
+                        "Broadcast"})
+    if (N == F)
+      return "a function";
+  if (lookupIntrinsic(N))
+    return "a function";
+  return nullptr;
+}
+
 const char *roleSpelling(BufferRole R) {
   switch (R) {
   case BufferRole::In:

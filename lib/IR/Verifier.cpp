@@ -84,8 +84,21 @@ private:
     return nullptr;
   }
 
+  /// Reports a name the language gives a meaning of its own (see
+  /// reservedNameMeaning).
+  bool checkNotReserved(const std::string &N, SourceLoc L, const char *What) {
+    if (const char *Meaning = reservedNameMeaning(N)) {
+      error(L, std::string(What) + " '" + N + "' is reserved (" + Meaning +
+                   ")");
+      return false;
+    }
+    return true;
+  }
+
   /// Reports a name that would shadow a variable or buffer in scope.
   bool checkFreshName(const std::string &N, SourceLoc L, const char *What) {
+    if (!checkNotReserved(N, L, What))
+      return false;
     if (lookupVar(N) || Declared.count(N)) {
       error(L, std::string(What) + " '" + N +
                    "' reuses a name already in scope");
@@ -101,10 +114,12 @@ private:
          K.Params[1].Type != DType::I64))
       error(K.Loc, "task '" + K.Name +
                        "' must start with two i64 parameters (begin, end)");
+    checkNotReserved(K.Name, K.Loc, K.IsTask ? "task name" : "kernel name");
     std::unordered_set<std::string> Seen;
     for (const Param &P : K.Params) {
       if (!Seen.insert(P.Name).second)
         error(P.Loc, "duplicate parameter '" + P.Name + "'");
+      checkNotReserved(P.Name, P.Loc, "parameter");
       if (!P.isBuffer())
         Scopes.back()[P.Name] = P.Type;
     }
@@ -136,6 +151,10 @@ private:
     for (const Expr &D : B.Dims)
       if (auto C = getConstInt(D); C && *C < 0)
         error(D->Loc, What + " has a negative dim (" + std::to_string(*C) +
+                          ")");
+    for (const Expr &S : B.Strides)
+      if (auto C = getConstInt(S); C && *C < 0)
+        error(S->Loc, What + " has a negative stride (" + std::to_string(*C) +
                           ")");
   }
 
@@ -386,6 +405,8 @@ private:
   }
 
   void declareTemp(const Buffer &B, SourceLoc L) {
+    if (!checkNotReserved(B->Name, L, "temporary"))
+      return;
     if (!B->isTemp()) {
       error(L, "'" + B->Name + "' must be a temporary to be allocated");
       return;
@@ -469,6 +490,11 @@ private:
       checkLive(V.Buf, V.Loc.isValid() ? V.Loc : Op->Loc);
       checkView(V, Op->Loc);
     }
+    for (const BufferView &V : Op->Args)
+      if (V.Buf == Op->Out.Buf)
+        error(V.Loc.isValid() ? V.Loc : Op->Loc,
+              Op->Func + " reads '" + V.Buf->Name +
+                  "', which it writes: its output must be another buffer");
     if (Op->DeclaresOut) {
       declareTemp(Op->Out.Buf, Op->Out.Loc.isValid() ? Op->Out.Loc : Op->Loc);
     } else if (checkLive(Op->Out.Buf, Op->Loc) && !Op->Out.Buf->isWritable()) {

@@ -1,5 +1,6 @@
 //===- Runtime.cpp - The C ABI that JIT'ed kernels call -------------------===//
 #include "nnc/Runtime/Runtime.h"
+#include "nnc/Support/FileIO.h"
 #include "nnc/IR/DType.h"
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/Interp/ReferenceExternals.h"
@@ -9,11 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include <omp.h>
@@ -365,7 +366,7 @@ std::vector<TraceSpan> traceSpans() {
 
 bool writeTrace(const std::string &Path, std::string &Err) {
   std::lock_guard<std::mutex> L(TraceMu);
-  std::ofstream OS(Path);
+  std::ostringstream OS;
   int64_t Base = INT64_MAX;
   for (const Span &S : Spans)
     Base = std::min(Base, S.BeginNs);
@@ -384,8 +385,9 @@ bool writeTrace(const std::string &Path, std::string &Err) {
        << (I + 1 < Spans.size() ? ",\n" : "\n");
   }
   OS << "], \"displayTimeUnit\": \"ms\"}\n";
-  if (!OS) {
-    Err = "cannot write '" + Path + "'";
+  std::string Why;
+  if (!writeFile(Path, OS.str(), Why)) {
+    Err = "cannot write '" + Path + "': " + Why;
     return false;
   }
   return true;

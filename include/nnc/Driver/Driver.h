@@ -78,7 +78,6 @@ std::optional<LoadedModule> loadModule(const std::string &Path,
 std::optional<LoadedModule> loadModuleFromText(std::string Name,
                                                std::string Text,
                                                DiagnosticEngine &Diags);
-bool readFile(const std::string &Path, std::string &Out, std::string &Err);
 
 /// Picks the kernel named Name, or the only kernel when Name is empty.
 const Kernel *selectKernel(const Module &M, const std::string &Name,
