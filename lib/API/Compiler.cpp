@@ -264,6 +264,13 @@ llvm::Expected<Kernel> Compiler::pipeline(const Kernel &K,
                                           const std::string &UpTo,
                                           std::string *Remarks) const {
   DiagnosticEngine Diags(K.Source);
+  if (Opts.Threads > NNC_MAX_THREADS)
+    return makeError("CompileOptions::Threads is " +
+                     std::to_string(Opts.Threads) + "; at most " +
+                     std::to_string(NNC_MAX_THREADS) + " are supported");
+  if (Opts.Grain < 1)
+    return makeError("CompileOptions::Grain must be positive, not " +
+                     std::to_string(Opts.Grain));
   if (!verifyKernel(K, Diags))
     return makeError(Diags);
   std::vector<std::string> Passes = buildDefaultPipeline();

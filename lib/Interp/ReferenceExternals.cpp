@@ -66,6 +66,9 @@ std::string conv2d(const TensorRef &Out, const std::vector<TensorRef> &Ins,
 std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm,
                    const TensorRef *Self, double Beta, double Alpha) {
   size_t R = A.Sizes.size();
+  if ((R != 2 && R != 3) || Bm.Sizes.size() != R || Out.Sizes.size() != R)
+    return "ranks do not match: " + shapeStr(A.Sizes) + " @ " +
+           shapeStr(Bm.Sizes) + " -> " + shapeStr(Out.Sizes);
   int64_t Batch = R == 3 ? A.Sizes[0] : 1;
   size_t Off = R - 2;
   int64_t M = A.Sizes[Off], K = A.Sizes[Off + 1], N = Bm.Sizes[Off + 1];
@@ -73,6 +76,18 @@ std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm
       (R == 3 && (Bm.Sizes[0] != Batch || Out.Sizes[0] != Batch)))
     return "shapes do not match: " + shapeStr(A.Sizes) + " @ " +
            shapeStr(Bm.Sizes) + " -> " + shapeStr(Out.Sizes);
+  // self broadcasts to [M, N]: [N], [1, N], [M, 1], [M, N] (a size 1 repeats).
+  if (Self) {
+    const auto &SS = Self->Sizes;
+    bool Ok = R == 2 &&
+              (SS.size() == 1 ? (SS[0] == N || SS[0] == 1)
+               : SS.size() == 2 ? (SS[0] == M || SS[0] == 1) &&
+                                      (SS[1] == N || SS[1] == 1)
+                                : false);
+    if (!Ok)
+      return "self of shape " + shapeStr(SS) + " does not broadcast to " +
+             shapeStr({M, N});
+  }
   for (int64_t b = 0; b < Batch; ++b) {
     const float *AP = A.Data + (R == 3 ? b * A.Strides[0] : 0);
     const float *BP = Bm.Data + (R == 3 ? b * Bm.Strides[0] : 0);
@@ -85,10 +100,12 @@ std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm
                  BP[k * Bm.Strides[Off] + j * Bm.Strides[Off + 1]];
         double V = Alpha * Acc;
         if (Self) {
-          int64_t SO = Self->Sizes.size() == 1
-                           ? j * Self->Strides[0]
-                           : (Self->Sizes[0] == 1 ? 0 : i * Self->Strides[0]) +
-                                 j * Self->Strides[1];
+          const auto &SS = Self->Sizes;
+          int64_t J = SS.back() == 1 ? 0 : j;
+          int64_t SO = SS.size() == 1
+                           ? J * Self->Strides[0]
+                           : (SS[0] == 1 ? 0 : i * Self->Strides[0]) +
+                                 J * Self->Strides[1];
           V += Beta * Self->Data[SO];
         }
         OP[i * Out.Strides[Off] + j * Out.Strides[Off + 1]] =

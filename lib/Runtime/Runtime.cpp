@@ -78,6 +78,27 @@ int32_t failWith(std::string Msg) {
 
 /// Decodes NNC's buffer arrays and runs Func. The reference implementations
 /// serve for now; every failure is a status and a message, never an abort.
+/// Whether Out or one of Ins has no elements.
+bool anyEmpty(const nnc::TensorRef &Out, const std::vector<nnc::TensorRef> &Ins) {
+  auto Empty = [](const nnc::TensorRef &T) {
+    return std::find(T.Sizes.begin(), T.Sizes.end(), 0) != T.Sizes.end();
+  };
+  return Empty(Out) || std::any_of(Ins.begin(), Ins.end(), Empty);
+}
+
+/// The IR's description of oneDNN post-ops, for the reference.
+std::vector<nnc::PostOp> toIRPostOps(const std::vector<nnc::onednn::PostOp> &Ops) {
+  std::vector<nnc::PostOp> R;
+  for (const auto &Op : Ops) {
+    nnc::PostOp P;
+    P.Kind = Op.K;
+    P.Alpha = Op.Alpha;
+    P.Beta = Op.Beta;
+    R.push_back(P);
+  }
+  return R;
+}
+
 int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
                      int64_t *BufRanks, int64_t *BufDims, int64_t *BufStrides,
                      int8_t *BufDTypes, int64_t ArgsNum, int64_t *ExtraArgs) {
@@ -137,7 +158,18 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
         Others.push_back(Bufs[I].Data);
         ++K;
       }
+      std::vector<nnc::TensorRef> OtherRefs;
+      for (size_t I = Bufs.size() - Adds; I < Bufs.size(); ++I)
+        OtherRefs.push_back(Bufs[I]);
       Bufs.resize(Bufs.size() - Adds);
+      if (anyEmpty(Out, Bufs) || anyEmpty(Out, OtherRefs)) {
+        // oneDNN has no empty primitives: empty work has the reference's
+        // meaning (an output of bias values, or nothing).
+        Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
+        if (Err.empty())
+          nnc::applyReferencePostOps(Out, toIRPostOps(Ops), OtherRefs);
+        return Err.empty() ? 0 : failWith(Err);
+      }
       nnc::Conv2dParams P;
       if (!nnc::decodeConv2dParams(IntArgs, P))
         return failWith("invalid convolution parameters");
@@ -153,6 +185,10 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
     if (Func == nnc::ExternalFunc::Matmul) {
       if (Bufs.size() != 2)
         return failWith("expected 2 input buffers");
+      if (anyEmpty(Out, Bufs)) { // As for convolutions.
+        Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
+        return Err.empty() ? 0 : failWith(Err);
+      }
       return nnc::onednn::matmul(T(Out), T(Bufs[0]), T(Bufs[1]), Err) == 0
                  ? 0
                  : failWith(Err);
@@ -209,7 +245,8 @@ void nnc_trace_end() {
 }
 
 void nnc_runtime_set_num_threads(int32_t N) {
-  NumThreads = N < 0 ? 0 : N;
+  N = std::clamp<int32_t>(N, 0, NNC_MAX_THREADS);
+  NumThreads = N;
   // oneDNN's parallel regions use the OpenMP default of the calling thread:
   // one thread count for compiled loops and library calls alike.
   if (N > 0)
@@ -219,7 +256,7 @@ void nnc_runtime_set_num_threads(int32_t N) {
 int32_t nnc_runtime_set_thread_num_threads(int32_t N) {
   // oneDNN reads the calling thread's OpenMP thread count: set it too, and
   // restore what it was when the override goes.
-  N = N < 0 ? 0 : N;
+  N = std::clamp<int32_t>(N, 0, NNC_MAX_THREADS);
   if (N > 0 && ThreadNumThreads == 0)
     SavedOMPThreads = omp_get_max_threads();
   if (N > 0)
@@ -235,17 +272,20 @@ int32_t nnc_runtime_num_threads() {
   if (ThreadNumThreads > 0)
     return ThreadNumThreads;
   int32_t N = NumThreads.load(std::memory_order_relaxed);
-  return N > 0 ? N : omp_get_max_threads();
+  return N > 0 ? N : std::min<int32_t>(omp_get_max_threads(), NNC_MAX_THREADS);
 }
 
 int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
                          int64_t Grain, void *Env) {
   if (Stop <= Start)
     return 0;
-  int64_t N = Stop - Start;
+  int64_t N;
   Grain = std::max<int64_t>(Grain, 1);
   int32_t Threads = nnc_runtime_num_threads();
-  if (Threads <= 1 || N < 2 * Grain || omp_in_parallel() || CallerInRegion)
+  // Serial when the range is under two grains (N / 2 < Grain: 2 * Grain
+  // may overflow), or wider than an int64_t can count.
+  if (Threads <= 1 || __builtin_sub_overflow(Stop, Start, &N) ||
+      N / 2 < Grain || omp_in_parallel() || CallerInRegion)
     return Body(Start, Stop, Env);
   // Up to kChunksPerThread chunks per thread, each at least the grain.
   int64_t Chunks = std::min<int64_t>(N / Grain, int64_t(Threads) * kChunksPerThread);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Driver/Driver.h"
+#include "nnc/Runtime/Runtime.h"
 
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringExtras.h"
@@ -236,8 +237,9 @@ int main(int argc, char **argv) {
   if (ParallelGrain < 1)
     return Fail("--parallel-grain expects a positive number");
   if (Threads && Threads->getNumOccurrences()) {
-    if (*Threads < 1)
-      return Fail("--threads expects a positive number");
+    if (*Threads < 1 || *Threads > NNC_MAX_THREADS)
+      return Fail("--threads expects a number from 1 to " +
+                  std::to_string(NNC_MAX_THREADS));
     Opts.Threads = static_cast<unsigned>(*Threads);
   }
   Opts.Pipeline.Parallel.Threads = Opts.Threads;

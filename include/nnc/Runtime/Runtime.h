@@ -35,8 +35,11 @@ typedef int32_t (*nnc_task_fn)(int64_t Begin, int64_t End, void *Env);
 /// first non-zero status of any chunk (later chunks are skipped).
 int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
                          int64_t Grain, void *Env);
+/// The most threads a parallel loop or a oneDNN call uses; larger requests
+/// are clamped to it (the tool rejects them).
+#define NNC_MAX_THREADS 1024
 /// Threads nnc_parallel_for uses; 0 (the default) means the OpenMP default
-/// (OMP_NUM_THREADS, else the core count).
+/// (OMP_NUM_THREADS, else the core count). Clamped to NNC_MAX_THREADS.
 void nnc_runtime_set_num_threads(int32_t N);
 /// Overrides that count for what the calling thread starts (its parallel
 /// loops and oneDNN calls); 0 removes the override. Returns the previous
