@@ -648,6 +648,8 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
     if (failed(J.takeError(), Diags))
       return Finish(1);
     JIT = std::move(*J);
+    if (!JIT->cacheWarning().empty())
+      Diags.warning({}, JIT->cacheWarning());
   }
   if (!Opts.Emit.empty()) {
     llvm::Expected<std::string> Text =

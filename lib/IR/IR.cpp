@@ -306,7 +306,7 @@ evaluateSize(const Expr &E,
   }
 }
 
-const char *reservedNameMeaning(std::string_view N) {
+const char *reservedNameMeaning(std::string_view N, bool InExpressions) {
   for (const char *K : {"kernel", "task", "for", "if", "else", "Allocate",
                         "Free", "FreeExt", "nnc_parallel_for"})
     if (N == K)
@@ -314,6 +314,8 @@ const char *reservedNameMeaning(std::string_view N) {
   for (const char *L : {"true", "false", "NAN", "POS_INFINITY", "NEG_INFINITY"})
     if (N == L)
       return "a literal";
+  if (!InExpressions)
+    return nullptr;
   if (parseDType(N))
     return "a type";
   for (const char *F : {"Max", "Min", "mod", "IfThenElse", "BitCast", "Ramp",

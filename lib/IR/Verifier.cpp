@@ -86,8 +86,9 @@ private:
 
   /// Reports a name the language gives a meaning of its own (see
   /// reservedNameMeaning).
-  bool checkNotReserved(const std::string &N, SourceLoc L, const char *What) {
-    if (const char *Meaning = reservedNameMeaning(N)) {
+  bool checkNotReserved(const std::string &N, SourceLoc L, const char *What,
+                        bool InExpressions = true) {
+    if (const char *Meaning = reservedNameMeaning(N, InExpressions)) {
       error(L, std::string(What) + " '" + N + "' is reserved (" + Meaning +
                    ")");
       return false;
@@ -114,7 +115,8 @@ private:
          K.Params[1].Type != DType::I64))
       error(K.Loc, "task '" + K.Name +
                        "' must start with two i64 parameters (begin, end)");
-    checkNotReserved(K.Name, K.Loc, K.IsTask ? "task name" : "kernel name");
+    checkNotReserved(K.Name, K.Loc, K.IsTask ? "task name" : "kernel name",
+                     /*InExpressions=*/false);
     std::unordered_set<std::string> Seen;
     for (const Param &P : K.Params) {
       if (!Seen.insert(P.Name).second)

@@ -18,14 +18,19 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <array>
 #include <atomic>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -38,7 +43,7 @@ namespace {
 
 /// Bumped whenever lowering or the cache format changes, so old cache files
 /// are not loaded.
-constexpr uint32_t kCacheFormatVersion = 4;
+constexpr uint32_t kCacheFormatVersion = 5;
 constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
 constexpr const char *kEntryName = "nnc_kernel_entry";
 
@@ -100,7 +105,34 @@ private:
   size_t Pos = 0;
 };
 
-std::string serialize(const std::string &Key, const CacheEntry &E) {
+/// HMAC-SHA256 (RFC 2104) of Data under Key: entries are authenticated by
+/// the cache's secret key, so that one made without it (another user's, or
+/// a forged object with a recomputed checksum) is never loaded.
+std::array<uint8_t, 32> hmac(StringRef Key, StringRef Data) {
+  std::array<uint8_t, 64> K{};
+  if (Key.size() > K.size()) {
+    auto D = SHA256::hash(arrayRefFromStringRef(Key));
+    std::copy(D.begin(), D.end(), K.begin());
+  } else {
+    std::copy(Key.begin(), Key.end(), K.begin());
+  }
+  std::array<uint8_t, 64> IPad, OPad;
+  for (size_t I = 0; I < K.size(); ++I) {
+    IPad[I] = K[I] ^ 0x36;
+    OPad[I] = K[I] ^ 0x5c;
+  }
+  SHA256 Inner;
+  Inner.update(IPad);
+  Inner.update(Data);
+  std::array<uint8_t, 32> InnerSum = Inner.final();
+  SHA256 Outer;
+  Outer.update(OPad);
+  Outer.update(InnerSum);
+  return Outer.final();
+}
+
+std::string serialize(const std::string &Key, const CacheEntry &E,
+                      StringRef Secret) {
   ByteWriter W;
   W.bytes(kCacheMagic, sizeof(kCacheMagic));
   W.pod(kCacheFormatVersion);
@@ -113,19 +145,25 @@ std::string serialize(const std::string &Key, const CacheEntry &E) {
     W.str(S.Detail);
   }
   W.str(E.Object);
-  W.pod<uint64_t>(xxh3_64bits(StringRef(W.Data)));
+  auto Mac = hmac(Secret, W.Data);
+  W.bytes(Mac.data(), Mac.size());
   return W.Data;
 }
 
-/// Parses a cache file; nullopt if it is truncated, corrupt, of another
-/// format version, or for another key.
-std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key) {
-  if (Data.size() < sizeof(kCacheMagic) + 8)
+/// Parses a cache file; nullopt if it is truncated, corrupt, not made with
+/// Secret, of another format version, or for another key.
+std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key,
+                                      StringRef Secret) {
+  constexpr size_t MacSize = 32;
+  if (Data.size() < sizeof(kCacheMagic) + MacSize)
     return std::nullopt;
-  uint64_t Sum;
-  std::memcpy(&Sum, Data.data() + Data.size() - 8, 8);
-  StringRef Body = Data.drop_back(8);
-  if (xxh3_64bits(Body) != Sum)
+  StringRef Body = Data.drop_back(MacSize);
+  auto Mac = hmac(Secret, Body);
+  // Compared in full (no early exit), as MACs are.
+  uint8_t Diff = 0;
+  for (size_t I = 0; I < MacSize; ++I)
+    Diff |= Mac[I] ^ static_cast<uint8_t>(Data[Body.size() + I]);
+  if (Diff)
     return std::nullopt;
   ByteReader R(Body);
   char Magic[8];
@@ -139,7 +177,7 @@ std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key) {
   for (uint32_t I = 0; I < NumSites; ++I) {
     uint8_t Kind;
     ErrorSite S;
-    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::OutOfBounds) ||
+    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::Message) ||
         !R.pod(S.Loc.Line) || !R.pod(S.Loc.Col) || !R.str(S.Detail))
       return std::nullopt;
     S.Kind = static_cast<ErrorKind>(Kind);
@@ -148,6 +186,68 @@ std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key) {
   if (!R.str(E.Object) || R.pos() != Body.size())
     return std::nullopt;
   return E;
+}
+
+/// Random bytes from the kernel.
+bool randomBytes(void *P, size_t N) {
+  int Fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (Fd < 0)
+    return false;
+  ssize_t Got = ::read(Fd, P, N);
+  ::close(Fd);
+  return Got == static_cast<ssize_t>(N);
+}
+
+/// Why Path may not hold a cache (it is not a directory of this user's that
+/// only this user can write), or empty if it may.
+std::string unsafeCacheDir(const std::string &Path) {
+  struct stat St;
+  if (::stat(Path.c_str(), &St) != 0)
+    return std::strerror(errno);
+  if (!S_ISDIR(St.st_mode))
+    return "it is not a directory";
+  if (St.st_uid != ::geteuid())
+    return "it belongs to another user";
+  if (St.st_mode & (S_IWGRP | S_IWOTH))
+    return "others can write to it";
+  return "";
+}
+
+/// Reads the cache's secret key from Dir/key, creating it (0600, random)
+/// if it does not exist. Empty with Why set if it cannot be trusted.
+std::string cacheSecret(const std::string &Dir, std::string &Why) {
+  std::string Path = Dir + "/key";
+  char Fresh[32];
+  if (randomBytes(Fresh, sizeof(Fresh))) {
+    int Fd = ::open(Path.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (Fd >= 0) {
+      bool Ok = ::write(Fd, Fresh, sizeof(Fresh)) == sizeof(Fresh);
+      Ok &= ::close(Fd) == 0;
+      if (!Ok) {
+        ::unlink(Path.c_str());
+        Why = "cannot write its key";
+        return "";
+      }
+    }
+  }
+  int Fd = ::open(Path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat St;
+  if (Fd < 0 || ::fstat(Fd, &St) != 0) {
+    Why = "cannot read its key '" + Path + "'";
+    if (Fd >= 0)
+      ::close(Fd);
+    return "";
+  }
+  char Key[32];
+  bool Ok = S_ISREG(St.st_mode) && St.st_uid == ::geteuid() &&
+            (St.st_mode & 077) == 0 && ::read(Fd, Key, sizeof(Key)) == sizeof(Key);
+  ::close(Fd);
+  if (!Ok) {
+    Why = "its key '" + Path + "' is not a 32-byte file only this user can read";
+    return "";
+  }
+  return std::string(Key, sizeof(Key));
 }
 
 } // namespace
@@ -221,6 +321,10 @@ public:
   /// Shared with every compiled kernel's code, which it must outlive.
   std::shared_ptr<orc::LLJIT> J;
   std::string CPU, Features;
+  /// Target features this CPU lacks ("+avx512fp16, ..."); empty if none.
+  std::string Foreign;
+  /// The disk cache's key (empty: no disk cache), and why it is not used.
+  std::string Secret, Warning;
   bool Contract = false;
   std::mutex Mu;
   /// Kernels compiled here and still alive somewhere, by cache key. Weak, so
@@ -367,30 +471,58 @@ public:
   }
 
   std::optional<CacheEntry> loadFromDisk(const std::string &Key) {
-    if (Opts.CacheDir.empty())
+    if (Secret.empty())
       return std::nullopt;
     auto Buf = MemoryBuffer::getFile(cachePath(Key));
     if (!Buf)
       return std::nullopt;
-    return deserialize((*Buf)->getBuffer(), Key);
+    return deserialize((*Buf)->getBuffer(), Key, Secret);
   }
 
   void storeToDisk(const std::string &Key, const CacheEntry &E) {
-    if (Opts.CacheDir.empty())
-      return;
-    if (sys::fs::create_directories(Opts.CacheDir))
+    if (Secret.empty())
       return; // A cache that cannot be written is only a missed speed-up.
     std::string Path = cachePath(Key);
-    std::string Tmp = Path + ".tmp" + std::to_string(Counter++) + "." +
-                      std::to_string(sys::Process::getProcessId());
-    {
-      std::ofstream OS(Tmp, std::ios::binary);
-      std::string Data = serialize(Key, E);
-      OS.write(Data.data(), static_cast<std::streamsize>(Data.size()));
-      if (!OS)
-        return;
+    // A fresh name nobody can predict, created only if nothing (no planted
+    // link) is there; then renamed over the entry: readers see old or new.
+    uint64_t Salt;
+    if (!randomBytes(&Salt, sizeof(Salt)))
+      return;
+    char Suffix[32];
+    std::snprintf(Suffix, sizeof(Suffix), ".tmp%016llx",
+                  static_cast<unsigned long long>(Salt));
+    std::string Tmp = Path + Suffix;
+    int Fd = ::open(Tmp.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (Fd < 0)
+      return;
+    std::string Data = serialize(Key, E, Secret);
+    size_t Done = 0;
+    while (Done < Data.size()) {
+      ssize_t N = ::write(Fd, Data.data() + Done, Data.size() - Done);
+      if (N <= 0)
+        break;
+      Done += static_cast<size_t>(N);
     }
-    sys::fs::rename(Tmp, Path); // Atomic: readers see old or new, whole.
+    if (::close(Fd) != 0 || Done != Data.size() ||
+        ::rename(Tmp.c_str(), Path.c_str()) != 0)
+      ::unlink(Tmp.c_str());
+  }
+
+  /// Sets up the cache directory: created for this user alone if missing;
+  /// refused (Warning set) if others could write to it, or its key is not
+  /// this user's secret.
+  void openCache() {
+    const std::string &Dir = Opts.CacheDir;
+    if (Dir.empty())
+      return;
+    if (::mkdir(Dir.c_str(), 0700) != 0 && errno == ENOENT)
+      sys::fs::create_directories(Dir, true, sys::fs::perms::owner_all);
+    std::string Why = unsafeCacheDir(Dir);
+    if (Why.empty())
+      Secret = cacheSecret(Dir, Why);
+    if (!Why.empty())
+      Warning = "not using cache directory '" + Dir + "': " + Why;
   }
 
   Expected<std::shared_ptr<const CompiledKernel>> link(const Kernel &K,
@@ -474,6 +606,7 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
 
   auto I = std::make_unique<Impl>(*JTMB);
   I->Opts = Opts;
+  I->openCache();
   I->CPU = JTMB->getCPU();
   I->Features = JTMB->getFeatures().getString();
   {
@@ -482,9 +615,28 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
       return TM.takeError();
     bool HasFMA = (*TM)->getMCSubtargetInfo()->checkFeatures("+fma");
     I->Contract = Opts.FPContract.value_or(HasFMA);
-    if (!Opts.CPU.empty() &&
-        !(*TM)->getMCSubtargetInfo()->isCPUStringValid(Opts.CPU))
+    const MCSubtargetInfo &STI = *(*TM)->getMCSubtargetInfo();
+    if (!Opts.CPU.empty() && !STI.isCPUStringValid(Opts.CPU))
       return makeError("unknown CPU '" + Opts.CPU + "'");
+    // Instruction-set features the target has and this CPU lacks: code for
+    // them may be emitted but not run (it would die of SIGILL). Only the
+    // features compiled kernels can use count; a CPU name also brings system
+    // instructions (invpcid, xsaves...) that a virtual machine may hide.
+    auto Host = sys::getHostCPUFeatures();
+    for (const SubtargetFeatureKV &KV : STI.getAllProcessorFeatures()) {
+      StringRef F = KV.Key;
+      bool Usable = llvm::any_of(
+          std::initializer_list<StringRef>{"sse", "ssse3", "avx", "fma", "f16c",
+                                           "bmi", "lzcnt", "popcnt", "amx",
+                                           "gfni", "vaes", "vpclmulqdq", "aes",
+                                           "pclmul", "sha", "adx", "movbe",
+                                           "xop", "evex512"},
+          [&](StringRef P) { return F.starts_with(P); });
+      auto It = Host.find(F);
+      if (Usable && STI.getFeatureBits()[KV.Value] && It != Host.end() &&
+          !It->second)
+        I->Foreign += (I->Foreign.empty() ? "+" : ", +") + F.str();
+    }
   }
   auto J = orc::LLJITBuilder().setJITTargetMachineBuilder(*JTMB).create();
   if (!J)
@@ -524,9 +676,13 @@ KernelJIT::~KernelJIT() {
 const std::string &KernelJIT::cpuName() const { return P->CPU; }
 const std::string &KernelJIT::features() const { return P->Features; }
 bool KernelJIT::fpContract() const { return P->Contract; }
+const std::string &KernelJIT::cacheWarning() const { return P->Warning; }
 
 Expected<std::shared_ptr<const CompiledKernel>>
 KernelJIT::compile(const Kernel &K, CompileTimes *Times) {
+  if (!P->Foreign.empty())
+    return makeError("cannot run code that needs " + P->Foreign +
+                     ", which this CPU lacks (--emit may still target it)");
   CompileTimes Local;
   CompileTimes &T = Times ? *Times : Local;
   T = CompileTimes();

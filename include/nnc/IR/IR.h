@@ -234,11 +234,13 @@ const char *intrinsicName(IntrinsicOp Op);
 unsigned intrinsicArity(IntrinsicOp Op);
 std::optional<IntrinsicOp> lookupIntrinsic(std::string_view Name);
 
-/// What a name means to the .nnc language if it cannot name a kernel,
-/// parameter, variable or buffer (a keyword, a literal such as `NAN`, a
-/// dtype such as `float`, a function such as `exp` or `Max`); null if it is
-/// free to use.
-const char *reservedNameMeaning(std::string_view Name);
+/// What a name means to the .nnc language if it cannot name a parameter,
+/// variable or buffer (a keyword, a literal such as `NAN`, a dtype such as
+/// `float`, a function such as `exp` or `Max`); null if it is free to use.
+/// Names that never appear in expressions (kernels and tasks) may be dtypes
+/// or functions: InExpressions false checks only keywords and literals.
+const char *reservedNameMeaning(std::string_view Name,
+                                bool InExpressions = true);
 
 /// A math function call such as `exp(x)`. Float intrinsics on f16/bf16
 /// compute in f32. The result type is the first operand's, except isnan (i32).

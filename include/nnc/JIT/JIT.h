@@ -8,8 +8,11 @@
 //
 // Compiling the same kernel with the same options again returns the same
 // CompiledKernel from an in-memory cache; with a cache directory, objects also
-// persist across processes (checked with a format version and checksums; a
-// corrupt or stale entry is ignored and rebuilt).
+// persist across processes. Entries carry a format version and an HMAC
+// under a secret key kept in the directory (0600); an entry that is corrupt,
+// stale or not made with the key is ignored and rebuilt. A directory that
+// others can write to, or that is not this user's, is not used at all
+// (docs/reliability.md has the threat model).
 //
 // Errors are values: no exception leaves this interface.
 //
@@ -111,6 +114,9 @@ public:
   const std::string &cpuName() const;
   const std::string &features() const;
   bool fpContract() const;
+  /// Why the cache directory is not used (it is not a directory, others
+  /// can write to it, its key is not private), or empty.
+  const std::string &cacheWarning() const;
 
   class Impl;
 

@@ -57,6 +57,9 @@ public:
   void error(SourceLoc Loc, std::string Message) {
     report(Severity::Error, Loc, std::move(Message));
   }
+  void warning(SourceLoc Loc, std::string Message) {
+    report(Severity::Warning, Loc, std::move(Message));
+  }
   void remark(SourceLoc Loc, std::string Message) {
     report(Severity::Remark, Loc, std::move(Message));
   }
