@@ -107,8 +107,8 @@ struct Poly {
   }
 };
 
-/// Sign reasoning. Parameters in Positive are known to be at least 1 (they
-/// size a buffer or bound a loop); substituting P = 1 + P' with P' >= 0, a
+/// Sign reasoning. Parameters in Positive are known to be at least 1 (a loop
+/// around the accesses runs only then: addPositive); substituting P = 1 + P' with P' >= 0, a
 /// polynomial whose coefficients are then all non-negative is non-negative.
 class SignOracle {
 public:
@@ -491,34 +491,22 @@ std::set<std::string> integralScalars(const Kernel &K) {
   return Scalars;
 }
 
-/// The parameters known to be at least 1: they size a buffer or bound a loop.
-std::set<std::string> positiveParams(const Kernel &K) {
-  std::set<std::string> Scalars = integralScalars(K), Out;
-  struct Finder : IRVisitor {
-    const std::set<std::string> *Scalars;
-    std::set<std::string> *Out;
-    void visitVar(const Var *Op) override {
-      if (Scalars->count(Op->Name))
-        Out->insert(Op->Name);
-    }
-  } F;
-  F.Scalars = &Scalars;
-  F.Out = &Out;
-  for (const Param &P : K.Params)
-    if (P.isBuffer())
-      for (const Expr &D : P.Buf->Dims)
-        F.visit(D);
-  struct Loops : IRVisitor {
-    IRVisitor *F;
-    void visitFor(const For *Op) override {
-      F->visit(Op->Stop);
-      IRVisitor::visitFor(Op);
-    }
-  } L;
-  L.F = &F;
-  if (K.Body)
-    L.visit(K.Body);
-  return Out;
+/// Adds to Out the parameter P when a loop over R runs only if P >= 1: R is
+/// [Lo, Hi] with Hi - Lo = P + k, k <= -1 (`for (i = 0; i < P; i++)`).
+/// Where an access executes, every loop around it runs, so such parameters
+/// are positive there; nothing is assumed of a parameter elsewhere (a
+/// buffer's size may be 0, a loop elsewhere may not run).
+void addPositive(const Interval &R, std::set<std::string> &Out) {
+  if (!R.Known)
+    return;
+  Poly T = R.Hi - R.Lo;
+  auto K = T.T.find({});
+  int64_t C = K == T.T.end() ? 0 : K->second;
+  if (T.Overflow || C > -1 || T.T.size() != (K == T.T.end() ? 1u : 2u))
+    return;
+  for (const auto &[M, Coef] : T.T)
+    if (M.size() == 1 && Coef == 1)
+      Out.insert(M[0]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -653,20 +641,22 @@ class PairTester {
 public:
   PairTester(const Kernel &K, const For &L,
              const std::vector<EnclosingLoop> &Outer)
-      : Sign(positiveParams(K)), L(L) {
+      : L(L) {
     En.Params = integralScalars(K);
     for (const EnclosingLoop &O : Outer) {
       Ranges[O.Var] = rangeOf(O.Start, O.Stop, En);
+      addPositive(Ranges[O.Var], Positive);
       En.LoopVars.insert(O.Var);
       OuterVars.insert(O.Var);
     }
     IR = rangeOf(L.Start, L.Stop, En);
+    addPositive(IR, Positive);
     TripMinus1 = IR.Hi - IR.Lo;
   }
 
   /// Fewer than two iterations carry nothing.
   bool singleIteration() const {
-    return IR.Known && Sign.nonNegative(IR.Lo - IR.Hi);
+    return IR.Known && SignOracle(Positive).nonNegative(IR.Lo - IR.Hi);
   }
 
   /// The accesses of Body, run in iteration L.Var.
@@ -688,7 +678,18 @@ public:
                   const std::string &Inner) const;
 
 private:
-  SignOracle Sign;
+  /// What the sign reasoning may assume when A and B both execute: the
+  /// loops around them (inside L too) run.
+  SignOracle signFor(const Access &A, const Access &B) const {
+    std::set<std::string> P = Positive;
+    for (const Access *X : {&A, &B})
+      for (const auto &[V, I] : X->InnerRanges)
+        addPositive(I, P);
+    return SignOracle(std::move(P));
+  }
+
+  /// Parameters the loops around L, and L itself, need positive to run.
+  std::set<std::string> Positive;
   const For &L;
   Env En;
   std::map<std::string, Interval> Ranges; ///< Of the enclosing loops.
@@ -710,6 +711,7 @@ PairTester::test(const Access &A, const Access &B, bool BothWays) const {
     R.Reason = !A.Addr ? A.Why : B.Why;
     return R;
   }
+  const SignOracle Sign = signFor(A, B);
   // The distance d of the second iteration from the first: 1 <= |d| <= T-1.
   std::map<std::string, Interval> R2 = Ranges;
   R2[I1] = IR;
@@ -790,6 +792,7 @@ bool PairTester::mayReverse(const Access &A, const Access &B,
   if (IA == A.InnerRanges.end() || IB == B.InnerRanges.end())
     return true;
   const std::string I1 = "i1#", D = "d#", E = "e#";
+  const SignOracle Sign = signFor(A, B);
   std::map<std::string, Interval> R2 = Ranges;
   R2[I1] = IR;
   R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};

@@ -230,7 +230,7 @@ private:
     B.SetInsertPoint(Err);
     if (OnError)
       OnError();
-    RetPhi->addIncoming(B.getInt32(Status), Err);
+    B.CreateStore(B.getInt32(Status), StatusSlot);
     B.CreateBr(Cleanup);
     B.SetInsertPoint(Cont);
   }
@@ -415,7 +415,10 @@ private:
   std::unordered_map<const Kernel *, Function *> TaskFns;
   BasicBlock *EntryBlock = nullptr;
   BasicBlock *Cleanup = nullptr;
-  PHINode *RetPhi = nullptr;
+  /// The status the function returns, stored on each way to Cleanup (a phi
+  /// of one incoming value per error site is quadratic in instruction
+  /// selection at -O0; mem2reg makes it a phi where that pays).
+  AllocaInst *StatusSlot = nullptr;
   /// Loads known in bounds in the statement being lowered.
   std::set<std::string> SafeAccesses;
 };
@@ -1090,8 +1093,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   EntryBlock = BasicBlock::Create(Ctx, "entry", Body);
   BasicBlock *Start = BasicBlock::Create(Ctx, "start", Body);
   Cleanup = BasicBlock::Create(Ctx, "cleanup", Body);
-  B.SetInsertPoint(Cleanup);
-  RetPhi = B.CreatePHI(B.getInt32Ty(), 4, "status");
+  StatusSlot = entryAlloca(B.getInt32Ty(), 1, "status");
 
   B.SetInsertPoint(Start);
   for (size_t I = 0; I < Kn.Params.size(); ++I) {
@@ -1118,7 +1120,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   } else {
     lower(Kn.Body);
   }
-  RetPhi->addIncoming(B.getInt32(0), B.GetInsertBlock());
+  B.CreateStore(B.getInt32(0), StatusSlot);
   B.CreateBr(Cleanup);
 
   // Heap temporaries are freed on every exit (free(nullptr) is a no-op).
@@ -1130,7 +1132,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   for (AllocaInst *Slot : HeapSlots)
     B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {B.getPtrTy()}),
                  {B.CreateLoad(B.getPtrTy(), Slot)});
-  B.CreateRet(RetPhi);
+  B.CreateRet(B.CreateLoad(B.getInt32Ty(), StatusSlot));
   return Body;
 }
 
@@ -1234,7 +1236,7 @@ void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
   B.CreateCondBr(B.CreateICmpNE(Status, B.getInt32(0)), Err, Cont,
                  MDBuilder(Ctx).createUnlikelyBranchWeights());
   B.SetInsertPoint(Err);
-  RetPhi->addIncoming(Status, Err);
+  B.CreateStore(Status, StatusSlot);
   B.CreateBr(Cleanup);
   B.SetInsertPoint(Cont);
 }

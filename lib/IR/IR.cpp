@@ -316,7 +316,9 @@ const char *reservedNameMeaning(std::string_view N, bool InExpressions) {
       return "a literal";
   if (!InExpressions)
     return nullptr;
-  if (parseDType(N))
+  // C spellings of types start declarations and casts (`float x = ...`,
+  // `int64_t(i)`); the short dtype names (f32, i8) appear only in signatures.
+  if (auto T = parseDType(N); T && (N != dtypeName(*T) || N == dtypeCName(*T)))
     return "a type";
   for (const char *F : {"Max", "Min", "mod", "IfThenElse", "BitCast", "Ramp",
                         "Broadcast"})

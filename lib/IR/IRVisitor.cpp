@@ -341,44 +341,54 @@ Stmt IRMutator::mutateParallelCall(const ParallelCall *Op, const Stmt &S) {
                             std::move(Args), Op->Loc);
 }
 
-bool usesBuffer(const Stmt &S, const Buffer &B, bool Frees) {
+void forEachBufferUsed(const Stmt &S, bool Frees,
+                       const std::function<void(const BufferNode *)> &F) {
   struct Finder : IRVisitor {
-    const BufferNode *B;
+    const std::function<void(const BufferNode *)> *F;
     bool Frees;
-    bool Found = false;
     void visitLoad(const Load *Op) override {
-      Found |= Op->Buf.get() == B;
+      (*F)(Op->Buf.get());
       IRVisitor::visitLoad(Op);
     }
     void visitStore(const Store *Op) override {
-      Found |= Op->Buf.get() == B;
+      (*F)(Op->Buf.get());
       IRVisitor::visitStore(Op);
     }
     void visitFree(const Free *Op) override {
-      Found |= Frees && Op->Buf.get() == B;
+      if (Frees)
+        (*F)(Op->Buf.get());
     }
     void visitFreeExt(const FreeExt *Op) override {
       for (const Buffer &X : Op->Bufs)
-        Found |= Frees && X.get() == B;
+        if (Frees)
+          (*F)(X.get());
     }
     void visitExternalCall(const ExternalCall *Op) override {
-      Found |= Op->Out.Buf.get() == B;
+      (*F)(Op->Out.Buf.get());
       for (const BufferView &V : Op->Args)
-        Found |= V.Buf.get() == B;
+        (*F)(V.Buf.get());
       for (const PostOp &P : Op->PostOps)
-        Found |= P.Other && P.Other->Buf.get() == B;
+        if (P.Other)
+          (*F)(P.Other->Buf.get());
       IRVisitor::visitExternalCall(Op);
     }
     void visitParallelCall(const ParallelCall *Op) override {
       for (const TaskArg &A : Op->Args)
-        Found |= A.Buf.get() == B;
+        if (A.Buf)
+          (*F)(A.Buf.get());
       IRVisitor::visitParallelCall(Op);
     }
-  } F;
-  F.B = B.get();
-  F.Frees = Frees;
-  F.visit(S);
-  return F.Found;
+  } Fd;
+  Fd.F = &F;
+  Fd.Frees = Frees;
+  Fd.visit(S);
+}
+
+bool usesBuffer(const Stmt &S, const Buffer &B, bool Frees) {
+  bool Found = false;
+  forEachBufferUsed(S, Frees,
+                    [&](const BufferNode *X) { Found |= X == B.get(); });
+  return Found;
 }
 
 std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K) {

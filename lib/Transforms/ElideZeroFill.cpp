@@ -21,6 +21,9 @@
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/Transforms/Passes.h"
 
+#include <algorithm>
+#include <unordered_map>
+
 namespace nnc {
 
 namespace {
@@ -34,13 +37,30 @@ protected:
   Stmt mutateBlock(const Block *Op, const Stmt &S) override {
     Stmt New = IRMutator::mutateBlock(Op, S);
     std::vector<Stmt> Stmts = cast<Block>(New)->Stmts;
+    // Where each temporary allocated here is used, found in one walk of the
+    // block (not one per Allocate: 10^5 temporaries must stay linear).
+    std::unordered_map<const BufferNode *, std::vector<size_t>> Uses;
+    for (const Stmt &St : Stmts)
+      if (auto *A = dyn_cast<Allocate>(St); A && A->ZeroFill)
+        Uses[A->Buf.get()];
+    if (Uses.empty())
+      return New;
+    for (size_t J = 0; J < Stmts.size(); ++J)
+      forEachBufferUsed(Stmts[J], /*Frees=*/true, [&](const BufferNode *B) {
+        auto It = Uses.find(B);
+        if (It != Uses.end() && (It->second.empty() || It->second.back() != J))
+          It->second.push_back(J);
+      });
     bool Changed = false;
     for (size_t I = 0; I < Stmts.size(); ++I) {
       auto *A = dyn_cast<Allocate>(Stmts[I]);
       if (!A || !A->ZeroFill)
         continue;
+      const std::vector<size_t> &U = Uses[A->Buf.get()];
+      auto Next = std::upper_bound(U.begin(), U.end(), I);
       std::string Why;
-      bool Fill = needsZeroFill(*A, Stmts, I + 1, Why);
+      bool Fill = needsZeroFill(
+          *A, Next == U.end() ? nullptr : &Stmts[*Next], Why);
       remark(A->Loc, "temporary '" + A->Buf->Name + "' is " +
                          (Fill ? "" : "not ") + "zero-filled: " + Why);
       if (!Fill) {
@@ -52,26 +72,23 @@ protected:
   }
 
 private:
-  /// Decides for the Allocate A from the statements after it, from From on.
-  bool needsZeroFill(const Allocate &A, const std::vector<Stmt> &Stmts,
-                     size_t From, std::string &Why) {
-    for (size_t J = From; J < Stmts.size(); ++J) {
-      const Stmt &S = Stmts[J];
-      if (!usesBuffer(S, A.Buf, /*Frees=*/true))
-        continue;
-      std::string At = S->Loc.str();
-      if (isa<Free>(S) || isa<FreeExt>(S)) {
-        Why = "it is freed at " + At + " without being read";
-        return false;
-      }
-      if (writesWholeBuffer(K, S, A.Buf, Why)) {
-        Why = "the statement at " + At + " writes all of it first";
-        return false;
-      }
-      return true;
+  /// Decides for the Allocate A from the first statement after it that
+  /// uses its buffer (null if none does).
+  bool needsZeroFill(const Allocate &A, const Stmt *First, std::string &Why) {
+    if (!First) {
+      Why = "it is never read";
+      return false;
     }
-    Why = "it is never read";
-    return false;
+    std::string At = (*First)->Loc.str();
+    if (isa<Free>(*First) || isa<FreeExt>(*First)) {
+      Why = "it is freed at " + At + " without being read";
+      return false;
+    }
+    if (writesWholeBuffer(K, *First, A.Buf, Why)) {
+      Why = "the statement at " + At + " writes all of it first";
+      return false;
+    }
+    return true;
   }
 
   void remark(SourceLoc L, const std::string &M) {

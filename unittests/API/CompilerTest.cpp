@@ -361,13 +361,76 @@ kernel k(in a: f32[N / M], M: int64_t, N: int64_t) {
   std::vector<float> A(4);
   expectError(F.call({BufferArg::of(A.data(), {4}), 0, 4}),
               "error: argument 0 ('a') of kernel 'k': its size cannot be "
-              "evaluated");
+              "evaluated: it divides by zero");
   expectError(F.call({BufferArg::of(A.data(), {4}, {1, 1}), 1, 4}),
               "error: argument 0 ('a') of kernel 'k': strides [1, 1] do not "
               "match rank 1");
   expectError(parseKernel("kernel a() {\n}\nkernel b() {\n}\n", "", "two.nnc")
                   .takeError(),
               "error: two.nnc holds 2 kernels; name the one to use");
+}
+
+// Issue 18: hostile arguments of a checked call are errors, never memory
+// corruption.
+TEST(Compiler, RejectsOverflowNegativeStridesAndAliasing) {
+  Function Big = compiled(R"(
+kernel k(in a: f32[N * N], N: int64_t) {
+}
+)");
+  std::vector<float> A(4);
+  expectError(Big.call({BufferArg::of(A.data(), {4}), int64_t(1) << 32}),
+              "error: argument 0 ('a') of kernel 'k': its size cannot be "
+              "evaluated: it overflows i64");
+  Function Strided = compiled(R"(
+kernel k(in a: f32[4] strides [S], out y: f32[4], S: int64_t) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    y[i] = a[i];
+  }
+}
+)");
+  std::vector<float> Y(4);
+  expectError(Strided.call({BufferArg::of(A.data(), {4}, {-1}),
+                            BufferArg::of(Y.data(), {4}), -1}),
+              "error: argument 0 ('a') of kernel 'k': its stride -1 is "
+              "negative");
+  // The same memory as an input and an output, or two overlapping outputs.
+  Function Rev = compiled(R"(
+kernel rev(in x: f32[8], out y: f32[8]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    y[i] = x[7ll - i];
+  }
+}
+)");
+  std::vector<float> X(16);
+  expectError(Rev.call({BufferArg::of(X.data(), {8}),
+                        BufferArg::of(X.data() + 4, {8})}),
+              "error: argument 1 ('y') of kernel 'rev': its memory overlaps "
+              "argument 0 ('x'), and the kernel writes one of them; pass "
+              "distinct buffers");
+  ASSERT_FALSE(!!Rev.call({BufferArg::of(X.data(), {8}),
+                           BufferArg::of(X.data() + 8, {8})}));
+  // Two inputs may share memory: nothing writes it.
+  Function Add = compiled(R"(
+kernel add(in a: f32[4], in b: f32[4], out y: f32[4]) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    y[i] = (a[i]) + (b[i]);
+  }
+}
+)");
+  std::vector<float> Same = {1, 2, 3, 4};
+  ASSERT_FALSE(!!Add.call({BufferArg::of(Same.data(), {4}),
+                           BufferArg::of(Same.data(), {4}),
+                           BufferArg::of(Y.data(), {4})}));
+  EXPECT_EQ(Y[3], 8.f);
+}
+
+TEST(Compiler, RejectsTooManyThreads) {
+  CompileOptions O;
+  O.Threads = NNC_MAX_THREADS + 1;
+  Compiler C(O);
+  expectError(C.compile(kernelOf(Saxpy)).takeError(),
+              "error: CompileOptions::Threads is 1025; at most 1024 are "
+              "supported");
 }
 
 } // namespace

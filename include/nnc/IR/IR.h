@@ -611,6 +611,9 @@ std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K);
 /// (output, inputs and post-op operands) and the arguments of parallel calls;
 /// with Frees, also a Free or FreeExt of it.
 bool usesBuffer(const Stmt &S, const Buffer &B, bool Frees = false);
+/// Calls F for each buffer S uses, as usesBuffer counts uses (once per use).
+void forEachBufferUsed(const Stmt &S, bool Frees,
+                       const std::function<void(const BufferNode *)> &F);
 
 /// Every kernel of one file.
 struct Module {
