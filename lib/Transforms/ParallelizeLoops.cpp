@@ -19,7 +19,11 @@
 //     are decided at run time by nnc_parallel_for.
 //
 // Loops already marked `/* parallel */` are checked: a proven dependence is an
-// error naming the buffer and the accesses, unless the marks are trusted.
+// error naming the buffer and the accesses; a dependence the analysis cannot
+// rule out drops the mark with a warning. nnc_parallel_for calls written in
+// the input run in parallel only if their task is one loop over [begin, end)
+// proven independent; otherwise they run serially (one chunk), with a
+// warning. --trust-parallel keeps every mark and call as written.
 //
 // Before:                                 After:
 //   for (int64_t i = 0ll; i < 64ll; i++)    for (int64_t i = 0ll; i < 64ll; i++) /* parallel */
@@ -167,12 +171,12 @@ public:
     std::vector<Stmt> Out;
     bool Changed = false;
     for (const Stmt &S : Body->Stmts) {
-      Stmt N = S;
-      if (auto *F = dyn_cast<For>(S)) {
-        if (!checkMarks(S, {}))
-          return false;
-        N = decide(*F, S);
-      }
+      Stmt N = CallChecker(*this).mutate(S);
+      N = checkMarks(N, {});
+      if (!N)
+        return false;
+      if (auto *F = dyn_cast<For>(N))
+        N = decide(*F, N);
       Changed |= N != S;
       Out.push_back(N);
     }
@@ -187,41 +191,122 @@ private:
       Diags.remark(L, Msg);
   }
 
-  /// Checks every loop marked parallel in S (with its enclosing loops).
-  bool checkMarks(const Stmt &S, std::vector<EnclosingLoop> Outer) {
+  /// Checks every loop marked parallel in S (with its enclosing loops): a
+  /// proven dependence is an error (null is returned), a possible one drops
+  /// the mark with a warning. Only a proof, or --trust-parallel, keeps it.
+  Stmt checkMarks(const Stmt &S, std::vector<EnclosingLoop> Outer) {
+    if (Opts.TrustParallel || !hasParallelMark(S))
+      return S;
     if (auto *B = dyn_cast<Block>(S)) {
-      for (const Stmt &C : B->Stmts)
-        if (!checkMarks(C, Outer))
-          return false;
-      return true;
+      std::vector<Stmt> Out;
+      for (const Stmt &C : B->Stmts) {
+        Out.push_back(checkMarks(C, Outer));
+        if (!Out.back())
+          return nullptr;
+      }
+      return Block::make(std::move(Out), B->Loc);
     }
     if (auto *C = dyn_cast<Cond>(S)) {
-      for (const Stmt &Br : {C->Then, C->Else})
-        if (Br && !checkMarks(Br, Outer))
-          return false;
-      return true;
+      Stmt Then = checkMarks(C->Then, Outer);
+      Stmt Else = C->Else ? checkMarks(C->Else, Outer) : nullptr;
+      if (!Then || (C->Else && !Else))
+        return nullptr;
+      return Cond::make(C->C, Then, Else, C->Loc);
     }
     auto *F = dyn_cast<For>(S);
     if (!F)
-      return true;
-    if (F->Options.Parallel && !Opts.TrustParallel) {
+      return S;
+    LoopOptions LO = F->Options;
+    if (F->Options.Parallel) {
       DependenceResult R = analyzeLoop(K, *F, Outer);
       if (R.K == DependenceResult::Kind::Proven) {
         Diags.error(F->Loc, "loop '" + F->Var +
                                 "' is marked parallel but has a " +
                                 R.describe());
         Failed = true;
-        return false;
+        return nullptr;
       }
-      remark(F->Loc, "loop '" + F->Var + "' is marked parallel: kept" +
-                         (R.independent() ? " (checked)"
-                                          : " (not disproved: " +
-                                                R.describe() + ")"));
+      if (R.independent()) {
+        remark(F->Loc, "loop '" + F->Var + "' is marked parallel: kept "
+                                           "(checked)");
+      } else {
+        Diags.warning(F->Loc, "loop '" + F->Var +
+                                  "' is marked parallel, but it runs "
+                                  "serially: the mark is not proven (" +
+                                  R.describe() +
+                                  "); --trust-parallel keeps it");
+        LO.Parallel = false;
+      }
     }
     Outer.push_back({F->Var, F->Start, F->Stop});
-    return checkMarks(F->Body, Outer);
+    Stmt Body = checkMarks(F->Body, Outer);
+    if (!Body)
+      return nullptr;
+    return For::make(F->Var, F->VarType, F->Start, F->Stop, Body, LO, F->Loc);
   }
 
+  /// Checks the nnc_parallel_for calls the kernel's text makes (the pass
+  /// runs before outline-parallel makes its own). A call runs in parallel
+  /// only if its task is one loop over [begin, end) with no loop-carried
+  /// dependence, or the marks are trusted; otherwise its grain becomes the
+  /// largest, so the runtime runs the whole range in one call, in order.
+  class CallChecker : public IRMutator {
+  public:
+    explicit CallChecker(Parallelizer &P) : P(P) {}
+
+  protected:
+    Stmt mutateParallelCall(const ParallelCall *Op, const Stmt &S) override {
+      std::shared_ptr<const Kernel> Task = Op->Task;
+      if (Task->Body) { // Calls inside the task are checked as well.
+        Stmt Body = mutate(Task->Body);
+        if (Body != Task->Body) {
+          auto Copy = std::make_shared<Kernel>(*Task);
+          Copy->Body = Body;
+          Task = Copy;
+        }
+      }
+      std::string Why;
+      if (P.Opts.TrustParallel || provenIndependent(*Task, Why)) {
+        if (Task == Op->Task)
+          return S;
+        return ParallelCall::make(Task, Op->Start, Op->Stop, Op->Grain,
+                                  Op->Args, Op->Loc);
+      }
+      P.Diags.warning(Op->Loc, "task '" + Task->Name +
+                                   "' runs serially: its nnc_parallel_for is "
+                                   "not proven safe (" + Why +
+                                   "); --trust-parallel keeps it parallel");
+      return ParallelCall::make(Task, Op->Start, Op->Stop,
+                                IntImm::make(DType::I64, INT64_MAX, Op->Loc),
+                                Op->Args, Op->Loc);
+    }
+
+  private:
+    /// The task's body is one loop from its begin to its end parameter, and
+    /// no two of its iterations depend on each other (for any begin and
+    /// end, so for every split of the range into chunks).
+    static bool provenIndependent(const Kernel &T, std::string &Why) {
+      auto *B = dyn_cast<Block>(T.Body);
+      auto *F = B && B->Stmts.size() == 1 ? dyn_cast<For>(B->Stmts[0]) : nullptr;
+      auto IsParam = [&](const Expr &E, size_t I) {
+        const Expr *X = &E;
+        if (auto *C = dyn_cast<Cast>(*X))
+          X = &C->A;
+        auto *V = dyn_cast<Var>(*X);
+        return V && V->Name == T.Params[I].Name;
+      };
+      if (!F || !IsParam(F->Start, 0) || !IsParam(F->Stop, 1)) {
+        Why = "its body is not one loop from '" + T.Params[0].Name +
+              "' to '" + T.Params[1].Name + "'";
+        return false;
+      }
+      DependenceResult R = analyzeLoop(T, *F);
+      Why = R.describe();
+      return R.independent();
+    }
+
+    Parallelizer &P;
+  };
   bool writesOutput(const Stmt &S) {
     struct Finder : IRVisitor {
       bool Found = false;
