@@ -99,7 +99,7 @@ KernelJIT &jit() {
 KernelJIT &checkedJit() {
   static std::unique_ptr<KernelJIT> J = [] {
     JITOptions O;
-    O.BoundsCheck = true;
+    O.Bounds = BoundsChecking::All;
     auto E = KernelJIT::create(O);
     if (!E) {
       std::cerr << llvm::toString(E.takeError()) << '\n';

@@ -231,7 +231,7 @@ public:
       JO.CPU = O.CPU;
       JO.Features = O.Features;
       JO.CacheDir = O.CacheDir;
-      JO.BoundsCheck = O.BoundsCheck;
+      JO.Bounds = O.Bounds;
       auto J = KernelJIT::create(JO);
       if (!J)
         return J.takeError();

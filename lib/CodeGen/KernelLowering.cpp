@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/CodeGen/CodeGen.h"
+#include "nnc/Analysis/Bounds.h"
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
@@ -114,7 +115,9 @@ class KernelLowering {
 public:
   KernelLowering(const Kernel &K, LLVMContext &Ctx, llvm::Module &M,
                  const CodeGenOptions &Opts)
-      : K(K), Ctx(Ctx), M(M), B(Ctx), Opts(Opts) {}
+      : K(K), Ctx(Ctx), M(M), B(Ctx), Opts(Opts),
+        Proof(Opts.Bounds == BoundsChecking::Unproven ? proveInBounds(K)
+                                                      : BoundsProof()) {}
 
   std::vector<ErrorSite> lower(const std::string &EntryName);
 
@@ -246,21 +249,29 @@ private:
     return nullptr;
   }
 
-  Value *address(const Buffer &Buf, const std::vector<Expr> &Idx,
-                 SourceLoc Loc) {
+  /// Whether the access Node needs a check in dimension Dim (-1: flat).
+  bool needsCheck(const void *Node, int Dim) const {
+    return Opts.Bounds == BoundsChecking::All ||
+           (Opts.Bounds == BoundsChecking::Unproven &&
+            !Proof.proven(Node, Dim));
+  }
+
+  /// The address of element Idx of Buf, accessed by Node (a Load or Store).
+  Value *address(const void *Node, const Buffer &Buf,
+                 const std::vector<Expr> &Idx, SourceLoc Loc) {
     BufInfo &BI = Bufs.at(Buf.get());
     Value *Off;
     if (Idx.empty()) {
       Off = B.getInt64(0);
     } else if (Idx.size() == 1 && Buf->rank() != 1) {
       Off = toI64(lower(Idx[0]), Idx[0]->Type);
-      if (Opts.BoundsCheck)
+      if (needsCheck(Node, -1))
         checkIndex(Buf, Off, BI.Extent, -1, Loc);
     } else {
       Off = B.getInt64(0);
       for (size_t D = 0; D < Idx.size(); ++D) {
         Value *I = toI64(lower(Idx[D]), Idx[D]->Type);
-        if (Opts.BoundsCheck)
+        if (needsCheck(Node, static_cast<int>(D)))
           checkIndex(Buf, I, BI.Dims[D], static_cast<int>(D), Loc);
         Off = B.CreateAdd(Off, B.CreateMul(I, BI.Strides[D]));
       }
@@ -406,6 +417,8 @@ private:
   llvm::Module &M;
   IRBuilder<> B;
   const CodeGenOptions &Opts;
+  /// The accesses of K and its tasks proven in bounds.
+  const BoundsProof Proof;
   std::vector<ErrorSite> Sites;
   std::vector<std::unordered_map<std::string, Value *>> Scopes;
   std::unordered_map<const BufferNode *, BufInfo> Bufs;
@@ -468,7 +481,7 @@ Value *KernelLowering::lower(const Expr &E) {
     return lookupVar(cast<Var>(E)->Name);
   case ExprKind::Load: {
     auto *L = cast<Load>(E);
-    return loadElem(L->Type, address(L->Buf, L->Indices, L->Loc));
+    return loadElem(L->Type, address(L, L->Buf, L->Indices, L->Loc));
   }
   case ExprKind::Binary:
     return lowerBinary(cast<Binary>(E));
@@ -810,7 +823,7 @@ void KernelLowering::lower(const Stmt &S) {
     U.Keys.insert(accessKey(St->Buf, St->Indices));
     SafeAccesses = std::move(U.Keys);
     Value *V = lower(St->Value);
-    storeElem(St->Buf->Type, address(St->Buf, St->Indices, St->Loc), V);
+    storeElem(St->Buf->Type, address(St, St->Buf, St->Indices, St->Loc), V);
     SafeAccesses.clear();
     return;
   }

@@ -98,6 +98,19 @@ std::string formatDouble(double V) {
   return Buf;
 }
 
+/// The decimal text of V.
+std::string int128Text(__int128 V) {
+  if (V == 0)
+    return "0";
+  bool Neg = V < 0;
+  unsigned __int128 U = Neg ? -static_cast<unsigned __int128>(V)
+                            : static_cast<unsigned __int128>(V);
+  std::string R;
+  for (; U; U /= 10)
+    R.insert(R.begin(), static_cast<char>('0' + static_cast<int>(U % 10)));
+  return Neg ? "-" + R : R;
+}
+
 std::string formatValue(const HostBuffer &B, int64_t Off) {
   if (isFloat(B.type()))
     return formatDouble(B.getDouble(Off));
@@ -297,7 +310,8 @@ void printOutputSummary(std::ostream &OS, const Kernel &K,
     const HostBuffer &B = *Args.Buffers[I];
     bool Fl = isFloat(B.type());
     double Sum = 0, Min = INFINITY, Max = -INFINITY;
-    int64_t ISum = 0, IMin = INT64_MAX, IMax = INT64_MIN;
+    __int128 ISum = 0; // Exact: 2^64 elements of INT64_MAX still fit.
+    int64_t IMin = INT64_MAX, IMax = INT64_MIN;
     int64_t NaNs = 0, Count = 0;
     std::string First;
     B.forEachOffset([&](int64_t Off) {
@@ -306,8 +320,7 @@ void printOutputSummary(std::ostream &OS, const Kernel &K,
       ++Count;
       if (!Fl) {
         int64_t V = B.getInt(Off);
-        ISum = static_cast<int64_t>(static_cast<uint64_t>(ISum) +
-                                    static_cast<uint64_t>(V));
+        ISum += V;
         IMin = std::min(IMin, V);
         IMax = std::max(IMax, V);
         return;
@@ -327,7 +340,7 @@ void printOutputSummary(std::ostream &OS, const Kernel &K,
          << formatDouble(Count > NaNs ? Min : NAN)
          << " max=" << formatDouble(Count > NaNs ? Max : NAN);
     else if (Count)
-      OS << " sum=" << ISum << " min=" << IMin << " max=" << IMax;
+      OS << " sum=" << int128Text(ISum) << " min=" << IMin << " max=" << IMax;
     if (NaNs)
       OS << " nan=" << NaNs;
     OS << " first=[" << First << (Count > 8 ? ", ..." : "") << "]\n";

@@ -360,7 +360,7 @@ public:
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
        << "O" << Opts.OptLevel << " contract=" << Contract
-       << " trace=" << Opts.Trace << " bounds=" << Opts.BoundsCheck << '\n';
+       << " trace=" << Opts.Trace << " bounds=" << static_cast<int>(Opts.Bounds) << '\n';
     printKernelWithTasks(OS, K);
     return OS.str();
   }
@@ -386,7 +386,7 @@ public:
     CodeGenOptions CG;
     CG.FPContract = Contract;
     CG.Trace = Opts.Trace;
-    CG.BoundsCheck = Opts.BoundsCheck;
+    CG.Bounds = Opts.Bounds;
     LoweredKernel L = lowerKernel(K, Ctx, kEntryName, CG);
     L.M->setDataLayout(TM.createDataLayout());
     L.M->setTargetTriple(TM.getTargetTriple().str());

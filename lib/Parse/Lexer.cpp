@@ -20,7 +20,7 @@ bool isIdentChar(char C) { return isIdentStart(C) || isDigit(C); }
 bool atLineStart(std::string_view Src, size_t Pos) {
   for (size_t I = Pos; I > 0; --I) {
     char P = Src[I - 1];
-    if (P == '\n')
+    if (P == '\n' || P == '\r')
       return true;
     if (P != ' ' && P != '\t')
       return false;
@@ -35,7 +35,11 @@ std::string shown(const std::string &Digits) {
 
 Lexer::Lexer(const SourceFile &F, DiagnosticEngine &D, size_t Begin,
              size_t E)
-    : File(&F), Diags(&D), Src(F.text()), Pos(Begin), End(E) {}
+    : File(&F), Diags(&D), Src(F.text()), Pos(Begin), End(E) {
+  // A UTF-8 byte-order mark at the start of the file is not text.
+  if (Pos == 0 && Src.substr(0, 3) == "\xEF\xBB\xBF")
+    Pos = std::min<size_t>(3, End);
+}
 
 void Lexer::fail(size_t Offset, const std::string &Msg) {
   Diags->error(File->locOf(Offset), Msg);
@@ -52,14 +56,14 @@ void Lexer::skipSpaceAndComments(Token &T) {
     }
     if (C == '#' && atLineStart(Src, Pos)) {
       size_t Begin = Pos + 1;
-      while (Pos < End && Src[Pos] != '\n')
+      while (Pos < End && Src[Pos] != '\n' && Src[Pos] != '\r')
         ++Pos;
       T.Leading.push_back({false, Begin, Pos});
       continue;
     }
     if (C == '/' && Pos + 1 < End && Src[Pos + 1] == '/') {
       size_t Begin = Pos + 2;
-      while (Pos < End && Src[Pos] != '\n')
+      while (Pos < End && Src[Pos] != '\n' && Src[Pos] != '\r')
         ++Pos;
       T.Leading.push_back({false, Begin, Pos});
       continue;
@@ -143,6 +147,11 @@ void Lexer::lexNumber(Token &T) {
     return;
   }
   T.Kind = TokKind::IntLit;
+  if (Digits.size() > 1 && Digits[0] == '0')
+    Diags->warning(File->locOf(Start),
+                   "integer literal '" + shown(Digits) +
+                       "' has a leading zero: it is decimal here, not octal "
+                       "as in C");
   auto R = std::from_chars(Digits.data(), Digits.data() + Digits.size(),
                            T.IntVal);
   if (R.ec != std::errc())

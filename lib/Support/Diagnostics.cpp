@@ -9,8 +9,10 @@ namespace nnc {
 SourceFile::SourceFile(std::string N, std::string T)
     : Name(std::move(N)), Text(std::move(T)) {
   LineStarts.push_back(0);
+  // Lines end at \n, \r\n or a lone \r (old Mac files).
   for (size_t I = 0; I < Text.size(); ++I)
-    if (Text[I] == '\n')
+    if (Text[I] == '\n' ||
+        (Text[I] == '\r' && (I + 1 == Text.size() || Text[I + 1] != '\n')))
       LineStarts.push_back(I + 1);
 }
 
@@ -25,13 +27,10 @@ std::string_view SourceFile::lineText(uint32_t Line) const {
   if (Line == 0 || Line > LineStarts.size())
     return {};
   size_t Begin = LineStarts[Line - 1];
-  size_t End = Text.find('\n', Begin);
+  size_t End = Text.find_first_of("\r\n", Begin);
   if (End == std::string::npos)
     End = Text.size();
-  std::string_view L(Text.data() + Begin, End - Begin);
-  if (!L.empty() && L.back() == '\r')
-    L.remove_suffix(1);
-  return L;
+  return std::string_view(Text.data() + Begin, End - Begin);
 }
 
 void DiagnosticEngine::report(Severity Sev, SourceLoc Loc, std::string Msg) {

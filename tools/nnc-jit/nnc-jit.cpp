@@ -113,9 +113,14 @@ static cl::opt<std::string>
 static cl::opt<bool>
     BoundsCheck("bounds-check",
                 cl::desc("Check every load and store of compiled code against "
-                         "its buffer; an access out of bounds stops the kernel "
-                         "with an error"),
+                         "its buffer, even those proven in bounds"),
                 cl::cat(Category));
+static cl::opt<bool>
+    Unchecked("unchecked",
+              cl::desc("Check no access, not even those the compiler cannot "
+                       "prove in bounds (by default they are: an access out "
+                       "of bounds stops the kernel with an error)"),
+              cl::cat(Category));
 static cl::opt<bool>
     TrustParallel("trust-parallel",
                   cl::desc("Trust /* parallel */ marks instead of checking "
@@ -207,7 +212,6 @@ int main(int argc, char **argv) {
   Opts.JIT.CPU = MCPU;
   Opts.JIT.Features = MAttr;
   Opts.JIT.CacheDir = CacheDir;
-  Opts.JIT.BoundsCheck = BoundsCheck;
   auto Fail = [](const std::string &Msg) {
     std::cerr << "nnc-jit: error: " << Msg << '\n';
     return 1;
@@ -221,6 +225,11 @@ int main(int argc, char **argv) {
   }
   if (OptLevel > 3)
     return Fail("-O expects 0, 1, 2 or 3");
+  if (BoundsCheck && Unchecked)
+    return Fail("--bounds-check and --unchecked contradict each other");
+  Opts.JIT.Bounds = BoundsCheck ? nnc::BoundsChecking::All
+                    : Unchecked ? nnc::BoundsChecking::None
+                                : nnc::BoundsChecking::Unproven;
   if (!Emit.empty() && Emit != "llvm" && Emit != "llvm-unopt" &&
       Emit != "asm" && Emit != "obj")
     return Fail("--emit expects llvm, llvm-unopt, asm or obj, got '" + Emit +

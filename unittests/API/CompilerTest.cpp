@@ -104,7 +104,7 @@ kernel t(in a: f32[M, N] strides [1, M], out b: f32[N, M], M: int64_t, N: int64_
 
 TEST(Compiler, KernelErrorsComeBackAsValues) {
   CompileOptions O;
-  O.BoundsCheck = true;
+  O.Bounds = BoundsChecking::All;
   Function F = compiled(R"(
 kernel k(in idx: int64_t[4], in a: f32[4], out b: f32[4]) {
   for (int64_t i = 0ll; i < 4ll; i++) {

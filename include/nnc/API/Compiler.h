@@ -20,6 +20,7 @@
 #ifndef NNC_API_COMPILER_H
 #define NNC_API_COMPILER_H
 
+#include "nnc/CodeGen/BoundsChecking.h"
 #include "nnc/IR/IR.h"
 #include "nnc/Transforms/Passes.h"
 
@@ -50,9 +51,10 @@ struct CompileOptions {
   std::string CPU, Features;
   /// Directory of a persistent compile cache; empty for none.
   std::string CacheDir;
-  /// Check every access against its buffer; an out-of-bounds access stops
-  /// the kernel with an error.
-  bool BoundsCheck = false;
+  /// Which accesses are checked against their buffers (an access out of
+  /// bounds stops the kernel with an error): those not proven in bounds at
+  /// compile time (the default), All, or None.
+  BoundsChecking Bounds = BoundsChecking::Unproven;
 };
 
 /// A buffer argument: data, element type, shape, and strides in elements
@@ -121,7 +123,7 @@ class KernelJIT;
 class Function {
 public:
   /// Checks the arguments and runs the kernel. A bad argument, or a failing
-  /// status from the kernel (an out-of-bounds access with BoundsCheck, an
+  /// status from the kernel (an out-of-bounds access, an
   /// external call's error), is a DiagnosticError.
   llvm::Error call(llvm::ArrayRef<Arg> Args) const;
   /// Runs the kernel on the ABI's argument array: Args[i] is buffer i's

@@ -15,6 +15,7 @@
 #ifndef NNC_CODEGEN_CODEGEN_H
 #define NNC_CODEGEN_CODEGEN_H
 
+#include "nnc/CodeGen/BoundsChecking.h"
 #include "nnc/IR/IR.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -38,9 +39,10 @@ struct CodeGenOptions {
   bool FPContract = false;
   /// Call nnc_trace_begin/end around each top-level statement.
   bool Trace = false;
-  /// Check every load and store against its buffer; an access out of bounds
-  /// stops the kernel (ErrorKind::OutOfBounds) instead of touching memory.
-  bool BoundsCheck = false;
+  /// Which loads and stores are checked against their buffers; an access
+  /// out of bounds stops the kernel (ErrorKind::OutOfBounds) instead of
+  /// touching memory.
+  BoundsChecking Bounds = BoundsChecking::Unproven;
 };
 
 /// Why a kernel can stop with a non-zero status.

@@ -48,8 +48,8 @@ struct JITOptions {
   std::string CacheDir;
   /// Record trace spans around top-level statements (see Runtime.h).
   bool Trace = false;
-  /// Check every access against its buffer (CodeGenOptions::BoundsCheck).
-  bool BoundsCheck = false;
+  /// Which accesses are checked against their buffers (CodeGenOptions).
+  BoundsChecking Bounds = BoundsChecking::Unproven;
 };
 
 /// Wall time spent in each compile phase, in milliseconds.
