@@ -30,3 +30,8 @@ if config.nnc_have_fuzzer.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("libfuzzer")
 if config.nnc_sanitizers.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("sanitizers")
+# Statements of the scaling tests (test/Tool/scaling.test): fewer under the
+# sanitizers' 10-50x slowdown.
+config.substitutions.append(
+    ("%scale", "10000" if "sanitizers" in config.available_features
+     else "100000"))

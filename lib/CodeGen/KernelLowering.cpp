@@ -49,8 +49,6 @@ constexpr int64_t kMaxStackTempBytes = 64 * 1024;
 /// Most stack all the temporaries of one function may take; the rest go on
 /// the heap. OpenMP workers run tasks on stacks of a few MiB.
 constexpr int64_t kMaxStackBytes = 512 * 1024;
-/// Largest temporary allocated at all (1 TiB); larger is an error site.
-constexpr int64_t kMaxTempBytes = int64_t(1) << 40;
 
 bool isSignedOrBool(DType T) { return isSigned(T); }
 
@@ -948,7 +946,7 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
   checkError(Negative, ErrorKind::NegativeSize, Loc, Buf->Name);
   Value *N = spannedElements(BI.Dims, BI.Strides, &Over);
   BI.Extent = N;
-  checkError(B.CreateOr(Over, B.CreateICmpUGT(N, B.getInt64(kMaxTempBytes / Size))),
+  checkError(B.CreateOr(Over, B.CreateICmpUGT(N, B.getInt64(kMaxTemporaryBytes / Size))),
              ErrorKind::AllocationTooLarge, Loc, Buf->Name);
   Value *Bytes = B.CreateMul(N, B.getInt64(Size));
   if (!BI.HeapSlot) {

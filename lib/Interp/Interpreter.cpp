@@ -37,9 +37,6 @@ struct InterpError {
   throw InterpError{L, std::move(Msg)};
 }
 
-/// Largest temporary the interpreter allocates (16 GiB).
-constexpr uint64_t kMaxTempBytes = uint64_t(1) << 34;
-
 struct RtBuf {
   const BufferNode *Node = nullptr;
   uint8_t *Data = nullptr;
@@ -550,7 +547,7 @@ void allocateTemp(RtBuf &RB, DType T, std::vector<int64_t> Dims,
       fail(L, "temporary '" + RB.Node->Name + "' has a negative size");
   int64_t Elems = storageElemsFor(Dims, Strides);
   if (Elems < 0 ||
-      static_cast<uint64_t>(Elems) > kMaxTempBytes / dtypeSize(T))
+      static_cast<uint64_t>(Elems) > kMaxTemporaryBytes / dtypeSize(T))
     fail(L, "cannot allocate temporary '" + RB.Node->Name + "': too large");
   RB.Owned = std::make_unique<HostBuffer>(T, Dims, Strides);
   if (!RB.Owned->valid())

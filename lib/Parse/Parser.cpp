@@ -221,6 +221,7 @@ private:
 
     Buffers.clear();
     Scopes.clear();
+    Visible.clear();
     Scopes.emplace_back();
     ScalarParams.clear();
     for (const ScalarDecl &S : prescanScalars())
@@ -235,7 +236,7 @@ private:
         if (P.isBuffer())
           Buffers[P.Name] = P.Buf;
         else
-          Scopes.back().push_back({P.Name, P.Type});
+          declare(P.Name, P.Type);
         K.Params.push_back(std::move(P));
         if (consumeIf(TokKind::Comma)) {
           if (peek().is(TokKind::RParen))
@@ -344,7 +345,7 @@ private:
       Stmts.push_back(parseStmt());
     }
     take();
-    Scopes.pop_back();
+    popScope();
     return Block::make(std::move(Stmts), locOf(Open));
   }
 
@@ -439,9 +440,9 @@ private:
                          describe(peek()));
     LoopOptions Opts = parseLoopOptions(peek());
     Scopes.emplace_back();
-    Scopes.back().push_back({Var, VarType});
+    declare(Var, VarType);
     Stmt Body = parseBlock();
-    Scopes.pop_back();
+    popScope();
     return For::make(Var, VarType, Start, Stop, Body, Opts, Loc);
   }
 
@@ -750,7 +751,7 @@ private:
     expect(TokKind::Assign, "'=' in the let");
     Expr V = adaptTo(parseExpr(), T);
     expect(TokKind::Semi, "';' after the let");
-    Scopes.back().push_back({std::string(NameTok.Text), T});
+    declare(std::string(NameTok.Text), T);
     return Let::make(std::string(NameTok.Text), T, V, locOf(TyTok));
   }
 
@@ -797,12 +798,21 @@ private:
   // Expressions
   //===--------------------------------------------------------------------===//
 
+  /// The innermost declaration of Name in scope (a hash lookup: kernels of
+  /// 10^5 lets must not parse in quadratic time).
   const ScalarDecl *lookupVar(std::string_view Name) const {
-    for (auto S = Scopes.rbegin(); S != Scopes.rend(); ++S)
-      for (auto D = S->rbegin(); D != S->rend(); ++D)
-        if (D->Name == Name)
-          return &*D;
-    return nullptr;
+    auto It = Visible.find(std::string(Name));
+    return It == Visible.end() || It->second.empty() ? nullptr
+                                                     : &It->second.back();
+  }
+  void declare(const std::string &Name, DType T) {
+    Scopes.back().push_back(Name);
+    Visible[Name].push_back({Name, T});
+  }
+  void popScope() {
+    for (const std::string &N : Scopes.back())
+      Visible[N].pop_back();
+    Scopes.pop_back();
   }
 
   static std::optional<CmpOp> cmpOpOf(TokKind K) {
@@ -1066,7 +1076,10 @@ private:
   unsigned Nesting = 0;
 
   std::map<std::string, Buffer> Buffers;
-  std::vector<std::vector<ScalarDecl>> Scopes;
+  /// The names each open scope declares, innermost last, and every visible
+  /// declaration of each name, innermost last.
+  std::vector<std::vector<std::string>> Scopes;
+  std::unordered_map<std::string, std::vector<ScalarDecl>> Visible;
   std::unordered_map<std::string, DType> ScalarParams;
   std::map<std::string, std::shared_ptr<const Kernel>> Tasks;
 };

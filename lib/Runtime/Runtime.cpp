@@ -162,14 +162,17 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
       for (size_t I = Bufs.size() - Adds; I < Bufs.size(); ++I)
         OtherRefs.push_back(Bufs[I]);
       Bufs.resize(Bufs.size() - Adds);
-      if (anyEmpty(Out, Bufs) || anyEmpty(Out, OtherRefs)) {
-        // oneDNN has no empty primitives: empty work has the reference's
-        // meaning (an output of bias values, or nothing).
+      // The reference gives what oneDNN cannot: empty work (an output of
+      // bias values, or nothing), and layouts it has no descriptor for
+      // (views whose rows overlap). Its shape checks are the interpreter's.
+      auto Reference = [&] {
         Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
         if (Err.empty())
           nnc::applyReferencePostOps(Out, toIRPostOps(Ops), OtherRefs);
         return Err.empty() ? 0 : failWith(Err);
-      }
+      };
+      if (anyEmpty(Out, Bufs) || anyEmpty(Out, OtherRefs))
+        return Reference();
       nnc::Conv2dParams P;
       if (!nnc::decodeConv2dParams(IntArgs, P))
         return failWith("invalid convolution parameters");
@@ -180,18 +183,20 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
                                  Bufs.size() == 3 ? &B : nullptr, P, Ops,
                                  Others, Err) == 0
                  ? 0
-                 : failWith(Err);
+                 : Reference();
     }
     if (Func == nnc::ExternalFunc::Matmul) {
       if (Bufs.size() != 2)
         return failWith("expected 2 input buffers");
-      if (anyEmpty(Out, Bufs)) { // As for convolutions.
+      auto Reference = [&] { // As for convolutions.
         Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
         return Err.empty() ? 0 : failWith(Err);
-      }
+      };
+      if (anyEmpty(Out, Bufs))
+        return Reference();
       return nnc::onednn::matmul(T(Out), T(Bufs[0]), T(Bufs[1]), Err) == 0
                  ? 0
-                 : failWith(Err);
+                 : Reference();
     }
     // nnc_aten_addmm keeps the reference implementation.
     Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);

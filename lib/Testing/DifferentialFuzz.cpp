@@ -253,6 +253,105 @@ bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
 
 namespace {
 
+/// Hostile kernels (issue 18): each draws one family of input that once
+/// crashed the compiler or gave a silent wrong answer, with parameter values
+/// at and beyond the edges.
+class HostileGenerator {
+public:
+  explicit HostileGenerator(uint64_t Seed) : R(Seed) {}
+
+  HostileKernel kernel() {
+    HostileKernel H;
+    switch (pick(0, 5)) {
+    case 0: { // Strides of any sign, 0 (broadcast) included, in an update.
+      H.Text = "kernel hostile(inout y: f32[N, M] strides [S0, S1], in x: "
+               "f32[N, M], N: i64, M: i64, S0: i64, S1: i64) {\n"
+               "  for (int64_t i = 0ll; i < N; i++) " +
+               std::string(coin() ? "/* parallel */ " : "") +
+               "{\n    for (int64_t j = 0ll; j < M; j++) {\n"
+               "      y[i, j] = (y[i, j]) * 0.5f + (x[i, j]);\n    }\n  }\n}\n";
+      int64_t N = pick(0, 300), M = pick(0, 5);
+      H.Params = {"N=" + std::to_string(N), "M=" + std::to_string(M),
+                  "S0=" + std::to_string(pick(-2, 2) == 0 ? 0 : pick(-1, M + 2)),
+                  "S1=" + std::to_string(pick(-1, 2))};
+      break;
+    }
+    case 1: { // Sizes at and beyond the edges of 64-bit arithmetic.
+      H.Text = "kernel hostile(out y: f32[4], N: i64, M: i64) {\n"
+               "  Allocate(t); // dtype=float, dims=[N, M]\n"
+               "  for (int64_t i = 0ll; i < Min(N, 3ll); i++) {\n"
+               "    for (int64_t j = 0ll; j < Min(M, 3ll); j++) {\n"
+               "      t[i, j] = float(i + j);\n    }\n  }\n"
+               "  y[0ll] = float(N);\n  Free(t);\n}\n";
+      H.Params = {"N=" + size(), "M=" + size()};
+      break;
+    }
+    case 2: { // Offsets that leave the buffer, or not.
+      int64_t N = pick(1, 200);
+      H.Text = "kernel hostile(in x: f32[N], out y: f32[N], N: i64, O: i64) "
+               "{\n  for (int64_t i = 0ll; i < N; i++) {\n"
+               "    y[i] = x[Min(i + O, N - 1ll)];\n  }\n}\n";
+      H.Params = {"N=" + std::to_string(N),
+                  "O=" + std::to_string(pick(-3, 3) + (coin() ? 0 : N))};
+      break;
+    }
+    case 3: { // Empty shapes through the external functions.
+      H.Text = "kernel hostile(in a: f32[M, K], in b: f32[K, N], out c: "
+               "f32[M, N], M: i64, K: i64, N: i64) {\n"
+               "  c = nnc_aten_matmul(buf_args={a, b}, args={})\n}\n";
+      H.Params = {"M=" + std::to_string(pick(0, 3)),
+                  "K=" + std::to_string(pick(0, 3)),
+                  "N=" + std::to_string(pick(0, 3))};
+      break;
+    }
+    case 4: { // Views of a matmul, in or beyond their storage.
+      H.Text = "kernel hostile(in a: f32[4, 8], in b: f32[8, 2], out c: "
+               "f32[4, 2], S: i64) {\n  c = nnc_aten_matmul(buf_args={a("
+               "dtype=float, sizes=[4ll, 8ll], strides=[S, 1ll]), b}, "
+               "args={})\n}\n";
+      H.Params = {"S=" + std::to_string(pick(-2, 12))};
+      break;
+    }
+    default: { // Parameter values beyond their types.
+      static const char *Types[] = {"i8", "u8", "i32", "bool", "f32"};
+      std::string T = Types[pick(0, 4)];
+      H.Text = "kernel hostile(out y: f32[1], v: " + T +
+               ") {\n  y[0ll] = float(v);\n}\n";
+      H.Params = {"v=" + (T == "f32" ? std::string(coin() ? "1e39" : "-2.5")
+                                     : edge())};
+      break;
+    }
+    }
+    return H;
+  }
+
+private:
+  int64_t pick(int64_t Lo, int64_t Hi) {
+    return std::uniform_int_distribution<int64_t>(Lo, Hi)(R);
+  }
+  bool coin() { return pick(0, 1) == 1; }
+  /// A size: small, or so large that with any other non-zero size it
+  /// passes the 16 GiB limit of temporaries (or 64-bit arithmetic).
+  std::string size() {
+    static const int64_t Sizes[] = {0, 1, 2, 3, int64_t(1) << 33,
+                                    int64_t(1) << 40, int64_t(1) << 62};
+    int64_t V = Sizes[pick(0, 6)];
+    if (V > 3)
+      V += pick(-1, 1);
+    return std::to_string(pick(0, 5) ? V : -V);
+  }
+  /// A value near an edge: small, or around 2^7, 2^8, 2^31, 2^32, 2^62.
+  std::string edge() {
+    static const int64_t Edges[] = {0,          1,          3,
+                                    127,        255,        2147483647,
+                                    4294967296, int64_t(1) << 62};
+    int64_t V = Edges[pick(0, 7)] + pick(-1, 1);
+    return std::to_string(coin() ? V : -V);
+  }
+
+  std::mt19937_64 R;
+};
+
 /// The temporaries a kernel allocates, by name.
 std::vector<std::string> temporaries(const std::string &Text) {
   std::vector<std::string> Names;
@@ -374,6 +473,66 @@ bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
   if (!checkRandomKernel(toText(T), JIT, Threads, Failure)) {
     Failure = Describe() + "\n" + Failure;
     return false;
+  }
+  return true;
+}
+
+HostileKernel generateHostileKernel(uint64_t Seed) {
+  return HostileGenerator(Seed).kernel();
+}
+
+bool checkHostileKernel(const HostileKernel &H, KernelJIT &JIT,
+                        const std::vector<unsigned> &Threads,
+                        std::string &Failure) {
+  DiagnosticEngine Diags;
+  auto Describe = [&](const std::string &What) {
+    std::ostringstream OS;
+    Diags.print(OS);
+    Failure = What + "\n" + OS.str();
+    return false;
+  };
+  auto LM = loadModuleFromText("hostile.nnc", H.Text, Diags);
+  if (!LM)
+    return Describe("the generated kernel does not parse or verify");
+  const Kernel &K = LM->M.Kernels[0];
+  // Arguments the tool refuses (a negative stride, a value beyond its type,
+  // a size that overflows) are refused for both engines alike.
+  auto Ref = buildArgs(K, H.Params, {}, 1, Diags);
+  if (!Ref)
+    return true;
+  InterpOptions IO;
+  IO.FPContract = JIT.fpContract();
+  DiagnosticEngine RefDiags;
+  bool RefOk = interpret(K, Ref->Values, RefDiags, IO);
+  for (unsigned T : Threads) {
+    Kernel Lowered = K;
+    PipelineOptions PO;
+    PO.Parallel.Threads = T;
+    PO.Parallel.Grain = 1;
+    DiagnosticEngine PassDiags; // Warnings (a dropped parallel mark) are fine.
+    if (!runPasses(Lowered, buildDefaultPipeline(), PO, PassDiags))
+      return Describe("the pipeline failed at " + std::to_string(T) +
+                      " threads");
+    auto CK = JIT.compile(Lowered);
+    if (!CK) {
+      Diags.error({}, llvm::toString(CK.takeError()));
+      return Describe("the JIT failed");
+    }
+    nnc_runtime_set_num_threads(static_cast<int32_t>(T));
+    auto Got = buildArgs(K, H.Params, {}, 1, Diags);
+    DiagnosticEngine JitDiags;
+    bool JitOk = Got && (*CK)->run(Got->Values, JitDiags);
+    nnc_runtime_set_num_threads(0);
+    if (JitOk != RefOk) {
+      std::ostringstream OS;
+      RefDiags.print(OS);
+      JitDiags.print(OS);
+      Failure = std::string(RefOk ? "only the JIT" : "only the interpreter") +
+                " failed at " + std::to_string(T) + " threads\n" + OS.str();
+      return false;
+    }
+    if (RefOk && !compareOutputs(K, *Got, *Ref, expectedPrecision(K), Diags))
+      return Describe("mismatch at " + std::to_string(T) + " threads");
   }
   return true;
 }

@@ -34,6 +34,12 @@ static cl::list<unsigned>
               cl::cat(Category));
 static cl::opt<bool> Print("print", cl::desc("Print each kernel and stop"),
                            cl::cat(Category));
+static cl::opt<bool> Hostile(
+    "hostile",
+    cl::desc("Generate hostile kernels and arguments instead (strides, "
+             "overflowing sizes, offsets, empty shapes, views, parameter "
+             "ranges): both engines fail, or agree"),
+    cl::cat(Category));
 static cl::opt<bool> Transforms(
     "transforms",
     cl::desc("Also apply random loop transforms of the embedded API to each "
@@ -45,7 +51,14 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(argc, argv, "nnc-fuzz: differential fuzzing\n");
   if (Print) {
-    std::cout << nnc::generateRandomKernel(Seed);
+    if (Hostile) {
+      nnc::HostileKernel H = nnc::generateHostileKernel(Seed);
+      for (const std::string &P : H.Params)
+        std::cout << "// --param " << P << '\n';
+      std::cout << H.Text;
+    } else {
+      std::cout << nnc::generateRandomKernel(Seed);
+    }
     return 0;
   }
   std::vector<unsigned> Threads(ThreadCounts.begin(), ThreadCounts.end());
@@ -73,6 +86,22 @@ int main(int argc, char **argv) {
     if (Seconds && std::chrono::steady_clock::now() - Start >=
                        std::chrono::seconds(Seconds))
       break;
+    if (Hostile) {
+      nnc::HostileKernel H = nnc::generateHostileKernel(S);
+      for (size_t I = 0; I < JITs.size(); ++I) {
+        std::string Failure;
+        if (!nnc::checkHostileKernel(H, *JITs[I], Threads, Failure)) {
+          std::cout << "nnc-fuzz: seed " << S << " at -O" << Levels[I] << ": "
+                    << Failure << "\n";
+          for (const std::string &P : H.Params)
+            std::cout << "// --param " << P << '\n';
+          std::cout << H.Text;
+          return 1;
+        }
+      }
+      ++N;
+      continue;
+    }
     std::string Text = nnc::generateRandomKernel(S);
     if (Transforms) {
       std::string Failure;

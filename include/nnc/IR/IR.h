@@ -264,6 +264,10 @@ std::optional<int64_t> getConstInt(const Expr &E);
 /// if it depends on a variable or a load, or divides by zero.
 std::optional<int64_t> evaluateConstant(const Expr &E);
 
+/// The largest temporary a kernel may allocate (16 GiB), in the interpreter
+/// and in compiled code alike: a larger Allocate is an error, not a crash.
+constexpr uint64_t kMaxTemporaryBytes = uint64_t(1) << 34;
+
 /// The value of a size or stride expression (constants, integer scalars and
 /// integer arithmetic, as the verifier allows) with each scalar's value from
 /// Lookup. Unlike the kernel's wrapping arithmetic, every step is checked: a

@@ -33,6 +33,26 @@ bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
                            std::string &Failure,
                            std::vector<std::string> &Applied);
 
+/// A hostile kernel and the --param values to run it with.
+struct HostileKernel {
+  std::string Text;
+  std::vector<std::string> Params;
+};
+
+/// A kernel of one of the families of issue 18 (strides of any sign and 0,
+/// sizes that overflow, offsets out of bounds, empty external calls, views
+/// beyond their storage, parameter values beyond their types), with
+/// parameter values at and past the edges.
+HostileKernel generateHostileKernel(uint64_t Seed);
+
+/// Runs H in the interpreter and through the pipeline and the JIT at each
+/// thread count: arguments the tool refuses are fine; otherwise both engines
+/// must fail (a diagnostic), or both succeed with the same outputs. A crash
+/// is a crash of the caller: that is what it looks for.
+bool checkHostileKernel(const HostileKernel &H, KernelJIT &JIT,
+                        const std::vector<unsigned> &Threads,
+                        std::string &Failure);
+
 } // namespace nnc
 
 #endif // NNC_TESTING_DIFFERENTIALFUZZ_H
