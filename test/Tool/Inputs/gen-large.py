@@ -19,6 +19,23 @@ elif kind == "loops":
         out += ["  for (int64_t i%d = 0ll; i%d < 64ll; i%d++) {" % (i, i, i),
                 "    y[i%d] = (x[i%d]) * %d.f;" % (i, i, i % 5),
                 "  }"]
+elif kind == "convs":
+    # Convolutions, each with a relu loop after it (fuse-conv-post-ops looks
+    # at every pair): n/10 of them, 3n/10 statements, since each runs.
+    out = ["kernel big(in x: f32[1, 2, 2, 2], in w: f32[2, 2, 1, 1], "
+           "out y: f32[1, 2, 2, 2]) {"]
+    prev = "x"
+    for i in range(n // 10):
+        out += ["  c%d(dtype=float, sizes=[1ll, 2ll, 2ll, 2ll], strides=[8ll, "
+                "4ll, 2ll, 1ll]) = nnc_aten_conv2d(buf_args={%s, w}, "
+                "args={1ll, 1ll, 0ll, 0ll, 1ll, 1ll, 1ll})" % (i, prev),
+                "  Allocate(d%d); // dtype=float, dims=[1ll, 2ll, 2ll, 2ll]" % i,
+                "  for (int64_t i%d = 0ll; i%d < 8ll; i%d++) {" % (i, i, i),
+                "    d%d[i%d] = (c%d[i%d])<0.f ? 0.f : (c%d[i%d]);" % ((i,) * 6),
+                "  }"]
+        prev = "d%d" % i
+    out += ["  for (int64_t k = 0ll; k < 8ll; k++) {",
+            "    y[k] = %s[k];" % prev, "  }"]
 elif kind == "lets":
     out += ["  int64_t v%d = s + %dll;" % (i, i) for i in range(n)]
     out += ["  y[0ll] = float(v%d);" % (n - 1)]
