@@ -831,28 +831,22 @@ bool evaluateParamShapes(const Kernel &K, const std::vector<ArgValue> &Args,
       const Param &P = K.Params[I];
       if (!P.isBuffer())
         continue;
-      auto Eval = [&](const Expr &E, const char *What) {
+      // A dim or stride: overflow-checked, and never negative.
+      auto Eval = [&](const Expr &E, const char *What, const char *Sign) {
         std::string Why;
         auto V = evaluateSize(E, Lookup, Why);
         if (!V)
           fail(P.Loc, "a " + std::string(What) + " of buffer '" + P.Name +
                           "' (" + toString(E) + ") " + Why);
+        if (*V < 0)
+          fail(P.Loc, "buffer '" + P.Name + "' has a negative " + Sign +
+                          " (" + std::to_string(*V) + ")");
         return *V;
       };
-      for (const Expr &D : P.Buf->Dims) {
-        int64_t V = Eval(D, "dim");
-        if (V < 0)
-          fail(P.Loc, "buffer '" + P.Name + "' has a negative size (" +
-                          std::to_string(V) + ")");
-        Sizes[I].push_back(V);
-      }
-      for (const Expr &D : P.Buf->Strides) {
-        int64_t V = Eval(D, "stride");
-        if (V < 0)
-          fail(P.Loc, "buffer '" + P.Name + "' has a negative stride (" +
-                          std::to_string(V) + ")");
-        Strides[I].push_back(V);
-      }
+      for (const Expr &D : P.Buf->Dims)
+        Sizes[I].push_back(Eval(D, "dim", "size"));
+      for (const Expr &D : P.Buf->Strides)
+        Strides[I].push_back(Eval(D, "stride", "stride"));
       if (storageElemsFor(Sizes[I], Strides[I]) < 0)
         fail(P.Loc, "buffer '" + P.Name + "' is too large");
     }
