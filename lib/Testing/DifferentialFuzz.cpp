@@ -262,7 +262,7 @@ public:
 
   HostileKernel kernel() {
     HostileKernel H;
-    switch (pick(0, 5)) {
+    switch (pick(0, 6)) {
     case 0: { // Strides of any sign, 0 (broadcast) included, in an update.
       H.Text = "kernel hostile(inout y: f32[N, M] strides [S0, S1], in x: "
                "f32[N, M], N: i64, M: i64, S0: i64, S1: i64) {\n"
@@ -310,6 +310,20 @@ public:
                "dtype=float, sizes=[4ll, 8ll], strides=[S, 1ll]), b}, "
                "args={})\n}\n";
       H.Params = {"S=" + std::to_string(pick(-2, 12))};
+      break;
+    }
+    case 5: { // Aliasing: one buffer as both operands, or an in-place
+              // reversal (a dependence) marked parallel.
+      if (coin()) {
+        H.Text = "kernel hostile(in a: f32[N, N], out c: f32[N, N], N: i64) "
+                 "{\n  c = nnc_aten_matmul(buf_args={a, a}, args={})\n}\n";
+        H.Params = {"N=" + std::to_string(pick(0, 9))};
+      } else {
+        H.Text = "kernel hostile(inout w: f32[N], N: i64) {\n"
+                 "  for (int64_t i = 0ll; i < N; i++) /* parallel */ {\n"
+                 "    w[i] = (w[N - 1ll - i]) + 1.f;\n  }\n}\n";
+        H.Params = {"N=" + std::to_string(pick(0, 5000))};
+      }
       break;
     }
     default: { // Parameter values beyond their types.

@@ -37,8 +37,8 @@ static cl::opt<bool> Print("print", cl::desc("Print each kernel and stop"),
 static cl::opt<bool> Hostile(
     "hostile",
     cl::desc("Generate hostile kernels and arguments instead (strides, "
-             "overflowing sizes, offsets, empty shapes, views, parameter "
-             "ranges): both engines fail, or agree"),
+             "overflowing sizes, offsets, empty shapes, views, aliasing, "
+             "parameter ranges): both engines fail, or agree"),
     cl::cat(Category));
 static cl::opt<bool> Transforms(
     "transforms",

@@ -41,7 +41,8 @@ struct HostileKernel {
 
 /// A kernel of one of the families of issue 18 (strides of any sign and 0,
 /// sizes that overflow, offsets out of bounds, empty external calls, views
-/// beyond their storage, parameter values beyond their types), with
+/// beyond their storage, aliased operands and in-place updates, parameter
+/// values beyond their types), with
 /// parameter values at and past the edges.
 HostileKernel generateHostileKernel(uint64_t Seed);
 
