@@ -342,6 +342,13 @@ private:
     return B.CreateExtractValue(R, 0);
   }
 
+  /// Or-s into Over whether the i64 value V leaves the range of type T.
+  void checkFits(Value *V, DType T, Value *&Over) {
+    if (T != DType::I64)
+      Over = B.CreateOr(Over, B.CreateICmpNE(
+                                  V, toI64(B.CreateTrunc(V, regType(T)), T)));
+  }
+
   /// A size or stride expression as an i64, with every step checked: Over
   /// is or-ed with whether any step leaves its type's range (the sizes of
   /// temporaries must not wrap, unlike the kernel's own arithmetic).
@@ -354,18 +361,12 @@ private:
                          : Bin->Op == BinOp::Sub ? llvm::Intrinsic::ssub_with_overflow
                                                  : llvm::Intrinsic::smul_with_overflow;
       Value *R = checkedOp(Id, X, Y, Over);
-      if (E->Type != DType::I64) // The value must fit the narrower type.
-        Over = B.CreateOr(Over, B.CreateICmpNE(
-                                    R, toI64(B.CreateTrunc(R, regType(E->Type)),
-                                             E->Type)));
+      checkFits(R, E->Type, Over);
       return R;
     }
     if (auto *C = dyn_cast<Cast>(E); C && isIntegral(C->A->Type)) {
       Value *R = lowerSize(C->A, Over);
-      if (E->Type != DType::I64)
-        Over = B.CreateOr(Over, B.CreateICmpNE(
-                                    R, toI64(B.CreateTrunc(R, regType(E->Type)),
-                                             E->Type)));
+      checkFits(R, E->Type, Over);
       return R;
     }
     return toI64(lower(E), E->Type);

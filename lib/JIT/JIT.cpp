@@ -3,6 +3,7 @@
 #include "nnc/IR/Printer.h"
 #include "nnc/Interp/Interpreter.h"
 #include "nnc/Runtime/Runtime.h"
+#include "nnc/Support/FileIO.h"
 
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -217,20 +218,12 @@ std::string unsafeCacheDir(const std::string &Path) {
 /// if it does not exist. Empty with Why set if it cannot be trusted.
 std::string cacheSecret(const std::string &Dir, std::string &Why) {
   std::string Path = Dir + "/key";
+  // A new key is written only where none exists (another process may have
+  // made one first: then it is read like any other).
   char Fresh[32];
-  if (randomBytes(Fresh, sizeof(Fresh))) {
-    int Fd = ::open(Path.c_str(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (Fd >= 0) {
-      bool Ok = ::write(Fd, Fresh, sizeof(Fresh)) == sizeof(Fresh);
-      Ok &= ::close(Fd) == 0;
-      if (!Ok) {
-        ::unlink(Path.c_str());
-        Why = "cannot write its key";
-        return "";
-      }
-    }
-  }
+  std::string Ignored;
+  if (randomBytes(Fresh, sizeof(Fresh)))
+    writeFile(Path, {Fresh, sizeof(Fresh)}, Ignored, WriteMode::NewPrivate);
   int Fd = ::open(Path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct stat St;
   if (Fd < 0 || ::fstat(Fd, &St) != 0) {
@@ -491,20 +484,9 @@ public:
     char Suffix[32];
     std::snprintf(Suffix, sizeof(Suffix), ".tmp%016llx",
                   static_cast<unsigned long long>(Salt));
-    std::string Tmp = Path + Suffix;
-    int Fd = ::open(Tmp.c_str(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (Fd < 0)
-      return;
-    std::string Data = serialize(Key, E, Secret);
-    size_t Done = 0;
-    while (Done < Data.size()) {
-      ssize_t N = ::write(Fd, Data.data() + Done, Data.size() - Done);
-      if (N <= 0)
-        break;
-      Done += static_cast<size_t>(N);
-    }
-    if (::close(Fd) != 0 || Done != Data.size() ||
+    std::string Tmp = Path + Suffix, Ignored;
+    if (writeFile(Tmp, serialize(Key, E, Secret), Ignored,
+                  WriteMode::NewPrivate) &&
         ::rename(Tmp.c_str(), Path.c_str()) != 0)
       ::unlink(Tmp.c_str());
   }

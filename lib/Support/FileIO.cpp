@@ -52,28 +52,36 @@ bool readFile(const std::string &Path, std::string &Out, std::string &Err,
 }
 
 bool writeFile(const std::string &Path, std::string_view Data,
-               std::string &Err) {
-  int Fd = ::open(Path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+               std::string &Err, WriteMode Mode) {
+  bool New = Mode == WriteMode::NewPrivate;
+  int Fd = ::open(Path.c_str(),
+                  O_WRONLY | O_CREAT | O_CLOEXEC |
+                      (New ? O_EXCL | O_NOFOLLOW : O_TRUNC),
+                  New ? 0600 : 0666);
   if (Fd < 0) {
     Err = std::strerror(errno);
     return false;
   }
+  auto Fail = [&](int Errno) {
+    Err = std::strerror(Errno);
+    if (New) // Only what this call created may be removed.
+      ::unlink(Path.c_str());
+    return false;
+  };
   size_t Done = 0;
   while (Done < Data.size()) {
     ssize_t N = ::write(Fd, Data.data() + Done, Data.size() - Done);
     if (N < 0 && errno == EINTR)
       continue;
     if (N <= 0) {
-      Err = std::strerror(N < 0 ? errno : EIO);
+      int Errno = N < 0 ? errno : EIO;
       ::close(Fd);
-      return false;
+      return Fail(Errno);
     }
     Done += static_cast<size_t>(N);
   }
-  if (::close(Fd) != 0) {
-    Err = std::strerror(errno);
-    return false;
-  }
+  if (::close(Fd) != 0)
+    return Fail(errno);
   return true;
 }
 

@@ -22,10 +22,17 @@ namespace nnc {
 bool readFile(const std::string &Path, std::string &Out, std::string &Err,
               uint64_t MaxBytes);
 
-/// Writes Data to Path (created or truncated), checking every write and the
-/// close. False with Err set (strerror) on failure.
+/// How writeFile opens its file.
+enum class WriteMode {
+  Replace,   ///< Created or truncated (0666 before the umask).
+  NewPrivate ///< Created for this user alone (0600); fails if anything,
+             ///< a planted link included, is already there.
+};
+
+/// Writes Data to Path, checking every write and the close. False with Err
+/// set (strerror) on failure; a NewPrivate file is removed again.
 bool writeFile(const std::string &Path, std::string_view Data,
-               std::string &Err);
+               std::string &Err, WriteMode Mode = WriteMode::Replace);
 
 } // namespace nnc
 
