@@ -351,7 +351,8 @@ protected:
   Stmt mutateStore(const Store *Op, const Stmt &S) override {
     Stmt R = IRMutator::mutateStore(Op, S);
     auto *St = cast<Store>(R);
-    return Store::make(buf(St->Buf), St->Indices, St->Value, St->Loc);
+    return Store::make(buf(St->Buf), St->Indices, St->Value, St->Loc,
+                       St->NonTemporal);
   }
   Stmt mutateAllocate(const Allocate *Op, const Stmt &) override {
     return Allocate::make(buf(Op->Buf), Op->Loc, Op->ZeroFill);

@@ -930,4 +930,40 @@ bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
   return F.Covered && !F.ReadLoc;
 }
 
+bool storesConsecutively(const For &L, const Store &S,
+                         const std::set<std::string> &Inner, std::string &Why) {
+  // Every other name in the indices and strides is an opaque symbol.
+  struct Names : IRVisitor {
+    std::set<std::string> Seen;
+    void visitVar(const Var *Op) override { Seen.insert(Op->Name); }
+  } N;
+  for (const Expr &E : S.Indices)
+    N.visit(E);
+  for (const Expr &E : S.Buf->Strides)
+    N.visit(E);
+  for (const std::string &Name : N.Seen)
+    if (Inner.count(Name)) {
+      Why = "its index uses '" + Name + "', which is bound inside the loop";
+      return false;
+    }
+  Env En;
+  En.LoopVars = {L.Var};
+  En.Params = N.Seen;
+  En.Params.erase(L.Var);
+  if (S.Indices.empty()) {
+    Why = "it stores a scalar";
+    return false;
+  }
+  auto Off = elementOffset(S.Buf, S.Indices, En, Why);
+  if (!Off)
+    return false;
+  auto It = Off->Coef.find(L.Var);
+  auto One = It == Off->Coef.end() ? std::nullopt : It->second.constValue();
+  if (One != 1) {
+    Why = "it does not write consecutive elements as '" + L.Var + "' grows";
+    return false;
+  }
+  return true;
+}
+
 } // namespace nnc

@@ -22,18 +22,22 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/CodeGen/CodeGen.h"
 #include "nnc/Analysis/Bounds.h"
+#include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/IR/Verifier.h"
 
 #include "llvm/IR/IRBuilder.h"
-
-#include <cstring>
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
+#include <algorithm>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <unordered_map>
@@ -254,7 +258,8 @@ private:
             !Proof.proven(Node, Dim));
   }
 
-  /// The address of element Idx of Buf, accessed by Node (a Load or Store).
+  /// The address of element Idx of Buf, accessed by Node (a Load or Store;
+  /// null: no bounds checks).
   Value *address(const void *Node, const Buffer &Buf,
                  const std::vector<Expr> &Idx, SourceLoc Loc) {
     BufInfo &BI = Bufs.at(Buf.get());
@@ -263,18 +268,26 @@ private:
       Off = B.getInt64(0);
     } else if (Idx.size() == 1 && Buf->rank() != 1) {
       Off = toI64(lower(Idx[0]), Idx[0]->Type);
-      if (needsCheck(Node, -1))
+      if (Node && needsCheck(Node, -1))
         checkIndex(Buf, Off, BI.Extent, -1, Loc);
     } else {
       Off = B.getInt64(0);
       for (size_t D = 0; D < Idx.size(); ++D) {
         Value *I = toI64(lower(Idx[D]), Idx[D]->Type);
-        if (needsCheck(Node, static_cast<int>(D)))
+        if (Node && needsCheck(Node, static_cast<int>(D)))
           checkIndex(Buf, I, BI.Dims[D], static_cast<int>(D), Loc);
         Off = B.CreateAdd(Off, B.CreateMul(I, BI.Strides[D]));
       }
     }
-    return B.CreateInBoundsGEP(memType(Buf->Type), BI.Base, Off);
+    Value *Addr = B.CreateInBoundsGEP(memType(Buf->Type), BI.Base, Off);
+    auto It = Streams.find(Node);
+    if (It == Streams.end())
+      return Addr;
+    // A streamed store: the same element, addressed from the aligned start
+    // of its stream (Addr is still computed for the bounds checks).
+    Value *Step = B.CreateSub(toI64(lookupVar(It->second.Var), It->second.VarType),
+                              It->second.Start);
+    return B.CreateInBoundsGEP(memType(Buf->Type), It->second.Base, Step);
   }
 
   /// Bounds-checked mode: 0 <= Index < Bound, else the kernel stops and the
@@ -386,6 +399,11 @@ private:
   //===--- Statements ------------------------------------------------------===//
   void lower(const Stmt &S);
   void lowerFor(const For *Op);
+  std::vector<const Store *> streamedStores(const For &Op);
+  void emitLoop(const For *Op, Value *Start, Value *Stop);
+  void emitStreamingLoop(const For *Op, const std::vector<const Store *> &NT,
+                         Value *Start, Value *Stop);
+  void fenceStreams();
   void lowerCond(const Cond *Op);
   /// Storage for a temporary, zero-filled if ZeroFill.
   void allocateTemp(const Buffer &Buf, const std::vector<Expr> &Dims,
@@ -433,6 +451,21 @@ private:
   AllocaInst *StatusSlot = nullptr;
   /// Loads known in bounds in the statement being lowered.
   std::set<std::string> SafeAccesses;
+
+  /// A non-temporal store in the aligned part of its loop: element Var =
+  /// Start is at Base, an `llvm.ptrmask` to 64 bytes.
+  struct Stream {
+    Value *Base;
+    Value *Start; ///< i64.
+    std::string Var;
+    DType VarType;
+  };
+  std::unordered_map<const void *, Stream> Streams;
+  /// Loops around the statement being lowered, in this function.
+  unsigned LoopDepth = 0;
+  /// The function has non-temporal stores: fence them at the end of each
+  /// outermost loop that holds them (FenceAfterLoop) and on every exit.
+  bool HasStreams = false, FenceAfterLoop = false;
 };
 
 Value *KernelLowering::cmp(CmpOp Op, Value *X, Value *Y, DType T) {
@@ -858,6 +891,51 @@ void KernelLowering::lower(const Stmt &S) {
 void KernelLowering::lowerFor(const For *Op) {
   assert(!Op->Options.Parallel && "parallel loops are outlined before codegen");
   Value *Start = lower(Op->Start), *Stop = lower(Op->Stop);
+  ++LoopDepth;
+  std::vector<const Store *> NT = streamedStores(*Op);
+  if (NT.empty())
+    emitLoop(Op, Start, Stop);
+  else
+    emitStreamingLoop(Op, NT, Start, Stop);
+  --LoopDepth;
+  if (LoopDepth == 0 && FenceAfterLoop) {
+    fenceStreams();
+    FenceAfterLoop = false;
+  }
+}
+
+/// The non-temporal stores that Op, an innermost loop, can align: those
+/// directly in its body (not under an `if`) that write consecutive elements.
+std::vector<const Store *> KernelLowering::streamedStores(const For &Op) {
+  std::vector<const Store *> NT;
+  std::set<std::string> Lets;
+  std::function<bool(const Stmt &)> Walk = [&](const Stmt &S) {
+    if (auto *Bl = dyn_cast<Block>(S)) {
+      for (const Stmt &C : Bl->Stmts)
+        if (!Walk(C))
+          return false;
+    } else if (auto *L = dyn_cast<Let>(S)) {
+      Lets.insert(L->Name);
+    } else if (auto *St = dyn_cast<Store>(S)) {
+      if (St->NonTemporal)
+        NT.push_back(St);
+    } else if (isa<For>(S)) {
+      return false; // Not innermost.
+    }
+    return true;
+  };
+  if (!Walk(Op.Body))
+    return {};
+  std::string Why;
+  NT.erase(std::remove_if(NT.begin(), NT.end(),
+                          [&](const Store *St) {
+                            return !storesConsecutively(Op, *St, Lets, Why);
+                          }),
+           NT.end());
+  return NT;
+}
+
+void KernelLowering::emitLoop(const For *Op, Value *Start, Value *Stop) {
   bool S = isSigned(Op->VarType);
   Function *F = B.GetInsertBlock()->getParent();
   BasicBlock *Pre = B.GetInsertBlock();
@@ -890,6 +968,84 @@ void KernelLowering::lowerFor(const For *Op) {
     Latch->setMetadata(LLVMContext::MD_loop, ID);
   }
   B.SetInsertPoint(Exit);
+}
+
+/// A loop with non-temporal stores runs in two parts: iterations up to the
+/// first whose streamed addresses are all 64-byte aligned, with ordinary
+/// stores (the head), then the rest, whose streamed stores are addressed from
+/// an `llvm.ptrmask` of that aligned start. LLVM vectorizes the second part
+/// into aligned vector stores, which NonTemporalStoresPass then marks
+/// non-temporal. If the streams cannot all be aligned at once (elements not
+/// aligned to their size, or buffers at different offsets), the head runs
+/// every iteration.
+void KernelLowering::emitStreamingLoop(const For *Op,
+                                       const std::vector<const Store *> &NT,
+                                       Value *Start, Value *Stop) {
+  Type *IT = Start->getType();
+  Type *I64 = B.getInt64Ty();
+  bool S = isSigned(Op->VarType);
+  // The byte address a stream writes at iteration IV, frozen: before the
+  // loop it may be out of range (an empty loop).
+  auto AddrAt = [&](const Store *St, Value *IV) {
+    Scopes.emplace_back();
+    Scopes.back()[Op->Var] = IV;
+    Value *A = address(nullptr, St->Buf, St->Indices, St->Loc);
+    Scopes.pop_back();
+    return B.CreateFreeze(B.CreatePtrToInt(A, I64));
+  };
+  uint64_t Size = dtypeSize(NT[0]->Buf->Type);
+  Value *A0 = AddrAt(NT[0], Start);
+  // Iterations until the first stream reaches a 64-byte boundary (at most
+  // 63, so it fits any loop variable type), but no more than the loop runs.
+  Value *Peel = B.CreateLShr(
+      B.CreateAnd(B.CreateSub(B.getInt64(64), B.CreateAnd(A0, 63)), 63),
+      Log2_64(Size));
+  Value *Runs = S ? B.CreateICmpSLT(Start, Stop) : B.CreateICmpULT(Start, Stop);
+  Value *Trip = B.CreateSelect(Runs, B.CreateSub(Stop, Start),
+                               ConstantInt::get(IT, 0));
+  Peel = B.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
+                                 B.CreateTrunc(Peel, IT), Trip);
+  Value *Mid = B.CreateAdd(Start, Peel, Op->Var + ".aligned");
+  Value *Ok = B.CreateICmpEQ(B.CreateAnd(A0, Size - 1), B.getInt64(0));
+  for (const Store *St : NT)
+    Ok = B.CreateAnd(Ok, B.CreateICmpEQ(B.CreateAnd(AddrAt(St, Mid), 63),
+                                        B.getInt64(0)));
+  // The head runs every iteration when the streams cannot be aligned.
+  emitLoop(Op, Start, B.CreateSelect(Ok, Mid, Stop, Op->Var + ".head.end"));
+  // A branch, not a select: in the streamed loop Mid is Start + Peel, so
+  // LLVM folds `iv - Mid` and sees the vector stores' alignment.
+  Function *F = B.GetInsertBlock()->getParent();
+  BasicBlock *Streamed = BasicBlock::Create(Ctx, Op->Var + ".stream", F);
+  BasicBlock *Done = BasicBlock::Create(Ctx, Op->Var + ".stream.end", F);
+  B.CreateCondBr(Ok, Streamed, Done);
+  B.SetInsertPoint(Streamed);
+  for (const Store *St : NT) {
+    Scopes.emplace_back();
+    Scopes.back()[Op->Var] = Mid;
+    Value *Addr = address(nullptr, St->Buf, St->Indices, St->Loc);
+    Scopes.pop_back();
+    CallInst *Base = B.CreateIntrinsic(llvm::Intrinsic::ptrmask, {B.getPtrTy(), I64},
+                                       {Addr, B.getInt64(-64)});
+    Base->setMetadata(kStreamMetadata, MDNode::get(Ctx, {}));
+    Streams[St] = {Base, toI64(Mid, Op->VarType), Op->Var, Op->VarType};
+  }
+  emitLoop(Op, Mid, Stop);
+  for (const Store *St : NT)
+    Streams.erase(St);
+  B.CreateBr(Done);
+  B.SetInsertPoint(Done);
+  HasStreams = FenceAfterLoop = true;
+}
+
+/// Orders the non-temporal stores before every later store (x86: sfence),
+/// so that the barrier that ends a parallel region, or the return to the
+/// caller, publishes them (docs/Runtime.md).
+void KernelLowering::fenceStreams() {
+  if (Triple(sys::getProcessTriple()).isX86())
+    B.CreateCall(
+        llvm::Intrinsic::getDeclaration(&M, llvm::Intrinsic::x86_sse_sfence));
+  else
+    B.CreateFence(AtomicOrdering::SequentiallyConsistent);
 }
 
 void KernelLowering::lowerCond(const Cond *Op) {
@@ -1073,6 +1229,9 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   Bufs.clear();
   HeapSlots.clear();
   StackBytes = 0;
+  Streams.clear();
+  LoopDepth = 0;
+  HasStreams = FenceAfterLoop = false;
   // int32_t body(T0 p0, T1 p1, ...) with noalias buffer pointers.
   std::vector<Type *> ParamTys;
   for (const Param &P : Kn.Params)
@@ -1141,6 +1300,8 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
     B.CreateStore(ConstantPointerNull::get(B.getPtrTy()), Slot);
   B.CreateBr(Start);
   B.SetInsertPoint(Cleanup);
+  if (HasStreams) // Error exits too: the caller may look at the outputs.
+    fenceStreams();
   for (AllocaInst *Slot : HeapSlots)
     B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {B.getPtrTy()}),
                  {B.CreateLoad(B.getPtrTy(), Slot)});

@@ -295,6 +295,9 @@ public:
     case StmtKind::Store: {
       auto *St = cast<Store>(S);
       indent(Ind);
+      // Set by the stream-stores pass; the parser ignores the comment.
+      if (St->NonTemporal)
+        OS << "/* nontemporal */ ";
       OS << St->Buf->Name;
       ExprPrinter(OS).printIndices(St->Indices);
       OS << " = ";

@@ -414,6 +414,11 @@ public:
     PB.registerFunctionAnalyses(FAM);
     PB.registerLoopAnalyses(LAM);
     PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+    // After the vectorizer, whose aligned vector stores it marks.
+    PB.registerOptimizerLastEPCallback(
+        [](ModulePassManager &MPM, OptimizationLevel) {
+          MPM.addPass(createModuleToFunctionPassAdaptor(NonTemporalStoresPass()));
+        });
     ModulePassManager MPM;
     switch (Opts.OptLevel) {
     case 0:

@@ -39,6 +39,9 @@ std::vector<std::string> buildDefaultPipeline() {
       "elide-zero-fill",
       // Decide which loops run in parallel; needs the verified, serial IR.
       "parallelize",
+      // Which stores bypass the caches; before outlining, while each loop
+      // nest is still one top-level statement.
+      "stream-stores",
       // Then make every parallel loop a task; codegen sees serial loops only.
       "outline-parallel",
   };
@@ -53,7 +56,7 @@ std::vector<std::string> registeredPasses() {
 
 const std::vector<std::string> &passesWithRemarks() {
   static const std::vector<std::string> Names = {
-      "elide-zero-fill", "fuse-conv-post-ops", "parallelize"};
+      "elide-zero-fill", "fuse-conv-post-ops", "parallelize", "stream-stores"};
   return Names;
 }
 

@@ -25,6 +25,7 @@
 #include "nnc/IR/IR.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,16 @@ DependenceResult analyzeInterchange(const Kernel &K, const For &Outer,
 /// ("it is read at 9:14", "the write at 10:5 is conditional").
 bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
                        std::string &Why);
+
+/// Does store S, in loop L, write consecutive elements on consecutive
+/// iterations of L? True when S's element offset is `L.Var + e` exactly
+/// (coefficient 1) where e is affine in names bound outside L: the
+/// innermost-loop form that a vector store covers whole. Every index name
+/// other than L.Var counts as a symbol, so e may use enclosing loop
+/// variables, lets and scalars; it may not use a name bound inside L (Inner)
+/// or read a buffer. Otherwise false, with the reason in Why.
+bool storesConsecutively(const For &L, const Store &S,
+                         const std::set<std::string> &Inner, std::string &Why);
 
 /// The trip count of a loop if its bounds are constants.
 std::optional<int64_t> constantTripCount(const For &L);

@@ -20,6 +20,7 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <memory>
@@ -73,6 +74,22 @@ struct LoweredKernel {
 LoweredKernel lowerKernel(const Kernel &K, llvm::LLVMContext &Ctx,
                           const std::string &EntryName,
                           const CodeGenOptions &Opts);
+
+/// Metadata kind on the `llvm.ptrmask` calls from which lowered code
+/// addresses the non-temporal stores of a loop (Store::NonTemporal).
+constexpr const char *kStreamMetadata = "nnc.stream";
+
+/// Runs after LLVM's vectorizer (at the end of the optimization pipeline):
+/// marks `!nontemporal` the vector stores addressed from a kStreamMetadata
+/// base whose alignment is known to cover the vector, 16 to 64 bytes.
+/// Scalar stores (a loop's remainder) stay ordinary: a non-temporal store
+/// pays only when it writes a whole line in few instructions.
+class NonTemporalStoresPass
+    : public llvm::PassInfoMixin<NonTemporalStoresPass> {
+public:
+  llvm::PreservedAnalyses run(llvm::Function &F,
+                              llvm::FunctionAnalysisManager &AM);
+};
 
 /// Registers the vector variants of the math functions that lowered kernels
 /// call (glibc's libmvec): SSE always, AVX2 and AVX-512 when the target has

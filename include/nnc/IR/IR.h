@@ -405,11 +405,15 @@ public:
   const Buffer Buf;
   const std::vector<Expr> Indices;
   const Expr Value;
-  Store(Buffer B, std::vector<Expr> I, Expr V, SourceLoc L)
+  /// Set by the stream-stores pass: the value is written around the caches
+  /// (a non-temporal store) where code generation can align the loop.
+  /// Printed as `/* nontemporal */`, a comment the parser ignores.
+  const bool NonTemporal;
+  Store(Buffer B, std::vector<Expr> I, Expr V, SourceLoc L, bool NT)
       : StmtNode(StmtKind::Store, L), Buf(std::move(B)), Indices(std::move(I)),
-        Value(std::move(V)) {}
+        Value(std::move(V)), NonTemporal(NT) {}
   static Stmt make(Buffer B, std::vector<Expr> Indices, Expr Value,
-                   SourceLoc L = {});
+                   SourceLoc L = {}, bool NonTemporal = false);
   static bool classof(const StmtNode *S) { return S->Kind == StmtKind::Store; }
 };
 

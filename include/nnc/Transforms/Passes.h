@@ -6,6 +6,7 @@
 //   fuse-conv-post-ops  fold elementwise loops after convolutions into them
 //   elide-zero-fill     skip zero-filling temporaries written in full first
 //   parallelize         mark loop nests without loop-carried dependence parallel
+//   stream-stores       write outputs larger than the caches around them
 //   outline-parallel    turn every parallel loop into a task + nnc_parallel_for
 //
 // Every pass keeps the kernel verifiable; the pass manager verifies after
@@ -32,6 +33,13 @@ enum class ParallelMode {
   None,
 };
 
+/// Which stores bypass the caches (the stream-stores pass).
+enum class StreamingStores {
+  Auto,   ///< Outputs of nests larger than the cache share, not read again.
+  Off,    ///< None.
+  Always, ///< Every store whose loop code generation can align.
+};
+
 /// Smallest work, in innermost iterations, worth a parallel region; measured
 /// in docs/performance.md.
 constexpr int64_t kDefaultParallelGrain = 16384;
@@ -46,6 +54,11 @@ struct PassOptions {
   int64_t Grain = kDefaultParallelGrain;
   /// Trust `/* parallel */` marks in the input instead of checking them.
   bool TrustParallel = false;
+  /// Which stores stream-stores makes non-temporal.
+  StreamingStores Streaming = StreamingStores::Auto;
+  /// In Auto mode, a nest streams when the bytes it touches exceed this;
+  /// 0 means the host's cache share for Threads (cacheShare in Host.h).
+  uint64_t StreamingThreshold = 0;
   /// Passes that explain their decisions as remarks ("parallelize",
   /// "fuse-conv-post-ops", "elide-zero-fill").
   std::set<std::string> Remarks;
@@ -65,6 +78,10 @@ bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
 /// elide-zero-fill: marks the Allocates whose temporary is written in full
 /// before any read not to be zero-filled.
 bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+/// stream-stores: marks the stores whose values are written around the
+/// caches (Store::NonTemporal).
+bool streamStores(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+
 /// outline-parallel: every parallel loop becomes a task kernel over
 /// [begin, end) plus a ParallelCall that passes its closure.
 bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,

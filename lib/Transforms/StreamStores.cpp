@@ -1,0 +1,313 @@
+//===- StreamStores.cpp - Outputs written around the caches ---------------===//
+//
+// Pass `stream-stores`. A store normally reads its cache line first (write
+// allocate) and evicts it later: an output far larger than the caches costs
+// three transfers per line where one is needed. A non-temporal store writes
+// the line straight to memory. The pass marks the stores that should be
+// non-temporal (Store::NonTemporal, printed `/* nontemporal */`); code
+// generation aligns their loops and emits the stores (docs/Runtime.md).
+//
+// A store can stream when (structure, checked in every mode but Off):
+//   - it is unconditional in an innermost loop, and writes consecutive
+//     elements as the loop variable grows (storesConsecutively), so the
+//     vectorized loop writes whole, aligned vectors;
+//   - the loop runs at least two 64-byte vectors, if its trip count is known;
+//   - every other store to the same buffer in the loop nest can stream too.
+// In Auto mode (the default) it must also pay off:
+//   - the buffer is an output (out or inout), so no later statement of the
+//     kernel needs it in cache;
+//   - neither the nest nor any later statement reads it;
+//   - the nest touches more bytes (the storage of every buffer it uses) than
+//     the threshold: the share of the last-level cache the kernel's threads
+//     can count on (cacheShare in Support/Host.h), or
+//     PassOptions::StreamingThreshold. Nests with symbolic sizes keep normal
+//     stores (the decision is made at compile time).
+// Always mode skips these three conditions: every structurally possible
+// store streams, so tests exercise the fences on small kernels.
+//
+// Before (threshold 1 MiB):
+//   for (int64_t i = 0ll; i < 33554432ll; i++) /* parallel */ {
+//     y[i] = (a[i]) + (s * (b[i]));
+//   }
+// After:
+//   for (int64_t i = 0ll; i < 33554432ll; i++) /* parallel */ {
+//     /* nontemporal */ y[i] = (a[i]) + (s * (b[i]));
+//   }
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Analysis/Dependence.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/IR/Verifier.h"
+#include "nnc/Support/Host.h"
+#include "nnc/Transforms/Passes.h"
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace nnc {
+
+namespace {
+
+/// A store of one loop nest and the loop around it.
+struct StoreSite {
+  const Store *St;
+  const For *Loop = nullptr; ///< Innermost enclosing loop, if any.
+  bool Conditional = false;  ///< Under an `if` inside Loop.
+  bool LoopHasLoops = false; ///< Loop is not innermost.
+};
+
+/// The stores of a statement with their loops, and the buffers it reads.
+class NestScan : public IRVisitor {
+public:
+  std::vector<StoreSite> Stores;
+  /// Buffers read, with the first place each is read.
+  std::map<const BufferNode *, SourceLoc> Reads;
+
+protected:
+  void visitFor(const For *Op) override {
+    if (!Loops.empty())
+      Loops.back().HasLoops = true;
+    Loops.push_back({Op, 0, false});
+    IRVisitor::visitFor(Op);
+    bool HasLoops = Loops.back().HasLoops;
+    Loops.pop_back();
+    for (StoreSite &S : Stores)
+      if (S.Loop == Op)
+        S.LoopHasLoops = HasLoops;
+  }
+  void visitCond(const Cond *Op) override {
+    if (!Loops.empty())
+      ++Loops.back().Conds;
+    IRVisitor::visitCond(Op);
+    if (!Loops.empty())
+      --Loops.back().Conds;
+  }
+  void visitStore(const Store *Op) override {
+    StoreSite S{Op};
+    if (!Loops.empty()) {
+      S.Loop = Loops.back().L;
+      S.Conditional = Loops.back().Conds > 0;
+    }
+    Stores.push_back(S);
+    IRVisitor::visitStore(Op);
+  }
+  void visitLoad(const Load *Op) override {
+    read(Op->Buf, Op->Loc);
+    IRVisitor::visitLoad(Op);
+  }
+  void visitExternalCall(const ExternalCall *Op) override {
+    // The output too: a `sum` post-op reads it, and the call may write it
+    // in pieces.
+    read(Op->Out.Buf, Op->Loc);
+    for (const BufferView &V : Op->Args)
+      read(V.Buf, Op->Loc);
+    for (const PostOp &P : Op->PostOps)
+      if (P.Other)
+        read(P.Other->Buf, Op->Loc);
+    IRVisitor::visitExternalCall(Op);
+  }
+
+private:
+  void read(const Buffer &B, SourceLoc L) { Reads.emplace(B.get(), L); }
+
+  struct LoopState {
+    const For *L;
+    unsigned Conds;
+    bool HasLoops;
+  };
+  std::vector<LoopState> Loops;
+};
+
+/// Names bound inside a loop body (lets and loop variables).
+std::set<std::string> boundInside(const For &L) {
+  struct Binder : IRVisitor {
+    std::set<std::string> Names;
+    void visitLet(const Let *Op) override {
+      Names.insert(Op->Name);
+      IRVisitor::visitLet(Op);
+    }
+    void visitFor(const For *Op) override {
+      Names.insert(Op->Var);
+      IRVisitor::visitFor(Op);
+    }
+  } B;
+  B.visit(L.Body);
+  return B.Names;
+}
+
+std::string mib(uint64_t Bytes) {
+  char Buf[32];
+  std::snprintf(Buf, sizeof(Buf), "%.1f MiB", Bytes / 1048576.0);
+  return Buf;
+}
+
+/// Marks the chosen stores of a statement.
+class Marker : public IRMutator {
+public:
+  explicit Marker(std::set<const Store *> S) : Chosen(std::move(S)) {}
+
+protected:
+  Stmt mutateStore(const Store *Op, const Stmt &S) override {
+    if (!Chosen.count(Op))
+      return S;
+    return Store::make(Op->Buf, Op->Indices, Op->Value, Op->Loc,
+                       /*NonTemporal=*/true);
+  }
+
+private:
+  std::set<const Store *> Chosen;
+};
+
+class Streamer {
+public:
+  Streamer(const PassOptions &Opts, DiagnosticEngine &Diags)
+      : Opts(Opts), Diags(Diags),
+        Threshold(Opts.StreamingThreshold
+                      ? Opts.StreamingThreshold
+                      : cacheShare(hostCaches(), Opts.Threads)) {}
+
+  Stmt run(const Stmt &Body) {
+    auto *Top = dyn_cast<Block>(Body);
+    if (!Top)
+      return Body;
+    std::vector<Stmt> Stmts = Top->Stmts;
+    // What the statements after each one read, built from the back.
+    std::vector<std::map<const BufferNode *, SourceLoc>> ReadAfter(
+        Stmts.size() + 1);
+    std::vector<NestScan> Scans(Stmts.size());
+    for (size_t I = Stmts.size(); I-- > 0;) {
+      Scans[I].visit(Stmts[I]);
+      ReadAfter[I] = ReadAfter[I + 1];
+      for (const auto &[B, L] : Scans[I].Reads)
+        ReadAfter[I][B] = L; // The earliest reader wins.
+    }
+    bool Changed = false;
+    for (size_t I = 0; I < Stmts.size(); ++I) {
+      std::set<const Store *> Chosen = choose(Stmts[I], Scans[I], ReadAfter[I + 1]);
+      if (Chosen.empty())
+        continue;
+      Stmts[I] = Marker(std::move(Chosen)).mutate(Stmts[I]);
+      Changed = true;
+    }
+    return Changed ? Block::make(std::move(Stmts), Top->Loc) : Body;
+  }
+
+private:
+  /// Why S cannot stream whatever the sizes, or empty if it can.
+  std::string structuralObstacle(const StoreSite &S) {
+    if (!S.Loop)
+      return "it is not in a loop";
+    if (S.LoopHasLoops)
+      return "its loop '" + S.Loop->Var + "' is not innermost";
+    if (S.Conditional)
+      return "it is conditional";
+    std::string Why;
+    if (!storesConsecutively(*S.Loop, *S.St, boundInside(*S.Loop), Why))
+      return Why;
+    int64_t Vector = 64 / static_cast<int64_t>(dtypeSize(S.St->Buf->Type));
+    auto Trips = constantTripCount(*S.Loop);
+    if (Trips && *Trips < 2 * Vector)
+      return "its loop '" + S.Loop->Var + "' runs " + std::to_string(*Trips) +
+             " times, less than two 64-byte vectors";
+    return "";
+  }
+
+  /// Why the stores to B in this nest should stay cached (Auto mode), or
+  /// empty if streaming them pays off.
+  std::string payoffObstacle(const Stmt &Nest, const NestScan &Scan,
+                             const BufferNode &B,
+                             const std::map<const BufferNode *, SourceLoc> &Later) {
+    if (B.Role != BufferRole::Out && B.Role != BufferRole::InOut)
+      return "'" + B.Name + "' is a temporary, read again by the kernel";
+    if (auto It = Scan.Reads.find(&B); It != Scan.Reads.end())
+      return "the loop nest also reads '" + B.Name + "' (at " +
+             It->second.str() + ")";
+    if (auto It = Later.find(&B); It != Later.end())
+      return "'" + B.Name + "' is read again at " + It->second.str();
+    // The bytes the nest touches: every buffer's storage, once.
+    uint64_t Bytes = 0;
+    std::string Symbolic;
+    std::set<const BufferNode *> Seen;
+    forEachBufferUsed(Nest, /*Frees=*/false, [&](const BufferNode *U) {
+      if (!Seen.insert(U).second)
+        return;
+      auto Elems = constantStorageSize(U->Dims, U->Strides);
+      if (!Elems)
+        Symbolic = U->Name;
+      else
+        Bytes += static_cast<uint64_t>(*Elems) * dtypeSize(U->Type);
+    });
+    if (!Symbolic.empty())
+      return "the size of '" + Symbolic +
+             "' is symbolic (streaming is decided at compile time)";
+    if (Bytes <= Threshold)
+      return "the loop nest touches " + mib(Bytes) + ", within the " +
+             mib(Threshold) + " cache share";
+    Payoff = "the loop nest touches " + mib(Bytes) + ", more than the " +
+             mib(Threshold) + " cache share, and '" + B.Name +
+             "' is not read again";
+    return "";
+  }
+
+  std::set<const Store *>
+  choose(const Stmt &Nest, const NestScan &Scan,
+         const std::map<const BufferNode *, SourceLoc> &Later) {
+    // Stores by buffer, in program order.
+    std::map<const BufferNode *, std::vector<const StoreSite *>> ByBuf;
+    std::vector<const BufferNode *> Order;
+    for (const StoreSite &S : Scan.Stores) {
+      auto &V = ByBuf[S.St->Buf.get()];
+      if (V.empty())
+        Order.push_back(S.St->Buf.get());
+      V.push_back(&S);
+    }
+    std::set<const Store *> Chosen;
+    for (const BufferNode *B : Order) {
+      const auto &Sites = ByBuf[B];
+      // One store that cannot stream keeps them all cached.
+      std::string Why;
+      for (const StoreSite *S : Sites) {
+        std::string W = structuralObstacle(*S);
+        if (W.empty())
+          continue;
+        Why = Sites.size() == 1 ? W
+                                : "the store at " + S->St->Loc.str() +
+                                      " to the same buffer cannot stream (" +
+                                      W + ")";
+        break;
+      }
+      Payoff = "--streaming-stores=always";
+      if (Why.empty() && Opts.Streaming == StreamingStores::Auto)
+        Why = payoffObstacle(Nest, Scan, *B, Later);
+      for (const StoreSite *S : Sites) {
+        if (Why.empty())
+          Chosen.insert(S->St);
+        remark(S->St->Loc, "store to '" + B->Name + "' " +
+                               (Why.empty() ? "is non-temporal: " + Payoff
+                                            : "stays cached: " + Why));
+      }
+    }
+    return Chosen;
+  }
+
+  void remark(SourceLoc L, const std::string &M) {
+    if (Opts.remarks("stream-stores"))
+      Diags.remark(L, M);
+  }
+
+  const PassOptions &Opts;
+  DiagnosticEngine &Diags;
+  uint64_t Threshold;
+  std::string Payoff; ///< Why the last accepted buffer streams.
+};
+
+} // namespace
+
+bool streamStores(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags) {
+  if (K.Body && Opts.Streaming != StreamingStores::Off)
+    K.Body = Streamer(Opts, Diags).run(K.Body);
+  return true;
+}
+
+} // namespace nnc
