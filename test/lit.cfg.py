@@ -35,3 +35,7 @@ if config.nnc_sanitizers.upper() in ("ON", "1", "TRUE", "YES"):
 config.substitutions.append(
     ("%scale", "10000" if "sanitizers" in config.available_features
      else "100000"))
+# Thread counts of the streaming-stores workload runs (test/Workloads).
+config.substitutions.append(
+    ("%stream_threads", "2,3" if "sanitizers" in config.available_features
+     else "1,2,3,4"))

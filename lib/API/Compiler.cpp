@@ -292,6 +292,8 @@ llvm::Expected<Kernel> Compiler::pipeline(const Kernel &K,
                    : static_cast<unsigned>(nnc_runtime_num_threads());
   PO.Parallel.Grain = Opts.Grain;
   PO.Parallel.TrustParallel = Opts.TrustParallel;
+  PO.Parallel.Streaming = Opts.Streaming;
+  PO.Parallel.StreamingThreshold = Opts.StreamingThreshold;
   if (Remarks)
     PO.Parallel.Remarks = {passesWithRemarks().begin(),
                            passesWithRemarks().end()};

@@ -463,9 +463,9 @@ private:
   std::unordered_map<const void *, Stream> Streams;
   /// Loops around the statement being lowered, in this function.
   unsigned LoopDepth = 0;
-  /// The function has non-temporal stores: fence them at the end of each
-  /// outermost loop that holds them (FenceAfterLoop) and on every exit.
-  bool HasStreams = false, FenceAfterLoop = false;
+  /// The function has non-temporal stores: fence them on every exit, and
+  /// before the next statement outside loops (PendingFence).
+  bool HasStreams = false, PendingFence = false;
 };
 
 Value *KernelLowering::cmp(CmpOp Op, Value *X, Value *Y, DType T) {
@@ -839,6 +839,12 @@ Value *KernelLowering::lowerIntrinsic(const Intrinsic *Op) {
 //===----------------------------------------------------------------------===//
 
 void KernelLowering::lower(const Stmt &S) {
+  // Streamed stores are fenced before the next statement outside loops
+  // (which may hand their buffer to other threads) and at the return.
+  if (PendingFence && LoopDepth == 0 && !isa<Block>(S)) {
+    fenceStreams();
+    PendingFence = false;
+  }
   switch (S->Kind) {
   case StmtKind::Block:
     Scopes.emplace_back();
@@ -898,10 +904,6 @@ void KernelLowering::lowerFor(const For *Op) {
   else
     emitStreamingLoop(Op, NT, Start, Stop);
   --LoopDepth;
-  if (LoopDepth == 0 && FenceAfterLoop) {
-    fenceStreams();
-    FenceAfterLoop = false;
-  }
 }
 
 /// The non-temporal stores that Op, an innermost loop, can align: those
@@ -1006,10 +1008,18 @@ void KernelLowering::emitStreamingLoop(const For *Op,
   Peel = B.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
                                  B.CreateTrunc(Peel, IT), Trip);
   Value *Mid = B.CreateAdd(Start, Peel, Op->Var + ".aligned");
+  // Do the other streams reach a boundary at Mid too? Computed on the
+  // frozen start addresses: a test of the streamed addresses themselves
+  // would let LLVM fold the ptrmask below away, and with it the mark.
   Value *Ok = B.CreateICmpEQ(B.CreateAnd(A0, Size - 1), B.getInt64(0));
-  for (const Store *St : NT)
-    Ok = B.CreateAnd(Ok, B.CreateICmpEQ(B.CreateAnd(AddrAt(St, Mid), 63),
-                                        B.getInt64(0)));
+  Value *Peel64 = toI64(Peel, DType::U8); // Peel <= 63: zero-extended.
+  for (size_t K = 1; K < NT.size(); ++K) {
+    Value *At = B.CreateAdd(
+        AddrAt(NT[K], Start),
+        B.CreateMul(Peel64, B.getInt64(dtypeSize(NT[K]->Buf->Type))));
+    Ok = B.CreateAnd(
+        Ok, B.CreateICmpEQ(B.CreateAnd(At, 63), B.getInt64(0)));
+  }
   // The head runs every iteration when the streams cannot be aligned.
   emitLoop(Op, Start, B.CreateSelect(Ok, Mid, Stop, Op->Var + ".head.end"));
   // A branch, not a select: in the streamed loop Mid is Start + Peel, so
@@ -1034,7 +1044,7 @@ void KernelLowering::emitStreamingLoop(const For *Op,
     Streams.erase(St);
   B.CreateBr(Done);
   B.SetInsertPoint(Done);
-  HasStreams = FenceAfterLoop = true;
+  HasStreams = PendingFence = true;
 }
 
 /// Orders the non-temporal stores before every later store (x86: sfence),
@@ -1231,7 +1241,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   StackBytes = 0;
   Streams.clear();
   LoopDepth = 0;
-  HasStreams = FenceAfterLoop = false;
+  HasStreams = PendingFence = false;
   // int32_t body(T0 p0, T1 p1, ...) with noalias buffer pointers.
   std::vector<Type *> ParamTys;
   for (const Param &P : Kn.Params)

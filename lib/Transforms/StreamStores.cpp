@@ -17,8 +17,8 @@
 //   - the buffer is an output (out or inout), so no later statement of the
 //     kernel needs it in cache;
 //   - neither the nest nor any later statement reads it;
-//   - the nest touches more bytes (the storage of every buffer it uses) than
-//     the threshold: the share of the last-level cache the kernel's threads
+//   - the nest touches more bytes than the threshold (per buffer, its
+//     storage, or an element per access per iteration if that is less): the share of the last-level cache the kernel's threads
 //     can count on (cacheShare in Support/Host.h), or
 //     PassOptions::StreamingThreshold. Nests with symbolic sizes keep normal
 //     stores (the decision is made at compile time).
@@ -63,6 +63,9 @@ public:
   std::vector<StoreSite> Stores;
   /// Buffers read, with the first place each is read.
   std::map<const BufferNode *, SourceLoc> Reads;
+  /// Loads and stores of each buffer; external calls touch all of theirs.
+  std::map<const BufferNode *, uint64_t> Accesses;
+  std::set<const BufferNode *> Whole;
 
 protected:
   void visitFor(const For *Op) override {
@@ -90,26 +93,32 @@ protected:
       S.Conditional = Loops.back().Conds > 0;
     }
     Stores.push_back(S);
+    ++Accesses[Op->Buf.get()];
     IRVisitor::visitStore(Op);
   }
   void visitLoad(const Load *Op) override {
     read(Op->Buf, Op->Loc);
+    ++Accesses[Op->Buf.get()];
     IRVisitor::visitLoad(Op);
   }
   void visitExternalCall(const ExternalCall *Op) override {
     // The output too: a `sum` post-op reads it, and the call may write it
     // in pieces.
-    read(Op->Out.Buf, Op->Loc);
+    read(Op->Out.Buf, Op->Loc, /*All=*/true);
     for (const BufferView &V : Op->Args)
-      read(V.Buf, Op->Loc);
+      read(V.Buf, Op->Loc, true);
     for (const PostOp &P : Op->PostOps)
       if (P.Other)
-        read(P.Other->Buf, Op->Loc);
+        read(P.Other->Buf, Op->Loc, true);
     IRVisitor::visitExternalCall(Op);
   }
 
 private:
-  void read(const Buffer &B, SourceLoc L) { Reads.emplace(B.get(), L); }
+  void read(const Buffer &B, SourceLoc L, bool All = false) {
+    Reads.emplace(B.get(), L);
+    if (All)
+      Whole.insert(B.get());
+  }
 
   struct LoopState {
     const For *L;
@@ -136,9 +145,19 @@ std::set<std::string> boundInside(const For &L) {
   return B.Names;
 }
 
-std::string mib(uint64_t Bytes) {
+/// "512 B", "24.0 KiB", "384.0 MiB", "2.0 GiB".
+std::string bytes(uint64_t N) {
+  if (N < 1024)
+    return std::to_string(N) + " B";
+  const char *Units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double V = N / 1024.0;
+  unsigned U = 0;
+  while (V >= 1024 && U < 3) {
+    V /= 1024;
+    ++U;
+  }
   char Buf[32];
-  std::snprintf(Buf, sizeof(Buf), "%.1f MiB", Bytes / 1048576.0);
+  std::snprintf(Buf, sizeof(Buf), "%.1f %s", V, Units[U]);
   return Buf;
 }
 
@@ -214,10 +233,11 @@ private:
   }
 
   /// Why the stores to B in this nest should stay cached (Auto mode), or
-  /// empty if streaming them pays off.
+  /// empty if streaming them pays off, with the reason in Payoff.
   std::string payoffObstacle(const Stmt &Nest, const NestScan &Scan,
                              const BufferNode &B,
-                             const std::map<const BufferNode *, SourceLoc> &Later) {
+                             const std::map<const BufferNode *, SourceLoc> &Later,
+                             std::string &Payoff) {
     if (B.Role != BufferRole::Out && B.Role != BufferRole::InOut)
       return "'" + B.Name + "' is a temporary, read again by the kernel";
     if (auto It = Scan.Reads.find(&B); It != Scan.Reads.end())
@@ -225,27 +245,35 @@ private:
              It->second.str() + ")";
     if (auto It = Later.find(&B); It != Later.end())
       return "'" + B.Name + "' is read again at " + It->second.str();
-    // The bytes the nest touches: every buffer's storage, once.
+    // The bytes the nest touches: of each buffer, its storage, or if less,
+    // an element per access per iteration.
+    std::set<const BufferNode *> Used(Scan.Whole);
+    for (const auto &[U, N] : Scan.Accesses)
+      Used.insert(U);
+    auto Work = constantWork(Nest);
     uint64_t Bytes = 0;
     std::string Symbolic;
-    std::set<const BufferNode *> Seen;
-    forEachBufferUsed(Nest, /*Frees=*/false, [&](const BufferNode *U) {
-      if (!Seen.insert(U).second)
-        return;
+    for (const BufferNode *U : Used) {
       auto Elems = constantStorageSize(U->Dims, U->Strides);
-      if (!Elems)
+      if (!Elems) {
         Symbolic = U->Name;
-      else
-        Bytes += static_cast<uint64_t>(*Elems) * dtypeSize(U->Type);
-    });
+        continue;
+      }
+      uint64_t N = static_cast<uint64_t>(*Elems);
+      auto It = Scan.Accesses.find(U);
+      if (Work && !Scan.Whole.count(U) && It != Scan.Accesses.end() &&
+          static_cast<uint64_t>(*Work) <= N / It->second)
+        N = static_cast<uint64_t>(*Work) * It->second;
+      Bytes += N * dtypeSize(U->Type);
+    }
     if (!Symbolic.empty())
       return "the size of '" + Symbolic +
              "' is symbolic (streaming is decided at compile time)";
     if (Bytes <= Threshold)
-      return "the loop nest touches " + mib(Bytes) + ", within the " +
-             mib(Threshold) + " cache share";
-    Payoff = "the loop nest touches " + mib(Bytes) + ", more than the " +
-             mib(Threshold) + " cache share, and '" + B.Name +
+      return "the loop nest touches " + bytes(Bytes) + ", within the " +
+             bytes(Threshold) + " cache share";
+    Payoff = "the loop nest touches " + bytes(Bytes) + ", more than the " +
+             bytes(Threshold) + " cache share, and '" + B.Name +
              "' is not read again";
     return "";
   }
@@ -266,26 +294,28 @@ private:
     for (const BufferNode *B : Order) {
       const auto &Sites = ByBuf[B];
       // One store that cannot stream keeps them all cached.
-      std::string Why;
+      std::vector<std::string> Why;
+      const StoreSite *Blocker = nullptr;
       for (const StoreSite *S : Sites) {
-        std::string W = structuralObstacle(*S);
-        if (W.empty())
-          continue;
-        Why = Sites.size() == 1 ? W
-                                : "the store at " + S->St->Loc.str() +
-                                      " to the same buffer cannot stream (" +
-                                      W + ")";
-        break;
+        Why.push_back(structuralObstacle(*S));
+        if (!Blocker && !Why.back().empty())
+          Blocker = S;
       }
-      Payoff = "--streaming-stores=always";
-      if (Why.empty() && Opts.Streaming == StreamingStores::Auto)
-        Why = payoffObstacle(Nest, Scan, *B, Later);
-      for (const StoreSite *S : Sites) {
-        if (Why.empty())
-          Chosen.insert(S->St);
-        remark(S->St->Loc, "store to '" + B->Name + "' " +
-                               (Why.empty() ? "is non-temporal: " + Payoff
-                                            : "stays cached: " + Why));
+      std::string Common, Payoff = "--streaming-stores=always";
+      if (Blocker) {
+        Common = "the store at " + Blocker->St->Loc.str() +
+                 " to the same buffer cannot stream (" +
+                 structuralObstacle(*Blocker) + ")";
+      } else if (Opts.Streaming == StreamingStores::Auto) {
+        Common = payoffObstacle(Nest, Scan, *B, Later, Payoff);
+      }
+      for (size_t I = 0; I < Sites.size(); ++I) {
+        const std::string &W = Why[I].empty() ? Common : Why[I];
+        if (W.empty())
+          Chosen.insert(Sites[I]->St);
+        remark(Sites[I]->St->Loc, "store to '" + B->Name + "' " +
+                                      (W.empty() ? "is non-temporal: " + Payoff
+                                                 : "stays cached: " + W));
       }
     }
     return Chosen;
@@ -299,7 +329,6 @@ private:
   const PassOptions &Opts;
   DiagnosticEngine &Diags;
   uint64_t Threshold;
-  std::string Payoff; ///< Why the last accepted buffer streams.
 };
 
 } // namespace

@@ -105,6 +105,23 @@ static cl::opt<int64_t> ParallelGrain(
     cl::init(nnc::kDefaultParallelGrain),
     cl::desc("Smallest work worth a parallel region, in innermost iterations"),
     cl::cat(Category));
+static cl::opt<nnc::StreamingStores> Streaming(
+    "streaming-stores", cl::init(nnc::StreamingStores::Auto),
+    cl::desc("Which stores write around the caches (non-temporal stores)"),
+    cl::values(clEnumValN(nnc::StreamingStores::Auto, "auto",
+                          "outputs of loop nests larger than the cache share "
+                          "that the kernel does not read again (default)"),
+               clEnumValN(nnc::StreamingStores::Off, "off", "none"),
+               clEnumValN(nnc::StreamingStores::Always, "always",
+                          "every store in an innermost loop that writes "
+                          "consecutive elements")),
+    cl::cat(Category));
+static cl::opt<uint64_t> StreamingThreshold(
+    "streaming-threshold", cl::value_desc("bytes"), cl::init(0),
+    cl::desc("With --streaming-stores=auto, stream the outputs of loop nests "
+             "that touch more bytes than this (default: the host's cache "
+             "share for the threads)"),
+    cl::cat(Category));
 static cl::opt<std::string>
     TraceFile("trace", cl::value_desc("file.json"),
               cl::desc("Write a Chrome trace of the run: one span per "
@@ -129,7 +146,7 @@ static cl::opt<bool>
 static cl::list<std::string>
     Remarks("remarks", cl::value_desc("pass"), cl::CommaSeparated,
             cl::desc("Explain the decisions of a pass (parallelize, "
-                     "fuse-conv-post-ops, elide-zero-fill)"),
+                     "fuse-conv-post-ops, elide-zero-fill, stream-stores)"),
             cl::cat(Category));
 static cl::opt<unsigned>
     Timeout("timeout", cl::value_desc("seconds"), cl::init(0),
@@ -260,6 +277,8 @@ int main(int argc, char **argv) {
     Opts.JIT.Trace = true;
   }
   Opts.Pipeline.Parallel.TrustParallel = TrustParallel;
+  Opts.Pipeline.Parallel.Streaming = Streaming;
+  Opts.Pipeline.Parallel.StreamingThreshold = StreamingThreshold;
   auto Known = nnc::registeredPasses();
   const auto &WithRemarks = nnc::passesWithRemarks();
   for (const std::string &P : Remarks) {

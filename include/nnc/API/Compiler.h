@@ -55,6 +55,12 @@ struct CompileOptions {
   /// bounds stops the kernel with an error): those not proven in bounds at
   /// compile time (the default), All, or None.
   BoundsChecking Bounds = BoundsChecking::Unproven;
+  /// Which stores write around the caches (the stream-stores pass): by
+  /// default the outputs of loop nests larger than the cache share.
+  StreamingStores Streaming = StreamingStores::Auto;
+  /// Bytes a loop nest must touch for Auto to stream its outputs; 0 means
+  /// the host's cache share for Threads (Support/Host.h).
+  uint64_t StreamingThreshold = 0;
 };
 
 /// A buffer argument: data, element type, shape, and strides in elements
