@@ -146,7 +146,7 @@ constexpr int64_t kL2N = 65536;
 struct Case {
   const char *Kernel;
   int64_t N;
-  int Inputs; ///< Buffers read (a, b) before the output c.
+  int Inputs;  ///< Buffers read (a, b) before the output c.
   bool Scalar; ///< A trailing scalar s = 3.
 };
 const Case Cases[] = {{"triad", kTriadN, 2, true},

@@ -75,8 +75,7 @@ void scaleStream(const float *A, float *B, float S, int64_t N, int Threads) {
   });
 }
 
-void addRelu(const float *A, const float *B, float *C, int64_t N,
-             int Threads) {
+void addRelu(const float *A, const float *B, float *C, int64_t N, int Threads) {
 #pragma omp parallel for num_threads(Threads) schedule(static)
   for (int64_t I = 0; I < N; ++I) {
     float V = A[I] + B[I];
@@ -94,9 +93,9 @@ void addReluStream(const float *A, const float *B, float *C, int64_t N,
           return V < 0.f ? 0.f : V;
         },
         [&](int64_t I) {
-          return _mm256_max_ps(_mm256_add_ps(_mm256_loadu_ps(A + I),
-                                             _mm256_loadu_ps(B + I)),
-                               _mm256_setzero_ps());
+          return _mm256_max_ps(
+              _mm256_add_ps(_mm256_loadu_ps(A + I), _mm256_loadu_ps(B + I)),
+              _mm256_setzero_ps());
         });
   });
 }

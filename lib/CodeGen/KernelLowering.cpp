@@ -285,9 +285,10 @@ private:
       return Addr;
     // A streamed store: the same element, addressed from the aligned start
     // of its stream (Addr is still computed for the bounds checks).
-    Value *Step = B.CreateSub(toI64(lookupVar(It->second.Var), It->second.VarType),
-                              It->second.Start);
-    return B.CreateInBoundsGEP(memType(Buf->Type), It->second.Base, Step);
+    const Stream &St = It->second;
+    Value *Step =
+        B.CreateSub(toI64(lookupVar(St.Var), St.VarType), St.Start);
+    return B.CreateInBoundsGEP(memType(Buf->Type), St.Base, Step);
   }
 
   /// Bounds-checked mode: 0 <= Index < Bound, else the kernel stops and the
@@ -1034,8 +1035,9 @@ void KernelLowering::emitStreamingLoop(const For *Op,
     Scopes.back()[Op->Var] = Mid;
     Value *Addr = address(nullptr, St->Buf, St->Indices, St->Loc);
     Scopes.pop_back();
-    CallInst *Base = B.CreateIntrinsic(llvm::Intrinsic::ptrmask, {B.getPtrTy(), I64},
-                                       {Addr, B.getInt64(-64)});
+    CallInst *Base =
+        B.CreateIntrinsic(llvm::Intrinsic::ptrmask, {B.getPtrTy(), I64},
+                          {Addr, B.getInt64(-64)});
     Base->setMetadata(kStreamMetadata, MDNode::get(Ctx, {}));
     Streams[St] = {Base, toI64(Mid, Op->VarType), Op->Var, Op->VarType};
   }

@@ -417,7 +417,8 @@ public:
     // After the vectorizer, whose aligned vector stores it marks.
     PB.registerOptimizerLastEPCallback(
         [](ModulePassManager &MPM, OptimizationLevel) {
-          MPM.addPass(createModuleToFunctionPassAdaptor(NonTemporalStoresPass()));
+          MPM.addPass(
+              createModuleToFunctionPassAdaptor(NonTemporalStoresPass()));
         });
     ModulePassManager MPM;
     switch (Opts.OptLevel) {

@@ -72,7 +72,8 @@ const HostCaches &hostCaches() {
 }
 
 uint64_t cacheShare(const HostCaches &C, unsigned Threads) {
-  uint64_t Share = C.LastLevel / std::max(1u, C.Sharing) * std::max(1u, Threads);
+  uint64_t Share =
+      C.LastLevel / std::max(1u, C.Sharing) * std::max(1u, Threads);
   return std::min(C.LastLevel, std::max(C.L2, Share));
 }
 

@@ -188,6 +188,18 @@ private:
   int Rows = 1, Cols = 1;
 };
 
+/// The pipeline the fuzzers compile with at T threads: every parallel region
+/// split (grain 1), and at odd thread counts every store that can stream
+/// made non-temporal, so that the fences are tested on small kernels too.
+PipelineOptions fuzzPipeline(unsigned T) {
+  PipelineOptions PO;
+  PO.Parallel.Threads = T;
+  PO.Parallel.Grain = 1;
+  if (T % 2)
+    PO.Parallel.Streaming = StreamingStores::Always;
+  return PO;
+}
+
 } // namespace
 
 std::string generateRandomKernel(uint64_t Seed) {
@@ -224,10 +236,7 @@ bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
     return Fail("the interpreter failed");
   for (unsigned T : Threads) {
     Kernel Lowered = K;
-    PipelineOptions PO;
-    PO.Parallel.Threads = T;
-    PO.Parallel.Grain = 1;
-    if (!runPasses(Lowered, buildDefaultPipeline(), PO, Diags))
+    if (!runPasses(Lowered, buildDefaultPipeline(), fuzzPipeline(T), Diags))
       return Fail("the pipeline failed at " + std::to_string(T) + " threads");
     auto CK = JIT.compile(Lowered);
     if (!CK) {
@@ -520,11 +529,8 @@ bool checkHostileKernel(const HostileKernel &H, KernelJIT &JIT,
   bool RefOk = interpret(K, Ref->Values, RefDiags, IO);
   for (unsigned T : Threads) {
     Kernel Lowered = K;
-    PipelineOptions PO;
-    PO.Parallel.Threads = T;
-    PO.Parallel.Grain = 1;
     DiagnosticEngine PassDiags; // Warnings (a dropped parallel mark) are fine.
-    if (!runPasses(Lowered, buildDefaultPipeline(), PO, PassDiags))
+    if (!runPasses(Lowered, buildDefaultPipeline(), fuzzPipeline(T), PassDiags))
       return Describe("the pipeline failed at " + std::to_string(T) +
                       " threads");
     auto CK = JIT.compile(Lowered);

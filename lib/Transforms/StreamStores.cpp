@@ -18,10 +18,11 @@
 //     kernel needs it in cache;
 //   - neither the nest nor any later statement reads it;
 //   - the nest touches more bytes than the threshold (per buffer, its
-//     storage, or an element per access per iteration if that is less): the share of the last-level cache the kernel's threads
-//     can count on (cacheShare in Support/Host.h), or
-//     PassOptions::StreamingThreshold. Nests with symbolic sizes keep normal
-//     stores (the decision is made at compile time).
+//     storage, or an element per access per iteration if that is less): the
+//     share of the last-level cache the kernel's threads can count on
+//     (cacheShare in Support/Host.h), or PassOptions::StreamingThreshold. Nests
+//     with symbolic sizes keep normal stores (the decision is made at compile
+//     time).
 // Always mode skips these three conditions: every structurally possible
 // store streams, so tests exercise the fences on small kernels.
 //
@@ -41,9 +42,12 @@
 #include "nnc/Support/Host.h"
 #include "nnc/Transforms/Passes.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
+#include <unordered_map>
 
 namespace nnc {
 
@@ -72,12 +76,13 @@ protected:
     if (!Loops.empty())
       Loops.back().HasLoops = true;
     Loops.push_back({Op, 0, false});
+    size_t First = Stores.size();
     IRVisitor::visitFor(Op);
     bool HasLoops = Loops.back().HasLoops;
     Loops.pop_back();
-    for (StoreSite &S : Stores)
-      if (S.Loop == Op)
-        S.LoopHasLoops = HasLoops;
+    for (size_t I = First; I < Stores.size(); ++I)
+      if (Stores[I].Loop == Op)
+        Stores[I].LoopHasLoops = HasLoops;
   }
   void visitCond(const Cond *Op) override {
     if (!Loops.empty())
@@ -191,19 +196,17 @@ public:
     if (!Top)
       return Body;
     std::vector<Stmt> Stmts = Top->Stmts;
-    // What the statements after each one read, built from the back.
-    std::vector<std::map<const BufferNode *, SourceLoc>> ReadAfter(
-        Stmts.size() + 1);
+    // The statements that read each buffer, in order (one walk, so that
+    // 10^5 statements stay linear).
     std::vector<NestScan> Scans(Stmts.size());
-    for (size_t I = Stmts.size(); I-- > 0;) {
+    for (size_t I = 0; I < Stmts.size(); ++I) {
       Scans[I].visit(Stmts[I]);
-      ReadAfter[I] = ReadAfter[I + 1];
       for (const auto &[B, L] : Scans[I].Reads)
-        ReadAfter[I][B] = L; // The earliest reader wins.
+        Readers[B].push_back({I, L});
     }
     bool Changed = false;
     for (size_t I = 0; I < Stmts.size(); ++I) {
-      std::set<const Store *> Chosen = choose(Stmts[I], Scans[I], ReadAfter[I + 1]);
+      std::set<const Store *> Chosen = choose(I, Stmts[I], Scans[I]);
       if (Chosen.empty())
         continue;
       Stmts[I] = Marker(std::move(Chosen)).mutate(Stmts[I]);
@@ -234,17 +237,15 @@ private:
 
   /// Why the stores to B in this nest should stay cached (Auto mode), or
   /// empty if streaming them pays off, with the reason in Payoff.
-  std::string payoffObstacle(const Stmt &Nest, const NestScan &Scan,
-                             const BufferNode &B,
-                             const std::map<const BufferNode *, SourceLoc> &Later,
-                             std::string &Payoff) {
+  std::string payoffObstacle(size_t At, const Stmt &Nest, const NestScan &Scan,
+                             const BufferNode &B, std::string &Payoff) {
     if (B.Role != BufferRole::Out && B.Role != BufferRole::InOut)
       return "'" + B.Name + "' is a temporary, read again by the kernel";
     if (auto It = Scan.Reads.find(&B); It != Scan.Reads.end())
       return "the loop nest also reads '" + B.Name + "' (at " +
              It->second.str() + ")";
-    if (auto It = Later.find(&B); It != Later.end())
-      return "'" + B.Name + "' is read again at " + It->second.str();
+    if (auto Later = firstReadAfter(&B, At))
+      return "'" + B.Name + "' is read again at " + Later->str();
     // The bytes the nest touches: of each buffer, its storage, or if less,
     // an element per access per iteration.
     std::set<const BufferNode *> Used(Scan.Whole);
@@ -278,9 +279,24 @@ private:
     return "";
   }
 
-  std::set<const Store *>
-  choose(const Stmt &Nest, const NestScan &Scan,
-         const std::map<const BufferNode *, SourceLoc> &Later) {
+  /// Where the first statement after statement At reads B, if one does.
+  std::optional<SourceLoc> firstReadAfter(const BufferNode *B, size_t At) {
+    auto It = Readers.find(B);
+    if (It == Readers.end())
+      return std::nullopt;
+    auto Next =
+        std::upper_bound(It->second.begin(), It->second.end(), At,
+                         [](size_t I, const std::pair<size_t, SourceLoc> &R) {
+                           return I < R.first;
+                         });
+    if (Next == It->second.end())
+      return std::nullopt;
+    return Next->second;
+  }
+
+  /// The stores of statement At (Nest) to make non-temporal.
+  std::set<const Store *> choose(size_t At, const Stmt &Nest,
+                                 const NestScan &Scan) {
     // Stores by buffer, in program order.
     std::map<const BufferNode *, std::vector<const StoreSite *>> ByBuf;
     std::vector<const BufferNode *> Order;
@@ -307,7 +323,7 @@ private:
                  " to the same buffer cannot stream (" +
                  structuralObstacle(*Blocker) + ")";
       } else if (Opts.Streaming == StreamingStores::Auto) {
-        Common = payoffObstacle(Nest, Scan, *B, Later, Payoff);
+        Common = payoffObstacle(At, Nest, Scan, *B, Payoff);
       }
       for (size_t I = 0; I < Sites.size(); ++I) {
         const std::string &W = Why[I].empty() ? Common : Why[I];
@@ -329,6 +345,10 @@ private:
   const PassOptions &Opts;
   DiagnosticEngine &Diags;
   uint64_t Threshold;
+  /// Per buffer, the top-level statements that read it and where.
+  std::unordered_map<const BufferNode *,
+                     std::vector<std::pair<size_t, SourceLoc>>>
+      Readers;
 };
 
 } // namespace

@@ -56,7 +56,8 @@ TEST(ConsecutiveStore, AcceptsUnitStrideOffsets) {
   EXPECT_EQ(whyNot(P, loop("y[j, i] = x[i];")), "");
   EXPECT_EQ(whyNot(P, loop("w[j, i + j] = x[i];")), "");
   // A let bound outside the loop is an opaque symbol.
-  EXPECT_EQ(whyNot(P, "int64_t b = j * 64ll;\n" + loop("z[b + i] = x[i];")), "");
+  EXPECT_EQ(whyNot(P, "int64_t b = j * 64ll;\n" + loop("z[b + i] = x[i];")),
+            "");
 }
 
 TEST(ConsecutiveStore, RefusesOtherWalks) {
