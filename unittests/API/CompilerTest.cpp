@@ -137,7 +137,7 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
               "fuse-conv-post-ops, elide-zero-fill, parallelize, "
-              "outline-parallel)");
+              "stream-stores, outline-parallel)");
   CompileOptions Bad;
   Bad.CPU = "not-a-cpu";
   Compiler BadC(Bad);
