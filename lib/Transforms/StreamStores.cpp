@@ -118,6 +118,14 @@ protected:
     IRVisitor::visitExternalCall(Op);
   }
 
+  void visitParallelCall(const ParallelCall *Op) override {
+    // A task written in the input: it may read any buffer it is passed.
+    for (const TaskArg &A : Op->Args)
+      if (A.Buf)
+        read(A.Buf, Op->Loc, /*All=*/true);
+    IRVisitor::visitParallelCall(Op);
+  }
+
 private:
   void read(const Buffer &B, SourceLoc L, bool All = false) {
     Reads.emplace(B.get(), L);
