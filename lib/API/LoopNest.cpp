@@ -106,54 +106,32 @@ llvm::Expected<std::vector<const For *>> perfectBand(const For *Top, size_t N,
 // Names
 //===----------------------------------------------------------------------===//
 
-/// Every name a kernel binds: parameters, temporaries, loops and lets.
-class NameCollector : public IRVisitor {
-public:
-  std::set<std::string> Names;
-
-protected:
-  void visitFor(const For *Op) override {
-    Names.insert(Op->Var);
-    IRVisitor::visitFor(Op);
-  }
-  void visitLet(const Let *Op) override {
-    Names.insert(Op->Name);
-    IRVisitor::visitLet(Op);
-  }
-  void visitAllocate(const Allocate *Op) override {
-    Names.insert(Op->Buf->Name);
-  }
-  void visitExternalCall(const ExternalCall *Op) override {
-    Names.insert(Op->Out.Buf->Name);
-    IRVisitor::visitExternalCall(Op);
-  }
-};
+/// Every name a statement binds: loops, lets and temporaries.
+std::set<std::string> boundNames(const Stmt &S) {
+  struct Temps : IRVisitor {
+    std::set<std::string> Names;
+    void visitAllocate(const Allocate *Op) override {
+      Names.insert(Op->Buf->Name);
+    }
+    void visitExternalCall(const ExternalCall *Op) override {
+      Names.insert(Op->Out.Buf->Name);
+      IRVisitor::visitExternalCall(Op);
+    }
+  } T;
+  T.visit(S);
+  T.Names.merge(namesBoundIn(S));
+  return std::move(T.Names);
+}
 
 llvm::Error checkFresh(const Kernel &K, const std::vector<std::string> &New) {
-  NameCollector C;
-  C.visit(K.Body);
+  std::set<std::string> Names = boundNames(K.Body);
   for (const Param &P : K.Params)
-    C.Names.insert(P.Name);
+    Names.insert(P.Name);
   for (const std::string &N : New)
-    if (C.Names.count(N))
+    if (Names.count(N))
       return makeError("name '" + N + "' is already used in kernel '" +
                        K.Name + "'");
   return llvm::Error::success();
-}
-
-/// The variables an expression or statement uses.
-class VarUses : public IRVisitor {
-public:
-  std::set<std::string> Names;
-
-protected:
-  void visitVar(const Var *Op) override { Names.insert(Op->Name); }
-};
-
-std::set<std::string> varsOf(const Expr &E) {
-  VarUses U;
-  U.visit(E);
-  return U.Names;
 }
 
 /// A loop of Band whose bounds use another one's variable, or null.
@@ -289,9 +267,7 @@ class Renamer : public IRMutator {
 public:
   explicit Renamer(const Stmt &S, std::string Suffix)
       : Suffix(std::move(Suffix)) {
-    NameCollector C;
-    C.visit(S);
-    Bound = std::move(C.Names);
+    Bound = boundNames(S);
     // The copies' temporaries: same shape (in renamed variables), new name.
     class Temps : public IRVisitor {
     public:

@@ -933,22 +933,18 @@ bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
 bool storesConsecutively(const For &L, const Store &S,
                          const std::set<std::string> &Inner, std::string &Why) {
   // Every other name in the indices and strides is an opaque symbol.
-  struct Names : IRVisitor {
-    std::set<std::string> Seen;
-    void visitVar(const Var *Op) override { Seen.insert(Op->Name); }
-  } N;
-  for (const Expr &E : S.Indices)
-    N.visit(E);
-  for (const Expr &E : S.Buf->Strides)
-    N.visit(E);
-  for (const std::string &Name : N.Seen)
+  std::set<std::string> Seen;
+  for (const auto *Es : {&S.Indices, &S.Buf->Strides})
+    for (const Expr &E : *Es)
+      Seen.merge(varsOf(E));
+  for (const std::string &Name : Seen)
     if (Inner.count(Name)) {
       Why = "its index uses '" + Name + "', which is bound inside the loop";
       return false;
     }
   Env En;
   En.LoopVars = {L.Var};
-  En.Params = N.Seen;
+  En.Params = std::move(Seen);
   En.Params.erase(L.Var);
   if (S.Indices.empty()) {
     Why = "it stores a scalar";

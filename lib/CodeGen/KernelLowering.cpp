@@ -911,14 +911,11 @@ void KernelLowering::lowerFor(const For *Op) {
 /// directly in its body (not under an `if`) that write consecutive elements.
 std::vector<const Store *> KernelLowering::streamedStores(const For &Op) {
   std::vector<const Store *> NT;
-  std::set<std::string> Lets;
   std::function<bool(const Stmt &)> Walk = [&](const Stmt &S) {
     if (auto *Bl = dyn_cast<Block>(S)) {
       for (const Stmt &C : Bl->Stmts)
         if (!Walk(C))
           return false;
-    } else if (auto *L = dyn_cast<Let>(S)) {
-      Lets.insert(L->Name);
     } else if (auto *St = dyn_cast<Store>(S)) {
       if (St->NonTemporal)
         NT.push_back(St);
@@ -927,8 +924,9 @@ std::vector<const Store *> KernelLowering::streamedStores(const For &Op) {
     }
     return true;
   };
-  if (!Walk(Op.Body))
+  if (!Walk(Op.Body) || NT.empty())
     return {};
+  std::set<std::string> Lets = namesBoundIn(Op.Body);
   std::string Why;
   NT.erase(std::remove_if(NT.begin(), NT.end(),
                           [&](const Store *St) {

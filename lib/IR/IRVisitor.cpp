@@ -414,4 +414,29 @@ std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K) {
   return Out;
 }
 
+std::set<std::string> varsOf(const Expr &E) {
+  struct Vars : IRVisitor {
+    std::set<std::string> Names;
+    void visitVar(const Var *Op) override { Names.insert(Op->Name); }
+  } V;
+  V.visit(E);
+  return std::move(V.Names);
+}
+
+std::set<std::string> namesBoundIn(const Stmt &S) {
+  struct Binder : IRVisitor {
+    std::set<std::string> Names;
+    void visitLet(const Let *Op) override {
+      Names.insert(Op->Name);
+      IRVisitor::visitLet(Op);
+    }
+    void visitFor(const For *Op) override {
+      Names.insert(Op->Var);
+      IRVisitor::visitFor(Op);
+    }
+  } B;
+  B.visit(S);
+  return std::move(B.Names);
+}
+
 } // namespace nnc

@@ -198,13 +198,8 @@ public:
   /// A size or stride: like compile(E), but a step that overflows, or a
   /// negative stride, is a run-time error (What names the buffer).
   ExprFn compileSize(const Expr &E, const std::string &What, bool IsStride) {
-    struct Vars : IRVisitor {
-      std::set<std::string> Names;
-      void visitVar(const Var *Op) override { Names.insert(Op->Name); }
-    } V;
-    V.visit(E);
     std::vector<std::pair<std::string, unsigned>> Slots;
-    for (const std::string &N : V.Names)
+    for (const std::string &N : varsOf(E))
       Slots.push_back({N, lookup(N, E->Loc)});
     SourceLoc L = E->Loc;
     return [E, Slots, L, What, IsStride](State &S) {

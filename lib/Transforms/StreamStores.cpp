@@ -141,23 +141,6 @@ private:
   std::vector<LoopState> Loops;
 };
 
-/// Names bound inside a loop body (lets and loop variables).
-std::set<std::string> boundInside(const For &L) {
-  struct Binder : IRVisitor {
-    std::set<std::string> Names;
-    void visitLet(const Let *Op) override {
-      Names.insert(Op->Name);
-      IRVisitor::visitLet(Op);
-    }
-    void visitFor(const For *Op) override {
-      Names.insert(Op->Var);
-      IRVisitor::visitFor(Op);
-    }
-  } B;
-  B.visit(L.Body);
-  return B.Names;
-}
-
 /// "512 B", "24.0 KiB", "384.0 MiB", "2.0 GiB".
 std::string bytes(uint64_t N) {
   if (N < 1024)
@@ -233,7 +216,8 @@ private:
     if (S.Conditional)
       return "it is conditional";
     std::string Why;
-    if (!storesConsecutively(*S.Loop, *S.St, boundInside(*S.Loop), Why))
+    if (!storesConsecutively(*S.Loop, *S.St, namesBoundIn(S.Loop->Body),
+                             Why))
       return Why;
     int64_t Vector = 64 / static_cast<int64_t>(dtypeSize(S.St->Buf->Type));
     auto Trips = constantTripCount(*S.Loop);

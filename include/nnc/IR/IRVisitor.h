@@ -13,6 +13,9 @@
 
 #include "nnc/IR/IR.h"
 
+#include <set>
+#include <string>
+
 namespace nnc {
 
 class IRVisitor {
@@ -86,6 +89,11 @@ protected:
   /// Mutates the expressions of an explicit view; sets Changed likewise.
   BufferView mutateView(const BufferView &V, bool &Changed);
 };
+
+/// The names of the variables E reads (loop variables, lets, scalars).
+std::set<std::string> varsOf(const Expr &E);
+/// The scalar names bound anywhere inside S: loop variables and lets.
+std::set<std::string> namesBoundIn(const Stmt &S);
 
 } // namespace nnc
 
