@@ -288,10 +288,27 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
   Grain = std::max<int64_t>(Grain, 1);
   int32_t Threads = nnc_runtime_num_threads();
   // Serial when the range is under two grains (N / 2 < Grain: 2 * Grain
-  // may overflow), or wider than an int64_t can count.
-  if (Threads <= 1 || __builtin_sub_overflow(Stop, Start, &N) ||
-      N / 2 < Grain || omp_in_parallel() || CallerInRegion)
-    return Body(Start, Stop, Env);
+  // may overflow), or wider than an int64_t can count. The trace says so:
+  // the grain may have been computed from sizes known only now.
+  const char *Serial = nullptr;
+  if (Threads <= 1)
+    Serial = "one thread";
+  else if (__builtin_sub_overflow(Stop, Start, &N))
+    Serial = "range too wide";
+  else if (N / 2 < Grain)
+    Serial = "under two grains";
+  else if (omp_in_parallel() || CallerInRegion)
+    Serial = "inside a parallel region";
+  if (Serial) {
+    if (!Tracing.load(std::memory_order_relaxed))
+      return Body(Start, Stop, Env);
+    int64_t T0 = nowNs();
+    int32_t Status = Body(Start, Stop, Env);
+    record("serial [" + std::to_string(Start) + ", " + std::to_string(Stop) +
+               "): " + Serial + " (grain " + std::to_string(Grain) + ")",
+           T0);
+    return Status;
+  }
   // Up to kChunksPerThread chunks per thread, each at least the grain.
   int64_t Chunks = std::min<int64_t>(N / Grain, int64_t(Threads) * kChunksPerThread);
   int64_t Size = (N + Chunks - 1) / Chunks;

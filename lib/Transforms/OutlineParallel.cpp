@@ -184,16 +184,13 @@ private:
     Task->Body = Block::make({For::make(F.Var, F.VarType, AsVar(Begin),
                                         AsVar(End), F.Body, Serial, F.Loc)},
                              F.Loc);
-    // Each range gets at least the grain of innermost iterations.
-    auto Work = constantWork(F.Body);
-    int64_t PerIter = Work ? std::max<int64_t>(*Work, 1) : 1;
-    int64_t Grain = std::max<int64_t>(1, (Opts.Grain + PerIter - 1) / PerIter);
+    // Each range gets at least the grain of innermost iterations, counted
+    // when the kernel runs if the inner trip counts are symbolic.
     auto I64 = [](const Expr &E) {
       return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
     };
     return ParallelCall::make(Task, I64(F.Start), I64(F.Stop),
-                              IntImm::make(DType::I64, Grain, F.Loc),
-                              std::move(Args), F.Loc);
+                              grainExpr(F, Opts.Grain), std::move(Args), F.Loc);
   }
 
   Kernel &K;

@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/IRVisitor.h"
+#include "nnc/IR/Printer.h"
 #include "nnc/Transforms/Passes.h"
 
 #include <set>
@@ -74,6 +75,126 @@ std::optional<int64_t> constantWork(const Stmt &S) {
     return W;
   }
   return 1;
+}
+
+namespace {
+
+Expr i64(const Expr &E) {
+  return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
+}
+
+/// A op B on i64, folded when both are constants (wrapping, as the kernel's
+/// arithmetic does).
+Expr fold(BinOp Op, const Expr &A, const Expr &B) {
+  auto CA = getConstInt(A), CB = getConstInt(B);
+  if (CA && CB) {
+    uint64_t X = static_cast<uint64_t>(*CA), Y = static_cast<uint64_t>(*CB);
+    switch (Op) {
+    case BinOp::Add:
+      return IntImm::make(DType::I64, static_cast<int64_t>(X + Y), A->Loc);
+    case BinOp::Sub:
+      return IntImm::make(DType::I64, static_cast<int64_t>(X - Y), A->Loc);
+    case BinOp::Mul:
+      return IntImm::make(DType::I64, static_cast<int64_t>(X * Y), A->Loc);
+    case BinOp::Max:
+      return IntImm::make(DType::I64, std::max(*CA, *CB), A->Loc);
+    case BinOp::Div:
+      if (*CB > 0)
+        return IntImm::make(DType::I64, *CA / *CB, A->Loc);
+      break;
+    default:
+      break;
+    }
+  }
+  if ((Op == BinOp::Mul && CA == 1) || (Op == BinOp::Add && CA == 0))
+    return B;
+  if (((Op == BinOp::Mul || Op == BinOp::Div) && CB == 1) ||
+      ((Op == BinOp::Add || Op == BinOp::Sub) && CB == 0))
+    return A;
+  // Max(Max(x, c), c) is Max(x, c).
+  if (auto *M = dyn_cast<Binary>(A);
+      Op == BinOp::Max && M && M->Op == BinOp::Max && CB &&
+      getConstInt(M->B) == CB)
+    return A;
+  return Binary::make(Op, A, B, A->Loc);
+}
+
+/// Whether E reads memory.
+bool hasLoad(const Expr &E) {
+  struct Finder : IRVisitor {
+    bool Found = false;
+    void visitLoad(const Load *) override { Found = true; }
+  } F;
+  F.visit(E);
+  return F.Found;
+}
+
+} // namespace
+
+Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden) {
+  auto Visible = [&](const Expr &E) {
+    if (hasLoad(E))
+      return false;
+    for (const std::string &V : varsOf(E))
+      if (Hidden.count(V))
+        return false;
+    return true;
+  };
+  Expr One = IntImm::make(DType::I64, 1, S->Loc);
+  if (auto *B = dyn_cast<Block>(S)) {
+    // The symbolic terms, then the constant ones added up.
+    Expr Sum = IntImm::make(DType::I64, 0, S->Loc);
+    int64_t Const = 0;
+    for (const Stmt &C : B->Stmts) {
+      Expr W = workExpr(C, Hidden);
+      if (!W)
+        return nullptr;
+      if (auto CW = getConstInt(W))
+        Const += *CW;
+      else
+        Sum = fold(BinOp::Add, Sum, W);
+    }
+    Sum = fold(BinOp::Add, Sum, IntImm::make(DType::I64, Const, S->Loc));
+    return fold(BinOp::Max, Sum, One);
+  }
+  if (auto *F = dyn_cast<For>(S)) {
+    if (!Visible(F->Start) || !Visible(F->Stop))
+      return nullptr;
+    Expr W = workExpr(F->Body, Hidden);
+    if (!W)
+      return nullptr;
+    // A negative trip count makes W small, which only makes the grain
+    // smaller: the estimate is a heuristic, never a correctness matter.
+    return fold(BinOp::Mul, fold(BinOp::Sub, i64(F->Stop), i64(F->Start)), W);
+  }
+  if (auto *C = dyn_cast<Cond>(S)) {
+    Expr W = One;
+    for (const Stmt &Br : {C->Then, C->Else})
+      if (Br) {
+        Expr X = workExpr(Br, Hidden);
+        if (!X)
+          return nullptr;
+        W = fold(BinOp::Max, W, X);
+      }
+    return W;
+  }
+  return One;
+}
+
+Expr grainExpr(const For &L, int64_t Grain) {
+  std::set<std::string> Hidden = namesBoundIn(L.Body);
+  Hidden.insert(L.Var);
+  Expr W = workExpr(L.Body, Hidden);
+  Expr One = IntImm::make(DType::I64, 1, L.Loc);
+  // Unknown work per iteration (a trip count that depends on the loop):
+  // count iterations.
+  if (!W)
+    W = One;
+  W = fold(BinOp::Max, W, One);
+  Expr G = IntImm::make(DType::I64, Grain, L.Loc);
+  Expr R = fold(BinOp::Div,
+                fold(BinOp::Sub, fold(BinOp::Add, G, W), One), W);
+  return fold(BinOp::Max, R, One);
 }
 
 namespace {
@@ -385,7 +506,12 @@ private:
                        Block::make({withParallel(*Inner)}, F.Body->Loc),
                        F.Options, F.Loc);
     }
-    remark(F.Loc, Name + " parallelized: trip count " + tripText(F));
+    std::string Why = Name + " parallelized: trip count " + tripText(F);
+    if (!Work)
+      Why += "; it runs on several threads only if, at run time, its range "
+             "holds two grains of iterations: grain = " +
+             toString(grainExpr(F, Opts.Grain));
+    remark(F.Loc, Why);
     return withParallel(F);
   }
 

@@ -90,6 +90,16 @@ bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
 /// Work of a statement in innermost iterations, if its trip counts are
 /// constants.
 std::optional<int64_t> constantWork(const Stmt &S);
+/// The same as an i64 expression, folded where constant: the product of trip
+/// counts `stop - start`, summed over a block (at least 1). Null where a trip
+/// count uses a name in Hidden (bound inside the loop being outlined) or
+/// reads memory.
+Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden);
+/// The grain of parallel loop L: enough iterations for Grain innermost
+/// iterations, at least one, `Max((Grain + W - 1) / W, 1)` with W the work
+/// of one iteration, `Max(workExpr(body), 1)` (1 when unknown). A constant
+/// when W is; otherwise evaluated when the kernel runs.
+Expr grainExpr(const For &L, int64_t Grain);
 
 struct PipelineOptions {
   PassOptions Parallel; ///< Options of every pass.
