@@ -83,8 +83,25 @@ struct Env {
   std::set<std::string> Params; // Integral scalar parameters.
 };
 
+/// Whether E reads only integral scalar parameters and no memory.
+bool ofParamsOnly(const Expr &E, const Env &En) {
+  struct Check : IRVisitor {
+    const Env &En;
+    bool Ok = true;
+    explicit Check(const Env &En) : En(En) {}
+    void visitVar(const Var *Op) override {
+      Ok &= En.Params.count(Op->Name) > 0 && !En.LoopVars.count(Op->Name) &&
+            !En.Lets.count(Op->Name);
+    }
+    void visitLoad(const Load *) override { Ok = false; }
+  } C(En);
+  C.visit(E);
+  return C.Ok;
+}
+
 /// Converts an integer expression to an Affine; nullopt with Why set when it
-/// is not affine (loads, divisions, products of variables...).
+/// is not affine (loads, divisions of loop variables, products of
+/// variables...).
 std::optional<Affine> toAffine(const Expr &E, const Env &En, std::string &Why,
                                unsigned Depth = 0) {
   if (Depth > 64) {
@@ -150,6 +167,14 @@ std::optional<Affine> toAffine(const Expr &E, const Env &En, std::string &Why,
     return std::nullopt;
   default:
     break;
+  }
+  // A term of scalar parameters alone (`N / 64ll`, what split and tail
+  // make) has the same value in every iteration: an opaque symbol, named
+  // by its text.
+  if (isIntegral(E->Type) && E->Type != DType::Bool && ofParamsOnly(E, En)) {
+    Affine A;
+    A.Const = Poly::symbol("(" + toString(E) + ")");
+    return A;
   }
   Why = "index is not affine (" + toString(E) + ")";
   return std::nullopt;

@@ -604,6 +604,128 @@ kernel k(in a: f32[1000], out b: f32[1000]) {
 )");
 }
 
+TEST(LoopNest, SplitThenParallelizeWithSymbolicSizes) {
+  // The most common CPU schedule, with N known only at run time: the split
+  // bound (N / 64, (N + 63) / 64) is an opaque symbol to the dependence
+  // analysis, and i_outer * 64 + i_inner with i_inner < 64 never meets
+  // itself across i_outer. Same verdict as parallelize, then split.
+  const char *Text = R"(
+kernel k(in a: f32[N], out b: f32[N], N: i64) {
+  for (int64_t i = 0ll; i < N; i++) {
+    b[i] = a[i] + 1.f;
+  }
+}
+)";
+  expectTransform(Text,
+                  [](LoopNest &LN) -> llvm::Error {
+                    if (auto E = LN.split("i", 64))
+                      return E;
+                    if (auto E = LN.parallelize("i_outer"))
+                      return E;
+                    return LN.parallelize("i_tail");
+                  },
+                  R"(
+kernel k(in a: f32[N], out b: f32[N], N: i64) {
+  for (int64_t i_outer = 0ll; i_outer < N / 64ll; i_outer++) /* parallel */ {
+    for (int64_t i_inner = 0ll; i_inner < 64ll; i_inner++) {
+      b[i_outer * 64ll + i_inner] = a[i_outer * 64ll + i_inner] + 1.f;
+    }
+  }
+  for (int64_t i_tail = 0ll; i_tail < N % 64ll; i_tail++) /* parallel */ {
+    b[(N / 64ll) * 64ll + i_tail] = a[(N / 64ll) * 64ll + i_tail] + 1.f;
+  }
+}
+)",
+                  {"N=1000"});
+  expectTransform(Text,
+                  [](LoopNest &LN) -> llvm::Error {
+                    if (auto E = LN.split("i", 64, TailStrategy::Mask))
+                      return E;
+                    return LN.parallelize("i_outer");
+                  },
+                  R"(
+kernel k(in a: f32[N], out b: f32[N], N: i64) {
+  for (int64_t i_outer = 0ll; i_outer < (N + 63ll) / 64ll; i_outer++) /* parallel */ {
+    for (int64_t i_inner = 0ll; i_inner < 64ll; i_inner++) {
+      if (i_outer * 64ll + i_inner<N ? 1 : 0) {
+        b[i_outer * 64ll + i_inner] = a[i_outer * 64ll + i_inner] + 1.f;
+      }
+    }
+  }
+}
+)",
+                  {"N=1000"});
+  // Parallelize first, then split: the same kernel as split, then
+  // parallelize.
+  Kernel K = kernelOf(Text);
+  LoopNest A(K), B(K);
+  ASSERT_FALSE(!!A.parallelize("i"));
+  ASSERT_FALSE(!!A.split("i", 64, TailStrategy::Mask));
+  ASSERT_FALSE(!!B.split("i", 64, TailStrategy::Mask));
+  ASSERT_FALSE(!!B.parallelize("i_outer"));
+  EXPECT_TRUE(sameIR(A.kernel(), B.kernel())) << A.str() << B.str();
+}
+
+TEST(LoopNest, ReorderThenParallelizeWithSymbolicSizes) {
+  // A transpose over [N, D]: after the reorder, the outer loop j writes
+  // b[j, i], one row per j.
+  const char *Text = R"(
+kernel k(in a: f32[N, D], out b: f32[D, N], N: i64, D: i64) {
+  for (int64_t i = 0ll; i < N; i++) {
+    for (int64_t j = 0ll; j < D; j++) {
+      b[j, i] = a[i, j];
+    }
+  }
+}
+)";
+  expectTransform(Text,
+                  [](LoopNest &LN) -> llvm::Error {
+                    if (auto E = LN.reorder({"j", "i"}))
+                      return E;
+                    return LN.parallelize("j");
+                  },
+                  R"(
+kernel k(in a: f32[N, D], out b: f32[D, N], N: i64, D: i64) {
+  for (int64_t j = 0ll; j < D; j++) /* parallel */ {
+    for (int64_t i = 0ll; i < N; i++) {
+      b[j, i] = a[i, j];
+    }
+  }
+}
+)",
+                  {"N=37", "D=50"});
+}
+
+TEST(LoopNest, SymbolicShiftsAndScansStaySerial) {
+  // A shift by a parameter may overlap for some K; a prefix sum over N
+  // carries a dependence of distance 1.
+  expectRefusal(R"(
+kernel k(inout a: f32[N], N: i64, K: i64) {
+  for (int64_t i = 0ll; i < N - K; i++) {
+    a[i + K] = a[i] + 1.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.parallelize("i"); },
+                "cannot parallelize loop 'i': possible loop-carried "
+                "dependence on 'a' (write a[i + K] at 4:5, read a[i] at 4:16)");
+  const char *Scan = R"(
+kernel k(inout a: f32[N], N: i64) {
+  for (int64_t i_outer = 0ll; i_outer < (N - 1ll) / 64ll; i_outer++) {
+    for (int64_t i_inner = 0ll; i_inner < 64ll; i_inner++) {
+      a[1ll + (i_outer * 64ll + i_inner)] = a[i_outer * 64ll + i_inner] + a[1ll + (i_outer * 64ll + i_inner)];
+    }
+  }
+}
+)";
+  Kernel K = kernelOf(Scan);
+  LoopNest LN(K);
+  llvm::Error E = LN.parallelize("i_outer");
+  ASSERT_TRUE(!!E);
+  EXPECT_NE(errorText(std::move(E)).find("loop-carried dependence on 'a'"),
+            std::string::npos);
+}
+
 TEST(LoopNest, ParallelizeChecksDependences) {
   const char *Scan = R"(
 kernel k(inout a: f32[16]) {
