@@ -772,8 +772,11 @@ namespace {
 /// a read of the initial contents.
 class CoverageFinder : public IRVisitor {
 public:
-  CoverageFinder(const Buffer &B, int64_t Extent, Env E)
-      : B(B), Extent(Extent), En(std::move(E)) {}
+  /// Extent: B's storage in elements, a polynomial in the parameters;
+  /// Sign knows the parameters that are at least 1 when B is not empty.
+  CoverageFinder(const Buffer &B, Poly Extent, Env E, SignOracle Sign)
+      : B(B), Extent(std::move(Extent)), En(std::move(E)),
+        Sign(std::move(Sign)) {}
 
   bool Covered = false;
   std::optional<SourceLoc> ReadLoc;
@@ -802,9 +805,16 @@ protected:
   void visitFor(const For *Op) override {
     visit(Op->Start);
     visit(Op->Stop);
-    auto Start = getConstInt(Op->Start);
-    auto Trip = constantTripCount(*Op);
-    Loops.push_back({Op->Var, Start.value_or(0), Trip.value_or(-1)});
+    // Bounds in the parameters alone give the trip count as a polynomial.
+    std::string Ignored;
+    auto Start = toAffine(Op->Start, En, Ignored);
+    auto Stop = toAffine(Op->Stop, En, Ignored);
+    Loop L{Op->Var, Poly(), std::nullopt};
+    if (Start && Stop && !Start->hasVars() && !Stop->hasVars()) {
+      L.Start = Start->Const;
+      L.Trip = Stop->Const - Start->Const;
+    }
+    Loops.push_back(std::move(L));
     En.LoopVars.insert(Op->Var);
     inScope(Op->Body);
     En.LoopVars.erase(Op->Var);
@@ -835,10 +845,11 @@ protected:
     bool Forward = true;
     for (const Expr &S : V.Strides)
       Forward &= evaluateConstant(S).value_or(-1) >= 0;
+    auto Size = constantStorageSize(V.Sizes, V.Strides);
     if (Conditional)
       fallShort(Op->Loc, "is conditional");
     else if (!Forward || !isDenseConstantStorage(V.Sizes, V.Strides) ||
-             constantStorageSize(V.Sizes, V.Strides) != Extent)
+             !Size || !(Poly::constant(*Size) == Extent))
       fallShort(Op->Loc, "describes a view that does not cover it");
     else
       Covered = true;
@@ -853,7 +864,8 @@ protected:
 private:
   struct Loop {
     std::string Var;
-    int64_t Start, Trip; ///< Trip is -1 when not a constant.
+    Poly Start;
+    std::optional<Poly> Trip; ///< Unknown unless the bounds are affine.
   };
 
   /// Visits S in a scope of its own: what it writes is not known written
@@ -885,48 +897,72 @@ private:
   /// Whether the store, run for every iteration of the loops around it,
   /// writes each offset in [0, Extent): its offset must be a mixed-radix
   /// numbering of the iterations (coefficients 1, n1, n1*n2, ... in some
-  /// order, n the trip counts) starting at 0.
+  /// order, n the trip counts) starting at 0. Trip counts and coefficients
+  /// may be polynomials in the parameters; a symbolic trip count must be
+  /// provably non-negative (from the parameters that size B), else a loop
+  /// that does not run could leave B unwritten.
   void tryStore(const Store &St) {
     if (Conditional)
       return fallShort(St.Loc, "is conditional");
-    for (const Loop &L : Loops)
-      if (L.Trip < 1)
+    for (const Loop &L : Loops) {
+      if (!L.Trip)
         return fallShort(St.Loc, "is in loop '" + L.Var +
-                                     "', whose trip count is not a positive "
-                                     "constant");
+                                     "', whose bounds are not affine in the "
+                                     "parameters");
+      auto C = L.Trip->constValue();
+      if (C ? *C < 1 : !Sign.nonNegative(*L.Trip))
+        return fallShort(St.Loc, "is in loop '" + L.Var +
+                                     "', whose trip count may not be positive");
+    }
     std::string Ignored;
     auto Addr = elementOffset(B, St.Indices, En, Ignored);
-    auto Base = Addr ? Addr->Const.constValue() : std::nullopt;
-    if (!Base)
+    if (!Addr)
       return fallShort(St.Loc, "has an index that is not affine in its loops");
     // Terms (|c|, n); a negative coefficient runs the same offsets backward.
-    __int128 Lowest = *Base;
-    std::vector<std::pair<__int128, __int128>> Terms;
+    Poly Lowest = Addr->Const;
+    std::vector<std::pair<Poly, Poly>> Terms;
     for (const Loop &L : Loops) {
       auto It = Addr->Coef.find(L.Var);
       if (It == Addr->Coef.end())
         continue;
-      auto C = It->second.constValue();
-      if (!C)
-        return fallShort(St.Loc, "has a symbolic coefficient");
-      Lowest += __int128(*C) * L.Start + (*C < 0 ? __int128(*C) * (L.Trip - 1) : 0);
-      if (L.Trip > 1)
-        Terms.push_back({*C < 0 ? -__int128(*C) : __int128(*C), L.Trip});
+      const Poly &C = It->second;
+      bool Backward = !Sign.nonNegative(C);
+      if (Backward && !Sign.nonNegative(-C))
+        return fallShort(St.Loc, "has a coefficient of unknown sign");
+      Lowest = Lowest + C * L.Start +
+               (Backward ? C * (*L.Trip - Poly::constant(1)) : Poly());
+      if (L.Trip->constValue() != 1)
+        Terms.push_back({Backward ? -C : C, *L.Trip});
     }
-    std::sort(Terms.begin(), Terms.end());
-    __int128 Next = 1;
-    for (const auto &[C, N] : Terms)
-      Next = C == Next ? C * N : -1;
-    if (Lowest != 0 || Next != Extent)
+    // The chain 1, n1, n1*n2, ...: each step the term whose coefficient is
+    // the product so far.
+    Poly Next = Poly::constant(1);
+    std::vector<bool> Used(Terms.size());
+    for (size_t Step = 0; Step < Terms.size(); ++Step) {
+      size_t I = 0;
+      while (I < Terms.size() && (Used[I] || !(Terms[I].first == Next)))
+        ++I;
+      if (I == Terms.size())
+        break;
+      Used[I] = true;
+      Next = Next * Terms[I].second;
+    }
+    bool AllUsed = std::find(Used.begin(), Used.end(), false) == Used.end();
+    if (!Lowest.isZero() || !AllUsed || !(Next == Extent) || Next.Overflow)
       return fallShort(St.Loc, "does not write each of its " +
-                                   std::to_string(Extent) +
-                                   " elements exactly once");
+                                   extentText() + " elements exactly once");
     Covered = true;
   }
 
+  std::string extentText() const {
+    auto C = Extent.constValue();
+    return C ? std::to_string(*C) : "(symbolic)";
+  }
+
   const Buffer &B;
-  int64_t Extent;
+  Poly Extent;
   Env En;
+  SignOracle Sign;
   std::vector<Loop> Loops;
   unsigned Conditional = 0;
   /// Offsets of B's stores, per enclosing scope (loop bodies, branches).
@@ -937,14 +973,37 @@ private:
 
 bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
                        std::string &Why) {
-  auto Extent = constantStorageSize(B->Dims, B->Strides);
-  if (!Extent) {
-    Why = "its size is not a constant";
-    return false;
-  }
   Env En;
   En.Params = integralScalars(K);
-  CoverageFinder F(B, *Extent, std::move(En));
+  // The storage's extent, 1 + sum((dim - 1) * stride), as a polynomial in
+  // the parameters (N * D for [N, D] with strides [D, 1]). A parameter that
+  // is a whole dim is at least 1 when B has elements at all; when B is
+  // empty, every claim about writing it holds.
+  Poly Extent;
+  std::set<std::string> Positive;
+  if (auto C = constantStorageSize(B->Dims, B->Strides)) {
+    Extent = Poly::constant(*C);
+  } else {
+    Extent = Poly::constant(1);
+    std::string Ignored;
+    for (size_t D = 0; D < B->Dims.size(); ++D) {
+      auto Dim = toAffine(B->Dims[D], En, Ignored);
+      auto Stride = toAffine(B->Strides[D], En, Ignored);
+      if (!Dim || !Stride || Dim->hasVars() || Stride->hasVars()) {
+        Why = "its size is not a polynomial in the parameters";
+        return false;
+      }
+      Extent = Extent + (Dim->Const - Poly::constant(1)) * Stride->Const;
+      if (auto *V = dyn_cast<Var>(B->Dims[D]); V && En.Params.count(V->Name))
+        Positive.insert(V->Name);
+    }
+    if (Extent.Overflow) {
+      Why = "its size overflows";
+      return false;
+    }
+  }
+  CoverageFinder F(B, std::move(Extent), std::move(En),
+                   SignOracle(std::move(Positive)));
   F.visit(S);
   if (F.ReadLoc)
     Why = "it is read at " + F.ReadLoc->str();

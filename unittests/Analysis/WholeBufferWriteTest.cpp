@@ -151,6 +151,30 @@ TEST(WholeBufferWrite, RefusesPartialOrOverlappingWrites) {
             "the write at 3:3 describes a view that does not cover it");
 }
 
+TEST(WholeBufferWrite, ProvesSymbolicSizes) {
+  const char *P = "in x: f32[N, D], out y: f32[1], N: i64, D: i64";
+  // [N, D] row-major, by a flat or a per-dimension index, in either order.
+  EXPECT_EQ(whyNot(P, "N, D",
+                   "for (int64_t i = 0ll; i < N; i++) {\n"
+                   "  for (int64_t j = 0ll; j < D; j++) {\n"
+                   "    t[i * D + j] = x[i, j];\n  }\n}"),
+            "");
+  EXPECT_EQ(whyNot(P, "N, D",
+                   "for (int64_t j = 0ll; j < D; j++) {\n"
+                   "  for (int64_t i = 0ll; i < N; i++) {\n"
+                   "    t[i, j] = x[i, j];\n  }\n}"),
+            "");
+  // Reversed, and a loop from 1 shifted back.
+  EXPECT_EQ(whyNot(P, "N",
+                   "for (int64_t i = 0ll; i < N; i++) {\n"
+                   "  t[(N - 1ll) - i] = x[i, 0ll];\n}"),
+            "");
+  EXPECT_EQ(whyNot(P, "N",
+                   "for (int64_t i = 1ll; i < N + 1ll; i++) {\n"
+                   "  t[i - 1ll] = x[i - 1ll, 0ll];\n}"),
+            "");
+}
+
 TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
   EXPECT_EQ(whyNot(X, "64ll",
                    "for (int64_t i = 0ll; i < 64ll; i++) {\n"
@@ -167,16 +191,29 @@ TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
   EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "64ll",
                    "for (int64_t i = 0ll; i < n; i++) {\n"
                    "  t[i] = 1.f;\n}"),
-            "the write at 4:3 is in loop 'i', whose trip count is not a "
-            "positive constant");
+            "the write at 4:3 is in loop 'i', whose trip count may not be "
+            "positive");
   EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "64ll",
                    "for (int64_t i = 0ll; i < 64ll; i++) {\n"
                    "  t[n * i] = 1.f;\n}"),
-            "the write at 4:3 has a symbolic coefficient");
+            "the write at 4:3 has a coefficient of unknown sign");
+  // Symbolic: a loop short by one, a trip count of unknown sign (the dim
+  // 5 - n says nothing about n - 5), a size with a load.
+  EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "n",
+                   "for (int64_t i = 0ll; i < n - 1ll; i++) {\n"
+                   "  t[i] = 1.f;\n}"),
+            "the write at 4:3 does not write each of its (symbolic) elements "
+            "exactly once");
+  EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "5ll - n",
+                   "for (int64_t i = 0ll; i < n - 5ll; i++) {\n"
+                   "  t[i] = 1.f;\n}"),
+            "the write at 4:3 is in loop 'i', whose trip count may not be "
+            "positive");
   EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "n",
                    "for (int64_t i = 0ll; i < n; i++) {\n"
-                   "  t[i] = 1.f;\n}"),
-            "its size is not a constant");
+                   "  t[2ll * i] = 1.f;\n}"),
+            "the write at 4:3 does not write each of its (symbolic) elements "
+            "exactly once");
   EXPECT_EQ(whyNot(X, "64ll", "  y[0ll] = 1.f;"),
             "the statement at 3:3 does not write all of it");
 }
