@@ -2,7 +2,8 @@
 //
 // generateRandomKernel writes a random but valid kernel: elementwise nests,
 // broadcasts, row reductions, shifted (truly dependent) and reversed nests,
-// flat indices and temporaries, over random small shapes. runDifferentialFuzz
+// flat indices and temporaries, over random small shapes, constant or
+// symbolic, with row loops whole or split (tail or mask). runDifferentialFuzz
 // checks each one: parse, print, parse and print again (the texts must be
 // equal), then parallelize, outline and JIT at each thread count with a tiny
 // grain (so parallel regions really split), and compare every output with the
@@ -31,21 +32,26 @@ class Generator {
 public:
   explicit Generator(uint64_t Seed) : R(Seed) {}
 
-  std::string kernel() {
+  FuzzKernel kernel() {
     Rows = pick(1, 40);
     Cols = pick(1, 40);
+    Symbolic = coin();
     std::ostringstream Body;
     int Nests = pick(1, 4);
     for (int N = 0; N < Nests; ++N)
       Body << nest(N);
+    std::string RC = "[" + rows() + ", " + cols() + "]";
     std::ostringstream K;
-    K << "kernel fuzz(\n    in x: f32[" << Rows << ", " << Cols
-      << "],\n    in z: f32[" << Rows << ", " << Cols << "],\n    in col: f32["
-      << Rows << "],\n    in row: f32[" << Cols << "],\n    out y: f32["
-      << Rows << ", " << Cols << "],\n    inout w: f32[" << Rows << ", "
-      << Cols << "],\n    out r: f32[" << Rows << "]) {\n"
+    K << "kernel fuzz(\n    in x: f32" << RC << ",\n    in z: f32" << RC
+      << ",\n    in col: f32[" << rows() << "],\n    in row: f32[" << cols()
+      << "],\n    out y: f32" << RC << ",\n    inout w: f32" << RC
+      << ",\n    out r: f32[" << rows() << "]"
+      << (Symbolic ? ",\n    R: i64,\n    C: i64" : "") << ") {\n"
       << Body.str() << "}\n";
-    return K.str();
+    FuzzKernel FK{K.str(), {}};
+    if (Symbolic)
+      FK.Params = {"R=" + std::to_string(Rows), "C=" + std::to_string(Cols)};
+    return FK;
   }
 
 private:
@@ -90,24 +96,63 @@ private:
     }
   }
 
+  /// The sizes as the kernel writes them: constants, or the parameters R
+  /// and C; Minus is subtracted.
+  std::string rows(int Minus = 0) const {
+    if (!Symbolic)
+      return std::to_string(Rows - Minus) + "ll";
+    return Minus ? "R - " + std::to_string(Minus) + "ll" : "R";
+  }
+  std::string cols() const {
+    return Symbolic ? "C" : std::to_string(Cols) + "ll";
+  }
+
+  /// for I in [RowStart, rows(Short)) { for J in [0, cols()) { Body } }. A
+  /// quarter of the row loops are split by a constant factor, as
+  /// LoopNest::split writes them: the row is a let of the two new loops,
+  /// with a tail loop for the rest, or a mask.
   std::string loops(const std::string &I, const std::string &J,
                     const std::string &Body, int RowStart = 0,
-                    int RowStop = -1) {
-    if (RowStop < 0)
-      RowStop = Rows;
+                    int Short = 0) {
+    std::ostringstream Inner;
+    Inner << "for (int64_t " << J << " = 0ll; " << J << " < " << cols()
+          << "; " << J << "++) {\n      " << Body << "\n    }\n";
+    std::string Start = std::to_string(RowStart) + "ll";
+    std::string Stop = rows(Short);
     std::ostringstream S;
-    S << "  for (int64_t " << I << " = " << RowStart << "ll; " << I << " < "
-      << RowStop << "ll; " << I << "++) {\n"
-      << "    for (int64_t " << J << " = 0ll; " << J << " < " << Cols << "ll; "
-      << J << "++) {\n"
-      << "      " << Body << "\n    }\n  }\n";
+    if (pick(0, 3) != 0) {
+      S << "  for (int64_t " << I << " = " << Start << "; " << I << " < "
+        << Stop << "; " << I << "++) {\n    " << Inner.str() << "  }\n";
+      return S.str();
+    }
+    std::string F = std::to_string(pick(2, 8)) + "ll";
+    std::string O = I + "_outer", In = I + "_inner", T = I + "_tail";
+    std::string Trip = "(" + Stop + " - " + Start + ")";
+    std::string Row = Start + " + (" + O + " * " + F + " + " + In + ")";
+    if (coin()) { // Tail.
+      S << "  for (int64_t " << O << " = 0ll; " << O << " < " << Trip << " / "
+        << F << "; " << O << "++) {\n    for (int64_t " << In << " = 0ll; "
+        << In << " < " << F << "; " << In << "++) {\n    int64_t " << I
+        << " = " << Row << ";\n    " << Inner.str() << "    }\n  }\n"
+        << "  for (int64_t " << T << " = 0ll; " << T << " < " << Trip << " % "
+        << F << "; " << T << "++) {\n    int64_t " << I << " = (" << Start
+        << " + (" << Trip << " / " << F << ") * " << F << ") + " << T
+        << ";\n    " << Inner.str() << "  }\n";
+    } else { // Mask.
+      S << "  for (int64_t " << O << " = 0ll; " << O << " < (" << Trip
+        << " + " << F << " - 1ll) / " << F << "; " << O << "++) {\n"
+        << "    for (int64_t " << In << " = 0ll; " << In << " < " << F << "; "
+        << In << "++) {\n    if (" << O << " * " << F << " + " << In << "<"
+        << Trip << " ? 1 : 0) {\n    int64_t " << I << " = " << Row
+        << ";\n    " << Inner.str() << "    }\n    }\n  }\n";
+    }
     return S.str();
   }
 
   std::string nest(int N) {
     std::string I = "i" + std::to_string(N), J = "j" + std::to_string(N);
     std::string At = "[" + I + ", " + J + "]";
-    std::string Flat = "[" + std::to_string(Cols) + "ll * " + I + " + " + J + "]";
+    std::string Flat = "[" + cols() + " * " + I + " + " + J + "]";
     std::vector<std::string> Leaves = {"x" + At, "z" + Flat, "row[" + J + "]",
                                        "col[" + I + "]", "w" + At};
     switch (pick(0, 7)) {
@@ -118,9 +163,9 @@ private:
                              expr(2, Leaves) + ";");
     case 2: { // Row reduction.
       std::ostringstream S;
-      S << "  for (int64_t " << I << " = 0ll; " << I << " < " << Rows << "ll; "
+      S << "  for (int64_t " << I << " = 0ll; " << I << " < " << rows() << "; "
         << I << "++) {\n    r[" << I << "] = 0.f;\n    for (int64_t " << J
-        << " = 0ll; " << J << " < " << Cols << "ll; " << J << "++) {\n"
+        << " = 0ll; " << J << " < " << cols() << "; " << J << "++) {\n"
         << "      r[" << I << "] = r[" << I << "] + " << expr(2, Leaves)
         << ";\n    }\n  }\n";
       return S.str();
@@ -134,12 +179,12 @@ private:
                    1);
     case 4: // Reversed rows into another buffer (independent).
       return loops(I, J,
-                   "y[" + std::to_string(Rows - 1) + "ll - " + I + ", " + J +
-                       "] = " + expr(2, Leaves) + ";");
+                   "y[" + rows(1) + " - " + I + ", " + J + "] = " +
+                       expr(2, Leaves) + ";");
     case 5: // In-place reversal of w: a dependence.
       return loops(I, J,
-                   "w" + At + " = w[" + std::to_string(Rows - 1) + "ll - " +
-                       I + ", " + J + "] + 1.f;");
+                   "w" + At + " = w[" + rows(1) + " - " + I + ", " + J +
+                       "] + 1.f;");
     case 6: { // A temporary, written (in full or not) then read in full.
       std::string T = "t" + std::to_string(N);
       std::string Value = expr(2, Leaves);
@@ -149,9 +194,9 @@ private:
         Write = loops(I, J, T + At + " = " + Value + ";", 1);
         break;
       case 1: // Where a condition holds.
-        Write = loops(I, J, "if ((" + J + ")<(" + std::to_string(Cols / 2) +
-                                "ll) ? 1 : 0) {\n        " + T + At + " = " +
-                                Value + ";\n      }");
+        Write = loops(I, J, "if ((" + J + ")<(" + cols() +
+                                " / 2ll) ? 1 : 0) {\n        " + T + At +
+                                " = " + Value + ";\n      }");
         break;
       case 2: // Accumulated: read before written.
         Write = loops(I, J, T + At + " = (" + T + At + ") + " + Value + ";");
@@ -165,8 +210,8 @@ private:
         break;
       }
       std::ostringstream S;
-      S << "  Allocate(" << T << "); // dtype=float, dims=[" << Rows << "ll, "
-        << Cols << "ll]\n"
+      S << "  Allocate(" << T << "); // dtype=float, dims=[" << rows() << ", "
+        << cols() << "]\n"
         << Write
         << loops(I + "b", J + "b",
                  "y[" + I + "b, " + J + "b] = " + T + "[" + I + "b, " + J +
@@ -180,12 +225,13 @@ private:
       return loops(I, J,
                    "w" + At + " = w[" + I + " + 1ll, " + J + "] - z" + At +
                        ";",
-                   0, Rows - 1);
+                   0, 1);
     }
   }
 
   std::mt19937_64 R;
   int Rows = 1, Cols = 1;
+  bool Symbolic = false;
 };
 
 /// The pipeline the fuzzers compile with at T threads: every parallel region
@@ -202,15 +248,15 @@ PipelineOptions fuzzPipeline(unsigned T) {
 
 } // namespace
 
-std::string generateRandomKernel(uint64_t Seed) {
+FuzzKernel generateRandomKernel(uint64_t Seed) {
   return Generator(Seed).kernel();
 }
 
-bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
+bool checkRandomKernel(const FuzzKernel &FK, KernelJIT &JIT,
                        const std::vector<unsigned> &Threads,
                        std::string &Failure) {
   DiagnosticEngine Diags;
-  auto LM = loadModuleFromText("fuzz.nnc", Text, Diags);
+  auto LM = loadModuleFromText("fuzz.nnc", FK.Text, Diags);
   auto Fail = [&](const std::string &What) {
     std::ostringstream OS;
     Diags.print(OS);
@@ -229,7 +275,7 @@ bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
   if (!LM2 || P1.str() != P2.str())
     return Fail("print/parse/print is not stable");
   const Kernel &K = LM->M.Kernels[0];
-  auto Ref = buildArgs(K, {}, {}, 1, Diags);
+  auto Ref = buildArgs(K, FK.Params, {}, 1, Diags);
   InterpOptions IO;
   IO.FPContract = JIT.fpContract();
   if (!Ref || !interpret(K, Ref->Values, Diags, IO))
@@ -244,7 +290,7 @@ bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
       return Fail("the JIT failed");
     }
     nnc_runtime_set_num_threads(static_cast<int32_t>(T));
-    auto Got = buildArgs(K, {}, {}, 1, Diags);
+    auto Got = buildArgs(K, FK.Params, {}, 1, Diags);
     bool Ran = Got && (*CK)->run(Got->Values, Diags);
     nnc_runtime_set_num_threads(0);
     if (!Ran)
@@ -269,8 +315,8 @@ class HostileGenerator {
 public:
   explicit HostileGenerator(uint64_t Seed) : R(Seed) {}
 
-  HostileKernel kernel() {
-    HostileKernel H;
+  FuzzKernel kernel() {
+    FuzzKernel H;
     switch (pick(0, 6)) {
     case 0: { // Strides of any sign, 0 (broadcast) included, in an update.
       H.Text = "kernel hostile(inout y: f32[N, M] strides [S0, S1], in x: "
@@ -458,11 +504,11 @@ std::optional<std::string> tryTransform(LoopNest &LN, std::mt19937_64 &R) {
 
 } // namespace
 
-bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
+bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
                            KernelJIT &JIT, const std::vector<unsigned> &Threads,
                            std::string &Failure,
                            std::vector<std::string> &Applied) {
-  auto K = parseKernel(Text, "", "fuzz.nnc");
+  auto K = parseKernel(FK.Text, "", "fuzz.nnc");
   if (!K) {
     Failure = errorText(K.takeError());
     return false;
@@ -482,8 +528,8 @@ bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
   // Without contraction the interpreter computes exactly what is written,
   // so inlining an expression cannot change a rounding.
   DiagnosticEngine Diags;
-  auto Want = buildArgs(*K, {}, {}, 1, Diags);
-  auto Got = buildArgs(T, {}, {}, 1, Diags);
+  auto Want = buildArgs(*K, FK.Params, {}, 1, Diags);
+  auto Got = buildArgs(T, FK.Params, {}, 1, Diags);
   if (!Want || !Got || !interpret(*K, Want->Values, Diags) ||
       !interpret(T, Got->Values, Diags) ||
       !compareOutputs(*K, *Got, *Want, Precision::Exact, Diags)) {
@@ -493,18 +539,18 @@ bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
               OS.str();
     return false;
   }
-  if (!checkRandomKernel(toText(T), JIT, Threads, Failure)) {
+  if (!checkRandomKernel({toText(T), FK.Params}, JIT, Threads, Failure)) {
     Failure = Describe() + "\n" + Failure;
     return false;
   }
   return true;
 }
 
-HostileKernel generateHostileKernel(uint64_t Seed) {
+FuzzKernel generateHostileKernel(uint64_t Seed) {
   return HostileGenerator(Seed).kernel();
 }
 
-bool checkHostileKernel(const HostileKernel &H, KernelJIT &JIT,
+bool checkHostileKernel(const FuzzKernel &H, KernelJIT &JIT,
                         const std::vector<unsigned> &Threads,
                         std::string &Failure) {
   DiagnosticEngine Diags;

@@ -51,14 +51,11 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(argc, argv, "nnc-fuzz: differential fuzzing\n");
   if (Print) {
-    if (Hostile) {
-      nnc::HostileKernel H = nnc::generateHostileKernel(Seed);
-      for (const std::string &P : H.Params)
-        std::cout << "// --param " << P << '\n';
-      std::cout << H.Text;
-    } else {
-      std::cout << nnc::generateRandomKernel(Seed);
-    }
+    nnc::FuzzKernel FK = Hostile ? nnc::generateHostileKernel(Seed)
+                                 : nnc::generateRandomKernel(Seed);
+    for (const std::string &P : FK.Params)
+      std::cout << "// --param " << P << '\n';
+    std::cout << FK.Text;
     return 0;
   }
   std::vector<unsigned> Threads(ThreadCounts.begin(), ThreadCounts.end());
@@ -87,7 +84,7 @@ int main(int argc, char **argv) {
                        std::chrono::seconds(Seconds))
       break;
     if (Hostile) {
-      nnc::HostileKernel H = nnc::generateHostileKernel(S);
+      nnc::FuzzKernel H = nnc::generateHostileKernel(S);
       for (size_t I = 0; I < JITs.size(); ++I) {
         std::string Failure;
         if (!nnc::checkHostileKernel(H, *JITs[I], Threads, Failure)) {
@@ -102,24 +99,30 @@ int main(int argc, char **argv) {
       ++N;
       continue;
     }
-    std::string Text = nnc::generateRandomKernel(S);
+    nnc::FuzzKernel FK = nnc::generateRandomKernel(S);
+    auto Show = [&] {
+      for (const std::string &P : FK.Params)
+        std::cout << "// --param " << P << '\n';
+      std::cout << FK.Text;
+    };
     if (Transforms) {
       std::string Failure;
       std::vector<std::string> Applied;
-      if (!nnc::checkRandomTransforms(Text, S, *JITs.back(), Threads, Failure,
+      if (!nnc::checkRandomTransforms(FK, S, *JITs.back(), Threads, Failure,
                                       Applied)) {
         std::cout << "nnc-fuzz: seed " << S << ", transforms: " << Failure
-                  << "\n" << Text;
+                  << "\n";
+        Show();
         return 1;
       }
       NumTransforms += Applied.size();
     }
     for (size_t I = 0; I < JITs.size(); ++I) {
       std::string Failure;
-      if (!nnc::checkRandomKernel(Text, *JITs[I], Threads, Failure)) {
+      if (!nnc::checkRandomKernel(FK, *JITs[I], Threads, Failure)) {
         std::cout << "nnc-fuzz: seed " << S << " at -O" << Levels[I] << ": "
-                  << Failure << "\n"
-                  << Text;
+                  << Failure << "\n";
+        Show();
         return 1;
       }
     }

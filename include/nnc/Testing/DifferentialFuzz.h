@@ -10,47 +10,50 @@
 
 namespace nnc {
 
+/// A generated kernel and the --param values to run it with.
+struct FuzzKernel {
+  std::string Text;
+  std::vector<std::string> Params;
+};
+
 /// A random valid kernel (the same for the same seed): elementwise nests,
 /// broadcasts, row reductions, shifted and reversed nests with and without
-/// real dependences, flat indices and temporaries.
-std::string generateRandomKernel(uint64_t Seed);
+/// real dependences, flat indices and temporaries; sizes constant or
+/// symbolic (R, C), row loops whole or split by a constant with a tail or a
+/// mask, as LoopNest::split writes them.
+FuzzKernel generateRandomKernel(uint64_t Seed);
 
-/// Parses, prints and re-parses Text, then runs it through the pipeline and
-/// the JIT at each thread count and compares with the interpreter. On a
-/// failure returns false with a description (diagnostics, the compiled IR).
-bool checkRandomKernel(const std::string &Text, KernelJIT &JIT,
+/// Parses, prints and re-parses the kernel, then runs it through the
+/// pipeline and the JIT at each thread count and compares with the
+/// interpreter. On a failure returns false with a description (diagnostics,
+/// the compiled IR).
+bool checkRandomKernel(const FuzzKernel &FK, KernelJIT &JIT,
                        const std::vector<unsigned> &Threads,
                        std::string &Failure);
 
 /// Applies random loop transforms of the embedded API (LoopNest: split,
 /// interchange, fuse, collapse, unroll, vectorize, parallelize,
-/// compute-inline, on random loops) to the kernel of Text, many of them
-/// refused. Whatever was applied must leave the interpreter's outputs bit for
-/// bit the same (contraction off), and the transformed kernel must pass
+/// compute-inline, on random loops) to the kernel, many of them refused.
+/// Whatever was applied must leave the interpreter's outputs bit for bit the
+/// same (contraction off), and the transformed kernel must pass
 /// checkRandomKernel. Applied lists the transforms that were applied.
-bool checkRandomTransforms(const std::string &Text, uint64_t Seed,
+bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
                            KernelJIT &JIT, const std::vector<unsigned> &Threads,
                            std::string &Failure,
                            std::vector<std::string> &Applied);
-
-/// A hostile kernel and the --param values to run it with.
-struct HostileKernel {
-  std::string Text;
-  std::vector<std::string> Params;
-};
 
 /// A kernel of one of the families of issue 18 (strides of any sign and 0,
 /// sizes that overflow, offsets out of bounds, empty external calls, views
 /// beyond their storage, aliased operands and in-place updates, parameter
 /// values beyond their types), with
 /// parameter values at and past the edges.
-HostileKernel generateHostileKernel(uint64_t Seed);
+FuzzKernel generateHostileKernel(uint64_t Seed);
 
 /// Runs H in the interpreter and through the pipeline and the JIT at each
 /// thread count: arguments the tool refuses are fine; otherwise both engines
 /// must fail (a diagnostic), or both succeed with the same outputs. A crash
 /// is a crash of the caller: that is what it looks for.
-bool checkHostileKernel(const HostileKernel &H, KernelJIT &JIT,
+bool checkHostileKernel(const FuzzKernel &H, KernelJIT &JIT,
                         const std::vector<unsigned> &Threads,
                         std::string &Failure);
 
