@@ -123,10 +123,16 @@ std::set<std::string> boundNames(const Stmt &S) {
   return std::move(T.Names);
 }
 
-llvm::Error checkFresh(const Kernel &K, const std::vector<std::string> &New) {
+/// Every name kernel K uses: parameters and what its body binds.
+std::set<std::string> kernelNames(const Kernel &K) {
   std::set<std::string> Names = boundNames(K.Body);
   for (const Param &P : K.Params)
     Names.insert(P.Name);
+  return Names;
+}
+
+llvm::Error checkFresh(const Kernel &K, const std::vector<std::string> &New) {
+  std::set<std::string> Names = kernelNames(K);
   for (const std::string &N : New)
     if (Names.count(N))
       return makeError("name '" + N + "' is already used in kernel '" +
@@ -265,9 +271,19 @@ template <class T> T substitute(const T &X, std::map<std::string, Expr> Map) {
 /// of it next to the original binds fresh names.
 class Renamer : public IRMutator {
 public:
-  explicit Renamer(const Stmt &S, std::string Suffix)
-      : Suffix(std::move(Suffix)) {
-    Bound = boundNames(S);
+  /// Taken: every name of the kernel, which the new names avoid (a suffix
+  /// can make another existing name: `i` + "_tail" next to a loop
+  /// `i_tail`); they get a number then.
+  Renamer(const Stmt &S, const std::string &Suffix,
+          const std::set<std::string> &Taken) {
+    std::set<std::string> Made;
+    for (const std::string &N : boundNames(S)) {
+      std::string New = N + Suffix;
+      for (int I = 2; Taken.count(New) || Made.count(New); ++I)
+        New = N + Suffix + "_" + std::to_string(I);
+      Made.insert(New);
+      Names[N] = New;
+    }
     // The copies' temporaries: same shape (in renamed variables), new name.
     class Temps : public IRVisitor {
     public:
@@ -290,7 +306,7 @@ public:
       std::vector<Expr> Strides;
       if (B->Layout == LayoutKind::Explicit)
         Strides = mutateAll(B->Strides, Changed);
-      Bufs[B.get()] = BufferNode::make(B->Name + this->Suffix, B->Type,
+      Bufs[B.get()] = BufferNode::make(name(B->Name), B->Type,
                                        std::move(Dims), B->Role, B->Layout,
                                        std::move(Strides), B->Loc);
     }
@@ -298,7 +314,8 @@ public:
 
 protected:
   std::string name(const std::string &N) const {
-    return Bound.count(N) ? N + Suffix : N;
+    auto It = Names.find(N);
+    return It == Names.end() ? N : It->second;
   }
   const Buffer &buf(const Buffer &B) const {
     auto It = Bufs.find(B.get());
@@ -309,7 +326,7 @@ protected:
     return V;
   }
   Expr mutateVar(const Var *Op, const Expr &E) override {
-    return Bound.count(Op->Name) ? Var::make(Op->Type, name(Op->Name), Op->Loc)
+    return Names.count(Op->Name) ? Var::make(Op->Type, name(Op->Name), Op->Loc)
                                  : E;
   }
   Stmt mutateFor(const For *Op, const Stmt &) override {
@@ -358,13 +375,14 @@ protected:
   }
 
 private:
-  std::string Suffix;
-  std::set<std::string> Bound;
+  std::map<std::string, std::string> Names; ///< Old name -> new.
   std::map<const BufferNode *, Buffer> Bufs;
 };
 
-Stmt renamed(const Stmt &S, const std::string &Suffix) {
-  Renamer R(S, Suffix);
+/// A copy of S, part of kernel K, whose bound names get Suffix (and a number
+/// where that name exists in K already).
+Stmt renamed(const Stmt &S, const std::string &Suffix, const Kernel &K) {
+  Renamer R(S, Suffix, kernelNames(K));
   return R.mutate(S);
 }
 
@@ -496,7 +514,7 @@ llvm::Error LoopNest::split(const std::string &Name, int64_t Factor,
     if (!Exact) {
       Expr TailStart = fold(BinOp::Add, L.Start, fold(BinOp::Mul, Chunks, F));
       Stmt TailBody = substitute(
-          renamed(L.Body, "_tail"),
+          renamed(L.Body, "_tail", K),
           {{Name, fold(BinOp::Add, TailStart, Var::make(T, TName, L.Loc))}});
       New.push_back(For::make(TName, T, Zero, fold(BinOp::Mod, Trip, F),
                               TailBody, InnerOpts, L.Loc));
@@ -711,7 +729,8 @@ llvm::Error LoopNest::unroll(const std::string &Name) {
                      std::to_string(kMaxUnrolledStatements) + " in all)");
   std::vector<Stmt> Copies;
   for (int64_t I = 0; I < Trip; ++I) {
-    Stmt Body = Trip > 1 ? renamed(L.Body, "_u" + std::to_string(I)) : L.Body;
+    Stmt Body =
+        Trip > 1 ? renamed(L.Body, "_u" + std::to_string(I), K) : L.Body;
     Body = substitute(Body, {{Name, constant(L.VarType, *Start + I)}});
     for (const Stmt &St : stmtsOf(Body))
       Copies.push_back(St);

@@ -119,6 +119,35 @@ kernel k(in a: f32[N, 3], out b: f32[N], N: int64_t) {
                   {"N=23"});
 }
 
+TEST(LoopNest, CopiesNeverTakeANameTheKernelUses) {
+  // The tail copy of the body renames the let x to x_tail, the name of the
+  // loop being split, which substituting the loop variable then clobbered
+  // (found by the differential fuzzer's split kernels). It is x_tail_2 now.
+  const char *Text = R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t x_tail = 0ll; x_tail < 10ll; x_tail++) {
+    int64_t x = 9ll - x_tail;
+    b[x] = a[x_tail] * 2.f;
+  }
+}
+)";
+  expectTransform(Text, [](LoopNest &LN) { return LN.split("x_tail", 4); },
+                  R"(
+kernel k(in a: f32[10], out b: f32[10]) {
+  for (int64_t x_tail_outer = 0ll; x_tail_outer < 2ll; x_tail_outer++) {
+    for (int64_t x_tail_inner = 0ll; x_tail_inner < 4ll; x_tail_inner++) {
+      int64_t x = 9ll - (x_tail_outer * 4ll + x_tail_inner);
+      b[x] = a[x_tail_outer * 4ll + x_tail_inner] * 2.f;
+    }
+  }
+  for (int64_t x_tail_tail = 0ll; x_tail_tail < 2ll; x_tail_tail++) {
+    int64_t x_tail_2 = 9ll - (8ll + x_tail_tail);
+    b[x_tail_2] = a[8ll + x_tail_tail] * 2.f;
+  }
+}
+)");
+}
+
 TEST(LoopNest, SplitRefusals) {
   expectRefusal(Scale10, [](LoopNest &LN) { return LN.split("i", 0); },
                 "cannot split loop 'i': the factor must be positive, not 0");
