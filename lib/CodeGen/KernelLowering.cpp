@@ -105,6 +105,27 @@ private:
   const std::set<std::string> &Safe;
 };
 
+/// (G, W) if Grain is `Max((G + W - 1) / W, 1)` with a constant G, the
+/// grain outline-parallel computes from the work W of one iteration.
+std::optional<std::pair<int64_t, Expr>> grainWork(const Expr &Grain) {
+  auto *M = dyn_cast<Binary>(Grain);
+  if (!M || M->Op != BinOp::Max || getConstInt(M->B) != 1)
+    return std::nullopt;
+  auto *D = dyn_cast<Binary>(M->A);
+  if (!D || D->Op != BinOp::Div)
+    return std::nullopt;
+  auto *Sub = dyn_cast<Binary>(D->A);
+  if (!Sub || Sub->Op != BinOp::Sub || getConstInt(Sub->B) != 1)
+    return std::nullopt;
+  auto *Add = dyn_cast<Binary>(Sub->A);
+  if (!Add || Add->Op != BinOp::Add || toString(Add->B) != toString(D->B))
+    return std::nullopt;
+  auto G = getConstInt(Add->A);
+  if (!G)
+    return std::nullopt;
+  return std::make_pair(*G, D->B);
+}
+
 struct BufInfo {
   Value *Base = nullptr;
   std::vector<Value *> Dims, Strides; // i64
@@ -1410,8 +1431,52 @@ void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
   Type *I64 = B.getInt64Ty();
   FunctionCallee Run = runtimeFn("nnc_parallel_for", B.getInt32Ty(),
                                  {P, I64, I64, I64, P});
-  Value *Status = B.CreateCall(
-      Run, {Task, lower(Op->Start), lower(Op->Stop), lower(Op->Grain), Env});
+  Value *Start = lower(Op->Start), *Stop = lower(Op->Stop);
+  Value *Status;
+  if (Opts.Trace || getConstInt(Op->Grain)) {
+    Status = B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
+  } else {
+    // A grain known only now: a range under two grains runs here, without
+    // the runtime's call (nnc_parallel_for would run it serially too; with
+    // tracing on it goes there, to be traced as such). For the grain of
+    // outline-parallel, Max((G + W - 1) / W, 1), the test is N / 2 * W < G:
+    // no division on the way to a small kernel.
+    Value *N = B.CreateSub(Stop, Start);
+    Value *Half = B.CreateSDiv(N, B.getInt64(2));
+    Value *Under;
+    if (auto GW = grainWork(Op->Grain)) {
+      Value *W = lower(GW->second), *Over = B.getFalse();
+      Value *Work = checkedOp(llvm::Intrinsic::smul_with_overflow, Half,
+                              B.CreateBinaryIntrinsic(llvm::Intrinsic::smax, W,
+                                                      B.getInt64(1)),
+                              Over);
+      Under = B.CreateAnd(B.CreateNot(Over),
+                          B.CreateICmpSLT(Work, B.getInt64(GW->first)));
+    } else {
+      Under = B.CreateICmpSLT(Half, lower(Op->Grain));
+    }
+    Value *Small = B.CreateAnd(B.CreateICmpSLT(Start, Stop),
+                               B.CreateAnd(B.CreateICmpSGT(N, B.getInt64(0)),
+                                           Under));
+    Function *F = B.GetInsertBlock()->getParent();
+    BasicBlock *Here = BasicBlock::Create(Ctx, "task.serial", F);
+    BasicBlock *Pool = BasicBlock::Create(Ctx, "task.parallel", F);
+    BasicBlock *Join = BasicBlock::Create(Ctx, "task.join", F);
+    B.CreateCondBr(Small, Here, Pool);
+    B.SetInsertPoint(Here);
+    Value *S1 = B.CreateCall(Task, {Start, Stop, Env});
+    B.CreateBr(Join);
+    B.SetInsertPoint(Pool);
+    // (Lowering the grain may add blocks: a division checks its divisor.)
+    Value *S2 = B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
+    BasicBlock *PoolEnd = B.GetInsertBlock();
+    B.CreateBr(Join);
+    B.SetInsertPoint(Join);
+    PHINode *Phi = B.CreatePHI(B.getInt32Ty(), 2, "task.status");
+    Phi->addIncoming(S1, Here);
+    Phi->addIncoming(S2, PoolEnd);
+    Status = Phi;
+  }
   // A task's status is already an error site of this module: pass it on.
   Function *F = B.GetInsertBlock()->getParent();
   BasicBlock *Err = BasicBlock::Create(Ctx, "task.error", F);

@@ -82,24 +82,4 @@ void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII, bool HasAVX2,
   TLII.addVectorizableFunctions(Descs);
 }
 
-bool isApproximateIntrinsic(IntrinsicOp Op) {
-  switch (Op) {
-  case IntrinsicOp::Sqrt:
-  case IntrinsicOp::Rsqrt:
-  case IntrinsicOp::Abs:
-  case IntrinsicOp::Fabs:
-  case IntrinsicOp::Floor:
-  case IntrinsicOp::Ceil:
-  case IntrinsicOp::Round:
-  case IntrinsicOp::Trunc:
-  case IntrinsicOp::Frac:
-  case IntrinsicOp::Fmod:
-  case IntrinsicOp::Remainder:
-  case IntrinsicOp::IsNan:
-    return false;
-  default:
-    return true;
-  }
-}
-
 } // namespace nnc

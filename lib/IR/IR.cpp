@@ -150,6 +150,27 @@ const char *intrinsicName(IntrinsicOp Op) {
 unsigned intrinsicArity(IntrinsicOp Op) {
   return IntrinsicInfos[static_cast<int>(Op)].Arity;
 }
+
+bool isApproximateIntrinsic(IntrinsicOp Op) {
+  switch (Op) {
+  case IntrinsicOp::Sqrt:
+  case IntrinsicOp::Rsqrt:
+  case IntrinsicOp::Abs:
+  case IntrinsicOp::Fabs:
+  case IntrinsicOp::Floor:
+  case IntrinsicOp::Ceil:
+  case IntrinsicOp::Round:
+  case IntrinsicOp::Trunc:
+  case IntrinsicOp::Frac:
+  case IntrinsicOp::Fmod:
+  case IntrinsicOp::Remainder:
+  case IntrinsicOp::IsNan:
+    return false;
+  default:
+    return true;
+  }
+}
+
 std::optional<IntrinsicOp> lookupIntrinsic(std::string_view Name) {
   for (size_t I = 0; I < std::size(IntrinsicInfos); ++I)
     if (Name == IntrinsicInfos[I].Name)

@@ -17,6 +17,9 @@
 //   - the buffer is an output (out or inout), so no later statement of the
 //     kernel needs it in cache;
 //   - neither the nest nor any later statement reads it;
+//   - the nest calls no math-library function (exp, tanh, sigmoid...): such
+//     a nest is bound by computation, and there non-temporal stores measured
+//     up to 1.5x slower (docs/performance.md);
 //   - the nest touches more bytes than the threshold (per buffer, its
 //     storage, or an element per access per iteration if that is less): the
 //     share of the last-level cache the kernel's threads can count on
@@ -70,6 +73,8 @@ public:
   /// Loads and stores of each buffer; external calls touch all of theirs.
   std::map<const BufferNode *, uint64_t> Accesses;
   std::set<const BufferNode *> Whole;
+  /// The first math-library call (exp, tanh...) of the nest, if any.
+  const Intrinsic *MathCall = nullptr;
 
 protected:
   void visitFor(const For *Op) override {
@@ -105,6 +110,11 @@ protected:
     read(Op->Buf, Op->Loc);
     ++Accesses[Op->Buf.get()];
     IRVisitor::visitLoad(Op);
+  }
+  void visitIntrinsic(const Intrinsic *Op) override {
+    if (!MathCall && isApproximateIntrinsic(Op->Op))
+      MathCall = Op;
+    IRVisitor::visitIntrinsic(Op);
   }
   void visitExternalCall(const ExternalCall *Op) override {
     // The output too: a `sum` post-op reads it, and the call may write it
@@ -238,6 +248,12 @@ private:
              It->second.str() + ")";
     if (auto Later = firstReadAfter(&B, At))
       return "'" + B.Name + "' is read again at " + Later->str();
+    if (Scan.MathCall)
+      return std::string("the loop nest calls ") +
+             intrinsicName(Scan.MathCall->Op) + " (at " +
+             Scan.MathCall->Loc.str() +
+             "): it is bound by computation, where non-temporal stores "
+             "measured slower";
     // The bytes the nest touches: of each buffer, its storage, or if less,
     // an element per access per iteration.
     std::set<const BufferNode *> Used(Scan.Whole);

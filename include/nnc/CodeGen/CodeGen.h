@@ -97,9 +97,6 @@ public:
 void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII, bool HasAVX2,
                             bool HasAVX512);
 
-/// True if the intrinsic is computed by a math library (results within a few
-/// ULP of the interpreter's libm), false if it is exact in both engines.
-bool isApproximateIntrinsic(IntrinsicOp Op);
 
 } // namespace nnc
 

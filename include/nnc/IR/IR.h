@@ -233,6 +233,10 @@ enum class IntrinsicOp : uint8_t {
 const char *intrinsicName(IntrinsicOp Op);
 unsigned intrinsicArity(IntrinsicOp Op);
 std::optional<IntrinsicOp> lookupIntrinsic(std::string_view Name);
+/// True if the intrinsic is computed by a math library (results within a few
+/// ULP of the interpreter's libm; tens of cycles an element), false if it is
+/// exact in both engines.
+bool isApproximateIntrinsic(IntrinsicOp Op);
 
 /// What a name means to the .nnc language if it cannot name a parameter,
 /// variable or buffer (a keyword, a literal such as `NAN`, a dtype such as
