@@ -464,7 +464,9 @@ private:
   std::vector<AllocaInst *> HeapSlots;
   /// Stack the current function's temporaries take (kMaxStackBytes).
   int64_t StackBytes = 0;
-  std::unordered_map<const Kernel *, Function *> TaskFns;
+  /// Per task: its entry (begin, end, env) and its body (begin, end,
+  /// captures...).
+  std::unordered_map<const Kernel *, Function *> TaskFns, TaskBodies;
   BasicBlock *EntryBlock = nullptr;
   BasicBlock *Cleanup = nullptr;
   /// The status the function returns, stored on each way to Cleanup (a phi
@@ -1394,6 +1396,7 @@ std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
     loadArgs(*T, 2, Fn->getArg(2), CallArgs);
     B.CreateRet(B.CreateCall(Body, CallArgs));
     TaskFns[T.get()] = Fn;
+    TaskBodies[T.get()] = Body;
   }
 
   Function *Body = lowerBody(K, EntryName);
@@ -1413,27 +1416,33 @@ std::vector<ErrorSite> KernelLowering::lower(const std::string &EntryName) {
 void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
   Function *Task = TaskFns.at(Op->Task.get());
   PointerType *P = B.getPtrTy();
-  AllocaInst *Env =
-      entryAlloca(P, std::max<size_t>(Op->Args.size(), 1), "task.env");
-  for (size_t I = 0; I < Op->Args.size(); ++I) {
-    const TaskArg &A = Op->Args[I];
-    Value *V;
-    if (A.Buf) {
-      V = Bufs.at(A.Buf.get()).Base;
-    } else {
-      DType T = A.Scalar->Type;
-      AllocaInst *Slot = entryAlloca(memType(T), 1, "task.arg");
-      storeElem(T, Slot, lower(A.Scalar));
-      V = Slot;
+  // The captures in the task's parameter order: buffers, then scalars.
+  std::vector<Value *> Captures;
+  for (const TaskArg &A : Op->Args)
+    Captures.push_back(A.Buf ? Bufs.at(A.Buf.get()).Base : lower(A.Scalar));
+  // The task's environment, as nnc_parallel_for passes it.
+  auto MakeEnv = [&] {
+    AllocaInst *Env =
+        entryAlloca(P, std::max<size_t>(Op->Args.size(), 1), "task.env");
+    for (size_t I = 0; I < Op->Args.size(); ++I) {
+      Value *V = Captures[I];
+      if (!Op->Args[I].Buf) {
+        DType T = Op->Args[I].Scalar->Type;
+        AllocaInst *Slot = entryAlloca(memType(T), 1, "task.arg");
+        storeElem(T, Slot, V);
+        V = Slot;
+      }
+      B.CreateStore(V, B.CreateConstGEP1_64(P, Env, I));
     }
-    B.CreateStore(V, B.CreateConstGEP1_64(P, Env, I));
-  }
+    return Env;
+  };
   Type *I64 = B.getInt64Ty();
   FunctionCallee Run = runtimeFn("nnc_parallel_for", B.getInt32Ty(),
                                  {P, I64, I64, I64, P});
   Value *Start = lower(Op->Start), *Stop = lower(Op->Stop);
   Value *Status;
   if (Opts.Trace || getConstInt(Op->Grain)) {
+    Value *Env = MakeEnv();
     Status = B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
   } else {
     // A grain known only now: a range under two grains runs here, without
@@ -1464,9 +1473,14 @@ void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
     BasicBlock *Join = BasicBlock::Create(Ctx, "task.join", F);
     B.CreateCondBr(Small, Here, Pool);
     B.SetInsertPoint(Here);
-    Value *S1 = B.CreateCall(Task, {Start, Stop, Env});
+    // The task's body itself, with the captures as arguments: no
+    // environment on the way to a small kernel.
+    std::vector<Value *> Args = {Start, Stop};
+    Args.insert(Args.end(), Captures.begin(), Captures.end());
+    Value *S1 = B.CreateCall(TaskBodies.at(Op->Task.get()), Args);
     B.CreateBr(Join);
     B.SetInsertPoint(Pool);
+    Value *Env = MakeEnv();
     // (Lowering the grain may add blocks: a division checks its divisor.)
     Value *S2 = B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
     BasicBlock *PoolEnd = B.GetInsertBlock();
