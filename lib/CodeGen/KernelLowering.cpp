@@ -261,6 +261,30 @@ private:
     B.SetInsertPoint(Cont);
   }
 
+  /// Branches on C to the code Then and Else emit (which may add blocks of
+  /// their own) and joins their values.
+  Value *branch(Value *C, const std::function<Value *()> &Then,
+                const std::function<Value *()> &Else, const Twine &Name) {
+    Function *F = B.GetInsertBlock()->getParent();
+    BasicBlock *TB = BasicBlock::Create(Ctx, Name + ".then", F);
+    BasicBlock *FB = BasicBlock::Create(Ctx, Name + ".else", F);
+    BasicBlock *Join = BasicBlock::Create(Ctx, Name + ".end", F);
+    B.CreateCondBr(C, TB, FB);
+    B.SetInsertPoint(TB);
+    Value *TV = Then();
+    BasicBlock *TEnd = B.GetInsertBlock();
+    B.CreateBr(Join);
+    B.SetInsertPoint(FB);
+    Value *FV = Else();
+    BasicBlock *FEnd = B.GetInsertBlock();
+    B.CreateBr(Join);
+    B.SetInsertPoint(Join);
+    PHINode *P = B.CreatePHI(TV->getType(), 2);
+    P->addIncoming(TV, TEnd);
+    P->addIncoming(FV, FEnd);
+    return P;
+  }
+
   //===--- Expressions -----------------------------------------------------===//
   Value *lookupVar(const std::string &N) {
     for (auto S = Scopes.rbegin(); S != Scopes.rend(); ++S) {
@@ -560,24 +584,8 @@ Value *KernelLowering::lower(const Expr &E) {
     SF.visit(I->F);
     if (ST.Ok && SF.Ok)
       return B.CreateSelect(C, lower(I->T), lower(I->F));
-    Function *Fn = B.GetInsertBlock()->getParent();
-    BasicBlock *TB = BasicBlock::Create(Ctx, "ite.then", Fn);
-    BasicBlock *FB = BasicBlock::Create(Ctx, "ite.else", Fn);
-    BasicBlock *Join = BasicBlock::Create(Ctx, "ite.end", Fn);
-    B.CreateCondBr(C, TB, FB);
-    B.SetInsertPoint(TB);
-    Value *TV = lower(I->T);
-    BasicBlock *TEnd = B.GetInsertBlock();
-    B.CreateBr(Join);
-    B.SetInsertPoint(FB);
-    Value *FV = lower(I->F);
-    BasicBlock *FEnd = B.GetInsertBlock();
-    B.CreateBr(Join);
-    B.SetInsertPoint(Join);
-    PHINode *P = B.CreatePHI(TV->getType(), 2);
-    P->addIncoming(TV, TEnd);
-    P->addIncoming(FV, FEnd);
-    return P;
+    return branch(
+        C, [&] { return lower(I->T); }, [&] { return lower(I->F); }, "ite");
   }
   case ExprKind::Cast: {
     auto *C = cast<Cast>(E);
@@ -1467,29 +1475,21 @@ void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
     Value *Small = B.CreateAnd(B.CreateICmpSLT(Start, Stop),
                                B.CreateAnd(B.CreateICmpSGT(N, B.getInt64(0)),
                                            Under));
-    Function *F = B.GetInsertBlock()->getParent();
-    BasicBlock *Here = BasicBlock::Create(Ctx, "task.serial", F);
-    BasicBlock *Pool = BasicBlock::Create(Ctx, "task.parallel", F);
-    BasicBlock *Join = BasicBlock::Create(Ctx, "task.join", F);
-    B.CreateCondBr(Small, Here, Pool);
-    B.SetInsertPoint(Here);
-    // The task's body itself, with the captures as arguments: no
-    // environment on the way to a small kernel.
-    std::vector<Value *> Args = {Start, Stop};
-    Args.insert(Args.end(), Captures.begin(), Captures.end());
-    Value *S1 = B.CreateCall(TaskBodies.at(Op->Task.get()), Args);
-    B.CreateBr(Join);
-    B.SetInsertPoint(Pool);
-    Value *Env = MakeEnv();
-    // (Lowering the grain may add blocks: a division checks its divisor.)
-    Value *S2 = B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
-    BasicBlock *PoolEnd = B.GetInsertBlock();
-    B.CreateBr(Join);
-    B.SetInsertPoint(Join);
-    PHINode *Phi = B.CreatePHI(B.getInt32Ty(), 2, "task.status");
-    Phi->addIncoming(S1, Here);
-    Phi->addIncoming(S2, PoolEnd);
-    Status = Phi;
+    Status = branch(
+        Small,
+        [&]() -> Value * {
+          // The task's body itself, with the captures as arguments: no
+          // environment on the way to a small kernel.
+          std::vector<Value *> Args = {Start, Stop};
+          Args.insert(Args.end(), Captures.begin(), Captures.end());
+          return B.CreateCall(TaskBodies.at(Op->Task.get()), Args);
+        },
+        [&]() -> Value * {
+          Value *Env = MakeEnv();
+          return B.CreateCall(Run,
+                              {Task, Start, Stop, lower(Op->Grain), Env});
+        },
+        "task");
   }
   // A task's status is already an error site of this module: pass it on.
   Function *F = B.GetInsertBlock()->getParent();
