@@ -26,7 +26,7 @@
 //     (cacheShare in Support/Host.h), or PassOptions::StreamingThreshold. Nests
 //     with symbolic sizes keep normal stores (the decision is made at compile
 //     time).
-// Always mode skips these three conditions: every structurally possible
+// Always mode skips these four conditions: every structurally possible
 // store streams, so tests exercise the fences on small kernels.
 //
 // Before (threshold 1 MiB):
@@ -35,7 +35,7 @@
 //   }
 // After:
 //   for (int64_t i = 0ll; i < 33554432ll; i++) /* parallel */ {
-//     /* nontemporal */ y[i] = (a[i]) + (s * (b[i]));
+//     /* nontemporal */ y[i] = a[i] + s * b[i];
 //   }
 //
 //===----------------------------------------------------------------------===//
