@@ -160,50 +160,6 @@ llvm::Error checkRectangular(const std::vector<const For *> &Band,
 // Rewriting
 //===----------------------------------------------------------------------===//
 
-/// Integer arithmetic in type T that folds constants and identities, so that
-/// transformed loops print as a person would write them.
-Expr fold(BinOp Op, const Expr &A, const Expr &B) {
-  DType T = A->Type;
-  Expr Bc = B->Type == T ? B : Cast::make(T, B, B->Loc);
-  auto CA = evaluateConstant(A), CB = evaluateConstant(Bc);
-  if (CA && CB) {
-    auto R = evaluateConstant(Binary::make(Op, IntImm::make(T, *CA),
-                                           IntImm::make(T, *CB)));
-    if (R)
-      return IntImm::make(T, *R, A->Loc);
-  }
-  switch (Op) {
-  case BinOp::Add:
-    if (CA == 0)
-      return Bc;
-    if (CB == 0)
-      return A;
-    break;
-  case BinOp::Sub:
-    if (CB == 0)
-      return A;
-    break;
-  case BinOp::Mul:
-    if (CA == 1)
-      return Bc;
-    if (CB == 1)
-      return A;
-    if (CA == 0 || CB == 0)
-      return IntImm::make(T, 0, A->Loc);
-    break;
-  case BinOp::Div:
-    if (CB == 1)
-      return A;
-    break;
-  case BinOp::Mod:
-    if (CB == 1)
-      return IntImm::make(T, 0, A->Loc);
-    break;
-  default:
-    break;
-  }
-  return Binary::make(Op, A, Bc, A->Loc);
-}
 
 /// Replaces statements (by identity) with lists of statements, spliced into
 /// the blocks that hold them.
@@ -256,7 +212,7 @@ protected:
     auto *B = dyn_cast<Binary>(R);
     if (R == E || !B || !isIntegral(B->Type) || B->Op > BinOp::Mod)
       return R;
-    return fold(B->Op, B->A, B->B);
+    return foldBinary(B->Op, B->A, B->B);
   }
 };
 
@@ -393,7 +349,7 @@ Expr tripCount(const For &L, DType T, bool ClampAtZero) {
   auto Conv = [&](const Expr &E) {
     return E->Type == T ? E : Cast::make(T, E, E->Loc);
   };
-  Expr Trip = fold(BinOp::Sub, Conv(L.Stop), Conv(L.Start));
+  Expr Trip = foldBinary(BinOp::Sub, Conv(L.Stop), Conv(L.Start));
   if (auto C = evaluateConstant(Trip))
     return constant(T, std::max<int64_t>(*C, 0));
   return ClampAtZero ? Binary::make(BinOp::Max, Trip, constant(T, 0)) : Trip;
@@ -488,8 +444,8 @@ llvm::Error LoopNest::split(const std::string &Name, int64_t Factor,
   bool Exact = ConstTrip && *ConstTrip % Factor == 0;
   Expr F = constant(T, Factor);
   Expr O = Var::make(T, OName, L.Loc), I = Var::make(T, IName, L.Loc);
-  Expr Offset = fold(BinOp::Add, fold(BinOp::Mul, O, F), I);
-  Stmt Body = substitute(L.Body, {{Name, fold(BinOp::Add, L.Start, Offset)}});
+  Expr Offset = foldBinary(BinOp::Add, foldBinary(BinOp::Mul, O, F), I);
+  Stmt Body = substitute(L.Body, {{Name, foldBinary(BinOp::Add, L.Start, Offset)}});
   LoopOptions OuterOpts, InnerOpts;
   OuterOpts.Parallel = L.Options.Parallel;
   InnerOpts.Vectorize = L.Options.Vectorize;
@@ -502,21 +458,21 @@ llvm::Error LoopNest::split(const std::string &Name, int64_t Factor,
                                        constant(DType::I32, 1),
                                        constant(DType::I32, 0), L.Loc);
     Body = Block::make({Cond::make(InRange, Body, nullptr, L.Loc)}, L.Loc);
-    Expr Chunks = fold(BinOp::Div, fold(BinOp::Add, Trip, constant(T, Factor - 1)), F);
+    Expr Chunks = foldBinary(BinOp::Div, foldBinary(BinOp::Add, Trip, constant(T, Factor - 1)), F);
     Stmt Inner = For::make(IName, T, Zero, F, Body, InnerOpts, L.Loc);
     New.push_back(For::make(OName, T, Zero, Chunks,
                             Block::make({Inner}, L.Loc), OuterOpts, L.Loc));
   } else {
-    Expr Chunks = fold(BinOp::Div, Trip, F);
+    Expr Chunks = foldBinary(BinOp::Div, Trip, F);
     Stmt Inner = For::make(IName, T, Zero, F, Body, InnerOpts, L.Loc);
     New.push_back(For::make(OName, T, Zero, Chunks,
                             Block::make({Inner}, L.Loc), OuterOpts, L.Loc));
     if (!Exact) {
-      Expr TailStart = fold(BinOp::Add, L.Start, fold(BinOp::Mul, Chunks, F));
+      Expr TailStart = foldBinary(BinOp::Add, L.Start, foldBinary(BinOp::Mul, Chunks, F));
       Stmt TailBody = substitute(
           renamed(L.Body, "_tail", K),
-          {{Name, fold(BinOp::Add, TailStart, Var::make(T, TName, L.Loc))}});
-      New.push_back(For::make(TName, T, Zero, fold(BinOp::Mod, Trip, F),
+          {{Name, foldBinary(BinOp::Add, TailStart, Var::make(T, TName, L.Loc))}});
+      New.push_back(For::make(TName, T, Zero, foldBinary(BinOp::Mod, Trip, F),
                               TailBody, InnerOpts, L.Loc));
     }
   }
@@ -673,12 +629,12 @@ llvm::Error LoopNest::flatten(const std::vector<std::string> &Loops,
   for (size_t I = Band->size(); I-- > 0;) {
     const For &L = *(*Band)[I];
     Expr Trip = tripCount(L, T, /*ClampAtZero=*/true);
-    Expr V = fold(BinOp::Div, Flat, Inner);
+    Expr V = foldBinary(BinOp::Div, Flat, Inner);
     if (I != 0)
-      V = fold(BinOp::Mod, V, Trip);
+      V = foldBinary(BinOp::Mod, V, Trip);
     Expr Start = L.Start->Type == T ? L.Start : Cast::make(T, L.Start);
-    Map[L.Var] = fold(BinOp::Add, Start, V);
-    Inner = fold(BinOp::Mul, Inner, Trip);
+    Map[L.Var] = foldBinary(BinOp::Add, Start, V);
+    Inner = foldBinary(BinOp::Mul, Inner, Trip);
   }
   LoopOptions Opts;
   Opts.Parallel = AllParallel;

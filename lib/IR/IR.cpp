@@ -232,6 +232,58 @@ std::optional<int64_t> evaluateConstant(const Expr &E) {
   }
 }
 
+Expr foldBinary(BinOp Op, const Expr &A, const Expr &B) {
+  DType T = A->Type;
+  Expr Bc = B->Type == T ? B : Cast::make(T, B, B->Loc);
+  auto CA = evaluateConstant(A), CB = evaluateConstant(Bc);
+  if (CA && CB && (Op == BinOp::Max || Op == BinOp::Min))
+    return IntImm::make(T, Op == BinOp::Max ? std::max(*CA, *CB)
+                                            : std::min(*CA, *CB),
+                        A->Loc);
+  if (CA && CB) {
+    auto R = evaluateConstant(Binary::make(Op, IntImm::make(T, *CA),
+                                           IntImm::make(T, *CB)));
+    if (R)
+      return IntImm::make(T, *R, A->Loc);
+  }
+  switch (Op) {
+  case BinOp::Add:
+    if (CA == 0)
+      return Bc;
+    if (CB == 0)
+      return A;
+    break;
+  case BinOp::Sub:
+    if (CB == 0)
+      return A;
+    break;
+  case BinOp::Mul:
+    if (CA == 1)
+      return Bc;
+    if (CB == 1)
+      return A;
+    if (CA == 0 || CB == 0)
+      return IntImm::make(T, 0, A->Loc);
+    break;
+  case BinOp::Div:
+    if (CB == 1)
+      return A;
+    break;
+  case BinOp::Mod:
+    if (CB == 1)
+      return IntImm::make(T, 0, A->Loc);
+    break;
+  case BinOp::Max: // Max(Max(x, c), c) is Max(x, c).
+    if (auto *M = dyn_cast<Binary>(A);
+        M && M->Op == BinOp::Max && CB && evaluateConstant(M->B) == CB)
+      return A;
+    break;
+  default:
+    break;
+  }
+  return Binary::make(Op, A, Bc, A->Loc);
+}
+
 namespace {
 /// V if it fits in integer type T.
 std::optional<int64_t> fitting(DType T, int64_t V, std::string &Why) {

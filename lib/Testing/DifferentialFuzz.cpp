@@ -246,6 +246,49 @@ PipelineOptions fuzzPipeline(unsigned T) {
   return PO;
 }
 
+/// Failure = What and the diagnostics; false.
+bool fail(std::string &Failure, const DiagnosticEngine &Diags,
+          const std::string &What) {
+  std::ostringstream OS;
+  Diags.print(OS);
+  Failure = What + "\n" + OS.str();
+  return false;
+}
+
+/// One compiled run of a generated kernel at T threads.
+struct JitRun {
+  Kernel Lowered;
+  std::optional<KernelArgs> Args;
+  bool Ok = false; ///< Arguments built and the kernel ran without error.
+};
+
+/// Runs K through the fuzzers' pipeline (diagnostics to PassDiags) and the
+/// JIT, then on the arguments of Params at T threads (errors to RunDiags).
+/// Nullopt, with What set, when the pipeline or the JIT fails.
+std::optional<JitRun> runJit(const Kernel &K,
+                             const std::vector<std::string> &Params,
+                             KernelJIT &JIT, unsigned T,
+                             DiagnosticEngine &PassDiags,
+                             DiagnosticEngine &RunDiags, std::string &What) {
+  JitRun R{K, std::nullopt, false};
+  if (!runPasses(R.Lowered, buildDefaultPipeline(), fuzzPipeline(T),
+                 PassDiags)) {
+    What = "the pipeline failed at " + std::to_string(T) + " threads";
+    return std::nullopt;
+  }
+  auto CK = JIT.compile(R.Lowered);
+  if (!CK) {
+    PassDiags.error({}, llvm::toString(CK.takeError()));
+    What = "the JIT failed";
+    return std::nullopt;
+  }
+  nnc_runtime_set_num_threads(static_cast<int32_t>(T));
+  R.Args = buildArgs(K, Params, {}, 1, RunDiags);
+  R.Ok = R.Args && (*CK)->run(R.Args->Values, RunDiags);
+  nnc_runtime_set_num_threads(0);
+  return R;
+}
+
 } // namespace
 
 FuzzKernel generateRandomKernel(uint64_t Seed) {
@@ -258,10 +301,7 @@ bool checkRandomKernel(const FuzzKernel &FK, KernelJIT &JIT,
   DiagnosticEngine Diags;
   auto LM = loadModuleFromText("fuzz.nnc", FK.Text, Diags);
   auto Fail = [&](const std::string &What) {
-    std::ostringstream OS;
-    Diags.print(OS);
-    Failure = What + "\n" + OS.str();
-    return false;
+    return fail(Failure, Diags, What);
   };
   if (!LM)
     return Fail("the generated kernel does not parse or verify");
@@ -281,23 +321,15 @@ bool checkRandomKernel(const FuzzKernel &FK, KernelJIT &JIT,
   if (!Ref || !interpret(K, Ref->Values, Diags, IO))
     return Fail("the interpreter failed");
   for (unsigned T : Threads) {
-    Kernel Lowered = K;
-    if (!runPasses(Lowered, buildDefaultPipeline(), fuzzPipeline(T), Diags))
-      return Fail("the pipeline failed at " + std::to_string(T) + " threads");
-    auto CK = JIT.compile(Lowered);
-    if (!CK) {
-      Diags.error({}, llvm::toString(CK.takeError()));
-      return Fail("the JIT failed");
-    }
-    nnc_runtime_set_num_threads(static_cast<int32_t>(T));
-    auto Got = buildArgs(K, FK.Params, {}, 1, Diags);
-    bool Ran = Got && (*CK)->run(Got->Values, Diags);
-    nnc_runtime_set_num_threads(0);
-    if (!Ran)
+    std::string What;
+    auto Run = runJit(K, FK.Params, JIT, T, Diags, Diags, What);
+    if (!Run)
+      return Fail(What);
+    if (!Run->Ok)
       return Fail("the compiled kernel failed");
-    if (!compareOutputs(K, *Got, *Ref, expectedPrecision(K), Diags)) {
+    if (!compareOutputs(K, *Run->Args, *Ref, expectedPrecision(K), Diags)) {
       std::ostringstream IR;
-      printKernelWithTasks(IR, Lowered);
+      printKernelWithTasks(IR, Run->Lowered);
       Diags.note({}, "at " + std::to_string(T) + " threads; the kernel "
                      "compiled was:\n" + IR.str());
       return Fail("mismatch");
@@ -555,10 +587,7 @@ bool checkHostileKernel(const FuzzKernel &H, KernelJIT &JIT,
                         std::string &Failure) {
   DiagnosticEngine Diags;
   auto Describe = [&](const std::string &What) {
-    std::ostringstream OS;
-    Diags.print(OS);
-    Failure = What + "\n" + OS.str();
-    return false;
+    return fail(Failure, Diags, What);
   };
   auto LM = loadModuleFromText("hostile.nnc", H.Text, Diags);
   if (!LM)
@@ -574,21 +603,13 @@ bool checkHostileKernel(const FuzzKernel &H, KernelJIT &JIT,
   DiagnosticEngine RefDiags;
   bool RefOk = interpret(K, Ref->Values, RefDiags, IO);
   for (unsigned T : Threads) {
-    Kernel Lowered = K;
-    DiagnosticEngine PassDiags; // Warnings (a dropped parallel mark) are fine.
-    if (!runPasses(Lowered, buildDefaultPipeline(), fuzzPipeline(T), PassDiags))
-      return Describe("the pipeline failed at " + std::to_string(T) +
-                      " threads");
-    auto CK = JIT.compile(Lowered);
-    if (!CK) {
-      Diags.error({}, llvm::toString(CK.takeError()));
-      return Describe("the JIT failed");
-    }
-    nnc_runtime_set_num_threads(static_cast<int32_t>(T));
-    auto Got = buildArgs(K, H.Params, {}, 1, Diags);
-    DiagnosticEngine JitDiags;
-    bool JitOk = Got && (*CK)->run(Got->Values, JitDiags);
-    nnc_runtime_set_num_threads(0);
+    // Warnings of the passes (a dropped parallel mark) are fine.
+    DiagnosticEngine PassDiags, JitDiags;
+    std::string What;
+    auto Run = runJit(K, H.Params, JIT, T, PassDiags, JitDiags, What);
+    if (!Run)
+      return fail(Failure, PassDiags, What);
+    bool JitOk = Run->Ok;
     if (JitOk != RefOk) {
       std::ostringstream OS;
       RefDiags.print(OS);
@@ -597,7 +618,8 @@ bool checkHostileKernel(const FuzzKernel &H, KernelJIT &JIT,
                 " failed at " + std::to_string(T) + " threads\n" + OS.str();
       return false;
     }
-    if (RefOk && !compareOutputs(K, *Got, *Ref, expectedPrecision(K), Diags))
+    if (RefOk &&
+        !compareOutputs(K, *Run->Args, *Ref, expectedPrecision(K), Diags))
       return Describe("mismatch at " + std::to_string(T) + " threads");
   }
   return true;

@@ -83,42 +83,6 @@ Expr i64(const Expr &E) {
   return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
 }
 
-/// A op B on i64, folded when both are constants (wrapping, as the kernel's
-/// arithmetic does).
-Expr fold(BinOp Op, const Expr &A, const Expr &B) {
-  auto CA = getConstInt(A), CB = getConstInt(B);
-  if (CA && CB) {
-    uint64_t X = static_cast<uint64_t>(*CA), Y = static_cast<uint64_t>(*CB);
-    switch (Op) {
-    case BinOp::Add:
-      return IntImm::make(DType::I64, static_cast<int64_t>(X + Y), A->Loc);
-    case BinOp::Sub:
-      return IntImm::make(DType::I64, static_cast<int64_t>(X - Y), A->Loc);
-    case BinOp::Mul:
-      return IntImm::make(DType::I64, static_cast<int64_t>(X * Y), A->Loc);
-    case BinOp::Max:
-      return IntImm::make(DType::I64, std::max(*CA, *CB), A->Loc);
-    case BinOp::Div:
-      if (*CB > 0)
-        return IntImm::make(DType::I64, *CA / *CB, A->Loc);
-      break;
-    default:
-      break;
-    }
-  }
-  if ((Op == BinOp::Mul && CA == 1) || (Op == BinOp::Add && CA == 0))
-    return B;
-  if (((Op == BinOp::Mul || Op == BinOp::Div) && CB == 1) ||
-      ((Op == BinOp::Add || Op == BinOp::Sub) && CB == 0))
-    return A;
-  // Max(Max(x, c), c) is Max(x, c).
-  if (auto *M = dyn_cast<Binary>(A);
-      Op == BinOp::Max && M && M->Op == BinOp::Max && CB &&
-      getConstInt(M->B) == CB)
-    return A;
-  return Binary::make(Op, A, B, A->Loc);
-}
-
 /// Whether E reads memory.
 bool hasLoad(const Expr &E) {
   struct Finder : IRVisitor {
@@ -152,10 +116,10 @@ Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden) {
       if (auto CW = getConstInt(W))
         Const += *CW;
       else
-        Sum = fold(BinOp::Add, Sum, W);
+        Sum = foldBinary(BinOp::Add, Sum, W);
     }
-    Sum = fold(BinOp::Add, Sum, IntImm::make(DType::I64, Const, S->Loc));
-    return fold(BinOp::Max, Sum, One);
+    Sum = foldBinary(BinOp::Add, Sum, IntImm::make(DType::I64, Const, S->Loc));
+    return foldBinary(BinOp::Max, Sum, One);
   }
   if (auto *F = dyn_cast<For>(S)) {
     if (!Visible(F->Start) || !Visible(F->Stop))
@@ -165,7 +129,7 @@ Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden) {
       return nullptr;
     // A negative trip count makes W small, which only makes the grain
     // smaller: the estimate is a heuristic, never a correctness matter.
-    return fold(BinOp::Mul, fold(BinOp::Sub, i64(F->Stop), i64(F->Start)), W);
+    return foldBinary(BinOp::Mul, foldBinary(BinOp::Sub, i64(F->Stop), i64(F->Start)), W);
   }
   if (auto *C = dyn_cast<Cond>(S)) {
     Expr W = One;
@@ -174,7 +138,7 @@ Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden) {
         Expr X = workExpr(Br, Hidden);
         if (!X)
           return nullptr;
-        W = fold(BinOp::Max, W, X);
+        W = foldBinary(BinOp::Max, W, X);
       }
     return W;
   }
@@ -190,11 +154,11 @@ Expr grainExpr(const For &L, int64_t Grain) {
   // count iterations.
   if (!W)
     W = One;
-  W = fold(BinOp::Max, W, One);
+  W = foldBinary(BinOp::Max, W, One);
   Expr G = IntImm::make(DType::I64, Grain, L.Loc);
-  Expr R = fold(BinOp::Div,
-                fold(BinOp::Sub, fold(BinOp::Add, G, W), One), W);
-  return fold(BinOp::Max, R, One);
+  Expr R = foldBinary(BinOp::Div,
+                foldBinary(BinOp::Sub, foldBinary(BinOp::Add, G, W), One), W);
+  return foldBinary(BinOp::Max, R, One);
 }
 
 namespace {

@@ -319,17 +319,16 @@ private:
       const auto &Sites = ByBuf[B];
       // One store that cannot stream keeps them all cached.
       std::vector<std::string> Why;
-      const StoreSite *Blocker = nullptr;
+      std::optional<size_t> Blocker;
       for (const StoreSite *S : Sites) {
         Why.push_back(structuralObstacle(*S));
         if (!Blocker && !Why.back().empty())
-          Blocker = S;
+          Blocker = Why.size() - 1;
       }
       std::string Common, Payoff = "--streaming-stores=always";
       if (Blocker) {
-        Common = "the store at " + Blocker->St->Loc.str() +
-                 " to the same buffer cannot stream (" +
-                 structuralObstacle(*Blocker) + ")";
+        Common = "the store at " + Sites[*Blocker]->St->Loc.str() +
+                 " to the same buffer cannot stream (" + Why[*Blocker] + ")";
       } else if (Opts.Streaming == StreamingStores::Auto) {
         Common = payoffObstacle(At, Nest, Scan, *B, Payoff);
       }

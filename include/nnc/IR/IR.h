@@ -267,6 +267,11 @@ std::optional<int64_t> getConstInt(const Expr &E);
 /// as NNC prints strides), with the language's wrapping arithmetic; nullopt
 /// if it depends on a variable or a load, or divides by zero.
 std::optional<int64_t> evaluateConstant(const Expr &E);
+/// `A op B` on integers, simplified so that generated code prints as a
+/// person would write it: constants folded (with that wrapping arithmetic)
+/// and identities dropped (x + 0, x - 0, x * 1, x * 0, x / 1, x % 1,
+/// Max(Max(x, c), c)). B is cast to A's type.
+Expr foldBinary(BinOp Op, const Expr &A, const Expr &B);
 
 /// The largest temporary a kernel may allocate (16 GiB), in the interpreter
 /// and in compiled code alike: a larger Allocate is an error, not a crash.
