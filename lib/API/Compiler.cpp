@@ -422,6 +422,4 @@ std::string toText(const Module &M) {
   return OS.str();
 }
 
-bool sameIR(const Kernel &A, const Kernel &B) { return toText(A) == toText(B); }
-
 } // namespace nnc

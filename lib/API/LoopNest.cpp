@@ -1,5 +1,6 @@
 //===- LoopNest.cpp - Loop transforms on a kernel --------------------------===//
 #include "nnc/API/LoopNest.h"
+#include "nnc/IR/Equality.h"
 #include "nnc/API/Error.h"
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/IRVisitor.h"
@@ -894,7 +895,7 @@ llvm::Error LoopNest::computeInline(const std::string &Name) {
     auto DimC = evaluateConstant(Buf.Dims[D]), StopC = evaluateConstant(L.Stop);
     bool Covers = getConstInt(L.Start) == 0 &&
                   (DimC ? StopC == DimC
-                        : toString(L.Stop) == toString(Buf.Dims[D]));
+                        : equal(L.Stop, Buf.Dims[D]));
     // The innermost loop holds just the store (not, say, a condition
     // around it); the others just the next loop.
     const auto &Inner = cast<Block>(L.Body)->Stmts;

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/CodeGen/CodeGen.h"
+#include "nnc/IR/Equality.h"
 #include "nnc/Analysis/Bounds.h"
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/ExternalFunctions.h"
@@ -118,7 +119,7 @@ std::optional<std::pair<int64_t, Expr>> grainWork(const Expr &Grain) {
   if (!Sub || Sub->Op != BinOp::Sub || getConstInt(Sub->B) != 1)
     return std::nullopt;
   auto *Add = dyn_cast<Binary>(Sub->A);
-  if (!Add || Add->Op != BinOp::Add || toString(Add->B) != toString(D->B))
+  if (!Add || Add->Op != BinOp::Add || !equal(Add->B, D->B))
     return std::nullopt;
   auto G = getConstInt(Add->A);
   if (!G)

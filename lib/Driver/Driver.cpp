@@ -1,5 +1,6 @@
 //===- Driver.cpp - The logic behind the nnc-jit tool ---------------------===//
 #include "nnc/Driver/Driver.h"
+#include "nnc/IR/Equality.h"
 #include "nnc/CodeGen/CodeGen.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
@@ -448,7 +449,7 @@ std::set<const BufferNode *> accumulatedBuffers(const Kernel &K) {
           if (L->Buf == St->Buf && L->Indices.size() == St->Indices.size()) {
             bool Same = true;
             for (size_t I = 0; I < L->Indices.size(); ++I)
-              Same &= toString(L->Indices[I]) == toString(St->Indices[I]);
+              Same &= equal(L->Indices[I], St->Indices[I]);
             Found |= Same;
           }
           IRVisitor::visitLoad(L);

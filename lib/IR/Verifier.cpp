@@ -1,5 +1,6 @@
 //===- Verifier.cpp - IR invariants ---------------------------------------===//
 #include "nnc/IR/Verifier.h"
+#include "nnc/IR/Equality.h"
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
@@ -470,7 +471,7 @@ private:
     for (size_t I = 0; I < V.Sizes.size(); ++I) {
       auto A = getConstInt(V.Sizes[I]), D = getConstInt(B.Dims[I]);
       bool Mismatch = (A && D) ? *A != *D
-                               : toString(V.Sizes[I]) != toString(B.Dims[I]);
+                               : !equal(V.Sizes[I], B.Dims[I]);
       if (Mismatch)
         error(V.Loc, "description of '" + B.Name + "' has size " +
                          toString(V.Sizes[I]) + " in dimension " +
@@ -515,7 +516,7 @@ private:
       bool Same = P.Other->Type == DType::F32 &&
                   P.Other->Sizes.size() == Op->Out.Sizes.size();
       for (size_t I = 0; Same && I < P.Other->Sizes.size(); ++I)
-        Same = toString(P.Other->Sizes[I]) == toString(Op->Out.Sizes[I]);
+        Same = equal(P.Other->Sizes[I], Op->Out.Sizes[I]);
       if (!Same)
         error(Op->Loc, "the operand of add, '" + P.Other->Buf->Name +
                            "', must be f32 with the output's shape");

@@ -27,6 +27,7 @@
 //   y(dtype=float, sizes=[...], strides=[...]) = nnc_aten_conv2d(buf_args={x, w, b}, args={...}, post_ops={add(r(...)), relu})
 //
 //===----------------------------------------------------------------------===//
+#include "nnc/IR/Equality.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/Transforms/Passes.h"
@@ -70,14 +71,14 @@ void factors(const Expr &E, std::vector<Expr> &Out) {
 /// Recognizes post-op chains applied to the convolution's element.
 class Matcher {
 public:
-  Matcher(std::string Base, std::string Index, const Buffer &C)
+  Matcher(Expr Base, std::vector<Expr> Index, const Buffer &C)
       : Base(std::move(Base)), Index(std::move(Index)), C(C) {}
 
   /// The post-ops that turn the base element into E, innermost first.
   std::optional<std::vector<PostOp>> match(const Expr &E, unsigned Depth = 0) {
     if (Depth > 16)
       return std::nullopt;
-    if (toString(E) == Base)
+    if (equal(E, Base))
       return std::vector<PostOp>{};
     auto With = [&](const Expr &Inner, PostOp P)
         -> std::optional<std::vector<PostOp>> {
@@ -87,32 +88,29 @@ public:
       Chain->push_back(std::move(P));
       return Chain;
     };
-    auto Same = [](const Expr &A, const Expr &B) {
-      return toString(A) == toString(B);
-    };
     PostOp P;
     if (auto *S = dyn_cast<CompareSelect>(E)) {
       // relu: a<0 ? 0 : a;  a>0 ? a : 0;  leaky: a<0 ? a*c : a.
-      if (S->Op == CmpOp::LT && isConst(S->B, 0) && Same(S->A, S->F)) {
+      if (S->Op == CmpOp::LT && isConst(S->B, 0) && equal(S->A, S->F)) {
         if (isConst(S->T, 0))
           return With(S->A, PostOp{PostOpKind::Relu, 0, 0, {}});
         std::vector<Expr> F;
         factors(S->T, F);
         if (F.size() == 2)
           for (int K = 0; K < 2; ++K)
-            if (Same(F[K], S->A) && floatConst(F[1 - K]))
+            if (equal(F[K], S->A) && floatConst(F[1 - K]))
               return With(S->A, PostOp{PostOpKind::LeakyRelu,
                                        *floatConst(F[1 - K]), 0, {}});
       }
-      if (S->Op == CmpOp::GT && isConst(S->B, 0) && Same(S->A, S->T) &&
+      if (S->Op == CmpOp::GT && isConst(S->B, 0) && equal(S->A, S->T) &&
           isConst(S->F, 0))
         return With(S->A, PostOp{PostOpKind::Relu, 0, 0, {}});
       // clamp as NNC prints hardtanh: (a<lo ? lo : a)>hi ? hi : (same).
-      if (S->Op == CmpOp::GT && Same(S->A, S->F) && Same(S->B, S->T) &&
+      if (S->Op == CmpOp::GT && equal(S->A, S->F) && equal(S->B, S->T) &&
           floatConst(S->B)) {
         if (auto *In = dyn_cast<CompareSelect>(S->A);
-            In && In->Op == CmpOp::LT && Same(In->B, In->T) &&
-            Same(In->A, In->F) && floatConst(In->B))
+            In && In->Op == CmpOp::LT && equal(In->B, In->T) &&
+            equal(In->A, In->F) && floatConst(In->B))
           return With(In->A, PostOp{PostOpKind::Clamp, *floatConst(In->B),
                                     *floatConst(S->B), {}});
       }
@@ -153,7 +151,7 @@ public:
           const Expr &X = K ? B->B : B->A, &Z = K ? B->A : B->B;
           if (auto *L = dyn_cast<Load>(Z);
               L && L->Buf != C && L->Buf->Type == DType::F32 &&
-              indexText(L->Indices) == Index) {
+              sameIndices(L->Indices, Index)) {
             PostOp P{PostOpKind::Add, 0, 0, BufferView::of(L->Buf, L->Loc)};
             if (auto R = With(X, P))
               return R;
@@ -167,7 +165,7 @@ public:
         if (auto A = sigmoidArg(B->B)) {
           if (isConst(B->A, 1))
             return With(*A, PostOp{PostOpKind::Sigmoid, 0, 0, {}});
-          if (Same(B->A, *A))
+          if (equal(B->A, *A))
             return With(*A, PostOp{PostOpKind::Silu, 0, 0, {}});
         }
         if (isConst(B->B, 6))
@@ -189,11 +187,11 @@ public:
   }
 
 private:
-  static std::string indexText(const std::vector<Expr> &Idx) {
-    std::string S;
-    for (const Expr &E : Idx)
-      S += toString(E) + ";";
-    return S;
+  static bool sameIndices(const std::vector<Expr> &A,
+                          const std::vector<Expr> &B) {
+    return A.size() == B.size() &&
+           std::equal(A.begin(), A.end(), B.begin(),
+                      [](const Expr &X, const Expr &Y) { return equal(X, Y); });
   }
 
   /// x in `1 + exp(0 - x)` / `1 + exp(-x)` (either order of the sum).
@@ -232,7 +230,7 @@ private:
         continue;
       auto *P3 = dyn_cast<Binary>(Mx->A);
       if (P3 && P3->Op == BinOp::Add && isConst(P3->B, 3) &&
-          toString(P3->A) == toString(F[K]))
+          equal(P3->A, F[K]))
         return F[K];
     }
     return std::nullopt;
@@ -265,7 +263,7 @@ private:
     for (size_t I = 0; I < F.size(); ++I) {
       // silu: a * sigmoid(a).
       if (auto *S = dyn_cast<Intrinsic>(F[I]); S && S->Op == IntrinsicOp::Sigmoid)
-        if (auto A = Rest({I}); A && toString(*A) == toString(S->Args[0]))
+        if (auto A = Rest({I}); A && equal(*A, S->Args[0]))
           return Chain(*A, PostOpKind::Silu);
       // GELU: 0.5 * a * (1 + erf(a * c)) or (1 + tanh(...)).
       auto *Sum = dyn_cast<Binary>(F[I]);
@@ -280,12 +278,11 @@ private:
         auto A = Rest({I, H});
         if (!A)
           continue;
-        std::string AT = toString(*A);
         std::vector<Expr> In;
         factors(Fn->Args[0], In);
         if (Fn->Op == IntrinsicOp::Erf && In.size() == 2) {
           for (int K = 0; K < 2; ++K)
-            if (toString(In[K]) == AT && isConst(In[1 - K], 0.70710678118654752))
+            if (equal(In[K], *A) && isConst(In[1 - K], 0.70710678118654752))
               return Chain(*A, PostOpKind::GeluErf);
         }
         if (Fn->Op == IntrinsicOp::Tanh && In.size() == 2) {
@@ -294,14 +291,14 @@ private:
               continue;
             auto *Inner = dyn_cast<Binary>(In[1 - K]);
             if (!Inner || Inner->Op != BinOp::Add ||
-                toString(Inner->A) != AT)
+                !equal(Inner->A, *A))
               continue;
             std::vector<Expr> Cube;
             factors(Inner->B, Cube);
             size_t As = 0;
             bool C2 = false;
             for (const Expr &X : Cube) {
-              As += toString(X) == AT;
+              As += equal(X, *A);
               C2 |= isConst(X, 0.044715);
             }
             if (Cube.size() == 4 && As == 3 && C2)
@@ -313,7 +310,8 @@ private:
     return std::nullopt;
   }
 
-  std::string Base, Index;
+  Expr Base;
+  std::vector<Expr> Index;
   const Buffer &C;
 };
 
@@ -550,11 +548,7 @@ private:
       return nullptr;
     }
     // The stored value: a post-op chain applied to C at the same index.
-    std::string Index;
-    for (const Expr &E : St->Indices)
-      Index += toString(E) + ";";
-    std::string Base = toString(Load::make(C, St->Indices));
-    Matcher M(Base, Index, C);
+    Matcher M(Load::make(C, St->Indices), St->Indices, C);
     auto Posts = M.match(St->Value);
     if (!Posts || Posts->empty()) {
       Why = Posts ? "the loop only copies the output"

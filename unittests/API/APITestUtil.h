@@ -23,7 +23,7 @@ inline Kernel kernelOf(const std::string &Text) {
 /// Checks that Actual is the IR of ExpectedText.
 inline void expectIR(const Kernel &Actual, const std::string &ExpectedText) {
   Kernel Want = kernelOf(ExpectedText);
-  EXPECT_TRUE(sameIR(Actual, Want)) << "got:\n"
+  EXPECT_TRUE(equal(Actual, Want)) << "got:\n"
                                     << toText(Actual) << "expected:\n"
                                     << toText(Want);
 }

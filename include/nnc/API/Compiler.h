@@ -21,6 +21,7 @@
 #define NNC_API_COMPILER_H
 
 #include "nnc/CodeGen/BoundsChecking.h"
+#include "nnc/IR/Equality.h"
 #include "nnc/IR/IR.h"
 #include "nnc/Transforms/Passes.h"
 
@@ -203,9 +204,6 @@ llvm::Expected<Kernel> parseKernel(std::string Text,
 /// The .nnc text of a kernel (with the tasks it calls) or of a module.
 std::string toText(const Kernel &K);
 std::string toText(const Module &M);
-/// Whether two kernels are the same IR (source locations aside): the
-/// printer is canonical, so this compares their text.
-bool sameIR(const Kernel &A, const Kernel &B);
 
 } // namespace nnc
 

@@ -1,0 +1,43 @@
+//===- Equality.h - Structural equality and hashing of IR --------*- C++ -*-===//
+//
+// Two pieces of IR are equal when they have the same structure: the same node
+// kinds, operators, types, names and constants (floats bit for bit, so 0.0
+// and -0.0 differ and a NaN equals the same NaN), whatever their source
+// locations. Buffers are equal when they are the same node or have the same
+// name, type, role, layout, dims and strides, so that two parses of one text
+// are equal. As in Halide's `equal` and `ExprHash`, this replaces comparing
+// printed text: it is exact, it allocates nothing, and it stops at the first
+// difference.
+//
+//   std::unordered_map<Expr, int, ExprHash, ExprEqual> Seen;
+//   if (equal(Store->Indices[0], Load->Indices[0])) ...
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_IR_EQUALITY_H
+#define NNC_IR_EQUALITY_H
+
+#include "nnc/IR/IR.h"
+
+#include <cstddef>
+
+namespace nnc {
+
+bool equal(const Expr &A, const Expr &B);
+bool equal(const Stmt &A, const Stmt &B);
+bool equal(const BufferNode &A, const BufferNode &B);
+/// Names, parameters (in order), bodies and the tasks they call.
+bool equal(const Kernel &A, const Kernel &B);
+
+/// A hash consistent with equal(Expr, Expr): equal expressions hash alike.
+size_t hashExpr(const Expr &E);
+
+struct ExprHash {
+  size_t operator()(const Expr &E) const { return hashExpr(E); }
+};
+struct ExprEqual {
+  bool operator()(const Expr &A, const Expr &B) const { return equal(A, B); }
+};
+
+} // namespace nnc
+
+#endif // NNC_IR_EQUALITY_H
