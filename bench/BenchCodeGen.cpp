@@ -10,8 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Baselines.h"
-#include "nnc/JIT/JIT.h"
-#include "nnc/Parse/Parser.h"
+#include "BenchUtil.h"
 
 #include <benchmark/benchmark.h>
 
@@ -70,57 +69,30 @@ kernel gelu_2d(in x: f32[128, 768], in bias: f32[768], out y: f32[128, 768]) {
 )";
 
 const Module &module() {
-  static Module M = [] {
-    SourceFile F("bench.nnc", KernelText);
-    DiagnosticEngine D;
-    auto Parsed = parseModule(F, D);
-    if (!Parsed) {
-      D.print(std::cerr);
-      std::abort();
-    }
-    return std::move(*Parsed);
-  }();
+  static Module M = bench::orDie(parseText(KernelText, "bench.nnc"));
   return M;
 }
 
-KernelJIT &jit() {
-  static std::unique_ptr<KernelJIT> J = [] {
-    auto E = KernelJIT::create({});
-    if (!E) {
-      std::cerr << llvm::toString(E.takeError()) << '\n';
-      std::abort();
-    }
-    return std::move(*E);
-  }();
-  return *J;
+/// Code generation alone: no IR passes (the kernels are serial loops).
+CompileOptions codegenOnly(bool Checked) {
+  CompileOptions O;
+  O.Passes.emplace();
+  if (Checked)
+    O.Bounds = BoundsChecking::All; // As --bounds-check.
+  return O;
 }
 
-/// A second JIT whose kernels check every access (--bounds-check).
-KernelJIT &checkedJit() {
-  static std::unique_ptr<KernelJIT> J = [] {
-    JITOptions O;
-    O.Bounds = BoundsChecking::All;
-    auto E = KernelJIT::create(O);
-    if (!E) {
-      std::cerr << llvm::toString(E.takeError()) << '\n';
-      std::abort();
-    }
-    return std::move(*E);
-  }();
-  return *J;
+const Compiler &compiler(bool Checked = false) {
+  static Compiler Plain(codegenOnly(false)), WithChecks(codegenOnly(true));
+  return Checked ? WithChecks : Plain;
 }
 
-const CompiledKernel &compiled(const char *Name, bool Checked = false) {
-  static std::map<std::string, std::shared_ptr<const CompiledKernel>> Cache;
+const Function &compiled(const char *Name, bool Checked = false) {
+  static std::map<std::string, std::unique_ptr<Function>> Cache;
   auto &Slot = Cache[std::string(Name) + (Checked ? "/checked" : "")];
-  if (!Slot) {
-    auto CK = (Checked ? checkedJit() : jit()).compile(*module().findKernel(Name));
-    if (!CK) {
-      std::cerr << llvm::toString(CK.takeError()) << '\n';
-      std::abort();
-    }
-    Slot = *CK;
-  }
+  if (!Slot)
+    Slot = std::make_unique<Function>(
+        bench::orDie(compiler(Checked).compile(*module().findKernel(Name))));
   return *Slot;
 }
 
@@ -168,7 +140,7 @@ void setBytes(benchmark::State &S, int64_t N, int Arrays) {
 
 void triadNNC(benchmark::State &S, bool BoundsCheck) {
   Data &D = streamData();
-  const CompiledKernel &K = compiled("triad", BoundsCheck);
+  const Function &K = compiled("triad", BoundsCheck);
   float Sc = 3.f;
   int64_t N = kStreamN;
   void *Args[] = {D.X, D.G, D.Y, &Sc, &N};
@@ -188,7 +160,7 @@ void BM_Triad_Cxx(benchmark::State &S) {
 }
 void BM_Scale_NNC(benchmark::State &S) {
   Data &D = streamData();
-  const CompiledKernel &K = compiled("scale");
+  const Function &K = compiled("scale");
   float Sc = 3.f;
   int64_t N = kStreamN;
   void *Args[] = {D.X, D.Y, &Sc, &N};
@@ -219,7 +191,7 @@ void unaryCxx(benchmark::State &S) {
 
 void unaryNNC(benchmark::State &S, const char *Name, bool BoundsCheck = false) {
   Data &D = mathData();
-  const CompiledKernel &K = compiled(Name, BoundsCheck);
+  const Function &K = compiled(Name, BoundsCheck);
   int64_t N = kMathN;
   void *Args[] = {D.X, D.Y, &N};
   for (auto _ : S)
@@ -236,7 +208,7 @@ void BM_GeluTanh_NNCBoundsChecked(benchmark::State &S) {
 
 void BM_SiluMul_NNC(benchmark::State &S) {
   Data &D = mathData();
-  const CompiledKernel &K = compiled("silu_mul");
+  const Function &K = compiled("silu_mul");
   int64_t N = kMathN;
   void *Args[] = {D.X, D.G, D.Y, &N};
   for (auto _ : S)
@@ -259,14 +231,15 @@ void BM_CompileGelu2D_Cold(benchmark::State &S) {
   const Kernel &K = *module().findKernel("gelu_2d");
   for (auto _ : S) {
     S.PauseTiming();
-    auto J = KernelJIT::create({}); // A fresh JIT: nothing cached.
+    auto C = std::make_unique<Compiler>(codegenOnly(false)); // Nothing cached.
+    bench::orDie(C->fpContract()); // Makes its JIT.
     S.ResumeTiming();
-    auto CK = (*J)->compile(K);
-    benchmark::DoNotOptimize(CK);
+    auto F = C->compile(K);
+    benchmark::DoNotOptimize(F);
     S.PauseTiming();
-    if (!CK)
-      llvm::consumeError(CK.takeError());
-    J = nullptr;
+    if (!F)
+      llvm::consumeError(F.takeError());
+    C = nullptr;
     S.ResumeTiming();
   }
 }
@@ -274,8 +247,8 @@ void BM_CompileGelu2D_Cached(benchmark::State &S) {
   const Kernel &K = *module().findKernel("gelu_2d");
   compiled("gelu_2d");
   for (auto _ : S) {
-    auto CK = jit().compile(K);
-    benchmark::DoNotOptimize(CK);
+    auto F = compiler().compile(K);
+    benchmark::DoNotOptimize(F);
   }
 }
 

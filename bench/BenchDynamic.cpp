@@ -11,8 +11,7 @@
 //       --benchmark_report_aggregates_only=true
 //
 //===----------------------------------------------------------------------===//
-#include "nnc/Driver/Driver.h"
-#include "nnc/Runtime/Runtime.h"
+#include "BenchUtil.h"
 
 #include <benchmark/benchmark.h>
 
@@ -56,33 +55,12 @@ kernel rms(in x: f32[)" + N + ", " + D + R"(], out y: f32[)" + N + ", " + D +
 )";
 }
 
-[[noreturn]] void die(const std::string &Msg) {
-  std::cerr << "nnc-bench-dynamic: " << Msg << '\n';
-  std::exit(1);
-}
-
-KernelJIT &jit() {
-  static std::unique_ptr<KernelJIT> J = [] {
-    auto E = KernelJIT::create({});
-    if (!E)
-      die(llvm::toString(E.takeError()));
-    return std::move(*E);
-  }();
-  return *J;
-}
-
-struct Compiled {
-  Kernel K;
-  std::shared_ptr<const CompiledKernel> CK;
-  std::optional<KernelArgs> Args;
-  int64_t N = 0, D = 1024;
-  std::vector<void *> Ptrs; ///< The entry's arguments (docs/Runtime.md).
-};
+using bench::BoundKernel;
 
 /// Kernel Name with N rows of 1024 (D), symbolic or constant, compiled
 /// through the default pipeline for 2 threads.
-Compiled &compiled(const std::string &Name, int64_t N, bool Symbolic) {
-  static std::map<std::string, std::unique_ptr<Compiled>> Cache;
+BoundKernel &compiled(const std::string &Name, int64_t N, bool Symbolic) {
+  static std::map<std::string, std::unique_ptr<BoundKernel>> Cache;
   std::string Key = Name + std::to_string(N) + (Symbolic ? "s" : "c");
   auto &Slot = Cache[Key];
   if (Slot)
@@ -93,42 +71,18 @@ Compiled &compiled(const std::string &Name, int64_t N, bool Symbolic) {
   std::vector<std::string> Params;
   if (Symbolic)
     Params = {"N=" + std::to_string(N), "D=1024"};
-  DiagnosticEngine Diags;
-  auto LM = loadModuleFromText("bench.nnc", Text, Diags);
-  if (!LM)
-    die("cannot parse the kernels");
-  Slot = std::make_unique<Compiled>();
-  Slot->K = *LM->M.findKernel(Name);
-  PipelineOptions P;
-  P.Parallel.Threads = 2;
-  if (!runPasses(Slot->K, buildDefaultPipeline(), P, Diags))
-    die("pipeline failed");
-  auto CK = jit().compile(Slot->K);
-  if (!CK)
-    die(llvm::toString(CK.takeError()));
-  Slot->CK = *CK;
-  Slot->Args = buildArgs(Slot->K, Params, {}, 1, Diags);
-  if (!Slot->Args)
-    die("cannot build arguments");
-  Slot->N = N;
-  for (size_t I = 0; I < Slot->K.Params.size(); ++I) {
-    const Param &P = Slot->K.Params[I];
-    Slot->Ptrs.push_back(P.isBuffer() ? Slot->Args->Buffers[I]->data()
-                         : P.Name == "N" ? static_cast<void *>(&Slot->N)
-                                         : static_cast<void *>(&Slot->D));
-  }
+  CompileOptions O;
+  O.Threads = 2;
+  Slot = bench::bindKernel(bench::kernelOf(Text, Name), O, Params);
   return *Slot;
 }
 
 void run(benchmark::State &S, const char *Name, bool Symbolic) {
-  nnc_runtime_set_num_threads(2);
   int64_t Rows = S.range(0);
-  Compiled &C = compiled(Name, Rows, Symbolic);
+  BoundKernel &C = compiled(Name, Rows, Symbolic);
   for (auto _ : S)
-    if (C.CK->callRaw(C.Ptrs.data()))
-      die("kernel failed");
+    C.run();
   S.counters["elements"] = static_cast<double>(Rows * 1024);
-  nnc_runtime_set_num_threads(0);
 }
 
 void BM_Ew_Symbolic(benchmark::State &S) { run(S, "ew", true); }

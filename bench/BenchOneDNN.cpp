@@ -12,12 +12,13 @@
 //       --benchmark_report_aggregates_only=true
 //
 //===----------------------------------------------------------------------===//
-#include "nnc/Driver/Driver.h"
+#include "BenchUtil.h"
 #include "nnc/Runtime/OneDNN.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -49,66 +50,38 @@ kernel block_relu(in x: f32[1, 64, 56, 56] channels_last, in w: f32[64, 64, 3, 3
 }
 )";
 
-[[noreturn]] void die(const std::string &Msg) {
-  std::cerr << "nnc-bench-onednn: " << Msg << '\n';
-  std::exit(1);
-}
+using bench::BoundKernel;
 
-struct Compiled {
-  std::shared_ptr<const CompiledKernel> CK;
-  std::optional<KernelArgs> Args;
-};
-
-Compiled &compiled(const std::string &Name, bool Fuse) {
-  static std::unique_ptr<KernelJIT> J = [] {
-    auto E = KernelJIT::create({});
-    if (!E)
-      die(llvm::toString(E.takeError()));
-    return std::move(*E);
-  }();
-  static std::map<std::string, Compiled> Cache;
-  std::string Key = Name + (Fuse ? "/fused" : "/unfused");
-  auto It = Cache.find(Key);
-  if (It != Cache.end())
-    return It->second;
-  DiagnosticEngine Diags;
-  auto LM = loadModuleFromText("bench.nnc", Text, Diags);
-  if (!LM)
-    die("cannot parse");
-  Kernel K = *LM->M.findKernel(Name);
-  std::vector<std::string> Passes = buildDefaultPipeline();
+/// Kernel Name with or without fuse-conv-post-ops, for the process's thread
+/// count, with its arguments.
+BoundKernel &compiled(const std::string &Name, bool Fuse) {
+  static std::map<std::string, std::unique_ptr<BoundKernel>> Cache;
+  std::string Key = Name + (Fuse ? "/fused" : "/unfused") + "/T" +
+                    std::to_string(nnc_runtime_num_threads());
+  auto &Slot = Cache[Key];
+  if (Slot)
+    return *Slot;
+  CompileOptions O;
+  O.Passes = defaultPipeline();
   if (!Fuse)
-    Passes.erase(Passes.begin()); // fuse-conv-post-ops comes first.
-  PipelineOptions P;
-  if (!runPasses(K, Passes, P, Diags))
-    die("pipeline failed");
-  Compiled C;
-  auto CK = J->compile(K);
-  if (!CK)
-    die(llvm::toString(CK.takeError()));
-  C.CK = *CK;
-  C.Args = buildArgs(K, {}, {}, 1, Diags);
-  return Cache.emplace(Key, std::move(C)).first->second;
-}
-
-void run(Compiled &C) {
-  DiagnosticEngine D;
-  if (!C.CK->run(C.Args->Values, D))
-    die("kernel failed");
+    O.Passes->erase(std::find(O.Passes->begin(), O.Passes->end(),
+                              std::string("fuse-conv-post-ops")));
+  Slot = bench::bindKernel(bench::kernelOf(Text, Name), O);
+  return *Slot;
 }
 
 void BM_Conv_NNC(benchmark::State &S) {
   nnc_runtime_set_num_threads(static_cast<int32_t>(S.range(0)));
-  Compiled &C = compiled("conv", true);
+  BoundKernel &C = compiled("conv", true);
   for (auto _ : S)
-    run(C);
+    C.run();
 }
 
 void BM_Conv_OneDNNDirect(benchmark::State &S) {
   nnc_runtime_set_num_threads(static_cast<int32_t>(S.range(0)));
-  Compiled &C = compiled("conv", true);
+  BoundKernel &C = compiled("conv", true);
   auto T = [&](int I) {
-    HostBuffer &B = *C.Args->Buffers[I];
+    HostBuffer &B = *C.Args.Buffers[I];
     return onednn::Tensor{static_cast<float *>(B.data()), B.sizes(),
                           B.strides()};
   };
@@ -117,14 +90,14 @@ void BM_Conv_OneDNNDirect(benchmark::State &S) {
   std::string Err;
   for (auto _ : S)
     if (onednn::conv2d(Y, X, W, &B, P, {}, {}, Err))
-      die(Err);
+      bench::die(Err);
 }
 
 void block(benchmark::State &S, const char *Name, bool Fuse) {
   nnc_runtime_set_num_threads(2);
-  Compiled &C = compiled(Name, Fuse);
+  BoundKernel &C = compiled(Name, Fuse);
   for (auto _ : S)
-    run(C);
+    C.run();
 }
 void BM_AddRelu_Fused(benchmark::State &S) { block(S, "block", true); }
 void BM_AddRelu_Unfused(benchmark::State &S) { block(S, "block", false); }

@@ -19,7 +19,7 @@
 //       --benchmark_report_aggregates_only=true
 //
 //===----------------------------------------------------------------------===//
-#include "nnc/Driver/Driver.h"
+#include "BenchUtil.h"
 #include "nnc/Support/FileIO.h"
 #include "nnc/Runtime/Runtime.h"
 
@@ -79,72 +79,33 @@ kernel grain(in a: f32[N], out c: f32[N], N: i64) {
 
 constexpr int64_t kEwN = int64_t(1) << 24;
 
-[[noreturn]] void die(const std::string &Msg) {
-  std::cerr << "nnc-bench-parallel: " << Msg << '\n';
-  std::exit(1);
-}
+using bench::BoundKernel;
 
-struct Compiled {
-  Kernel K;
-  std::shared_ptr<const CompiledKernel> CK;
-  std::optional<KernelArgs> Args;
-};
-
-KernelJIT &jit() {
-  static std::unique_ptr<KernelJIT> J = [] {
-    JITOptions O;
-    O.Trace = true; // Spans are only recorded while tracing is enabled.
-    auto E = KernelJIT::create(O);
-    if (!E)
-      die(llvm::toString(E.takeError()));
-    return std::move(*E);
-  }();
-  return *J;
-}
-
-/// Compiles kernel Name of Text under a policy, with its arguments, through
-/// the default pipeline less the passes in Skip.
-Compiled &compiled(const char *Text, const std::string &Name, ParallelMode Mode,
-                   std::vector<std::string> Params = {},
-                   const std::vector<std::string> &Skip = {}) {
-  static std::map<std::string, Compiled> Cache;
-  std::string Key = Name + "/" + std::to_string(static_cast<int>(Mode));
+/// Compiles kernel Name of Text under a policy for the process's thread
+/// count (nnc_runtime_set_num_threads), with its arguments, through the
+/// default pipeline less the passes in Skip.
+BoundKernel &compiled(const char *Text, const std::string &Name,
+                      ParallelMode Mode, std::vector<std::string> Params = {},
+                      const std::vector<std::string> &Skip = {}) {
+  static std::map<std::string, std::unique_ptr<BoundKernel>> Cache;
+  std::string Key = Name + "/" + std::to_string(static_cast<int>(Mode)) +
+                    "/T" + std::to_string(nnc_runtime_num_threads());
   for (const std::string &P : Params)
     Key += "/" + P;
   for (const std::string &P : Skip)
     Key += "/-" + P;
-  auto It = Cache.find(Key);
-  if (It != Cache.end())
-    return It->second;
-  DiagnosticEngine Diags;
-  auto LM = loadModuleFromText("bench.nnc", Text, Diags);
-  if (!LM)
-    die("cannot parse the benchmark kernels");
-  Compiled C;
-  C.K = *LM->M.findKernel(Name);
-  PipelineOptions P;
-  P.Parallel.Mode = Mode;
-  P.Parallel.Threads = 2;
-  std::vector<std::string> Passes;
-  for (const std::string &Pass : buildDefaultPipeline())
+  auto &Slot = Cache[Key];
+  if (Slot)
+    return *Slot;
+  CompileOptions O;
+  O.Parallel = Mode;
+  O.Trace = true; // Spans are only recorded while tracing is enabled.
+  O.Passes.emplace();
+  for (const std::string &Pass : defaultPipeline())
     if (std::find(Skip.begin(), Skip.end(), Pass) == Skip.end())
-      Passes.push_back(Pass);
-  if (!runPasses(C.K, Passes, P, Diags))
-    die("pipeline failed");
-  auto CK = jit().compile(C.K);
-  if (!CK)
-    die(llvm::toString(CK.takeError()));
-  C.CK = *CK;
-  C.Args = buildArgs(C.K, Params, {}, 1, Diags);
-  if (!C.Args)
-    die("cannot build arguments");
-  return Cache.emplace(Key, std::move(C)).first->second;
-}
-
-void run(Compiled &C) {
-  DiagnosticEngine D;
-  if (!C.CK->run(C.Args->Values, D))
-    die("kernel failed");
+      O.Passes->push_back(Pass);
+  Slot = bench::bindKernel(bench::kernelOf(Text, Name), O, Params);
+  return *Slot;
 }
 
 /// Sum of the trace spans of the statements whose names contain one of
@@ -173,9 +134,9 @@ struct SeedTimes {
 };
 
 /// Runs the seed once, traced: its elementwise stage and its Allocate.
-SeedTimes runSeed(Compiled &C) {
+SeedTimes runSeed(BoundKernel &C) {
   enableTracing(true);
-  run(C);
+  C.run();
   enableTracing(false);
   return {loopMicros(), spanMicros({": Allocate "})};
 }
@@ -183,7 +144,7 @@ SeedTimes runSeed(Compiled &C) {
 void seed(benchmark::State &S, ParallelMode Mode,
           const std::vector<std::string> &Skip = {}) {
   nnc_runtime_set_num_threads(2);
-  Compiled &C = compiled(SeedText, "seed", Mode, {}, Skip);
+  BoundKernel &C = compiled(SeedText, "seed", Mode, {}, Skip);
   std::vector<double> Stage, WithAlloc;
   for (auto _ : S) {
     SeedTimes T = runSeed(C);
@@ -212,21 +173,21 @@ void BM_AddRelu_NNC(benchmark::State &S) {
   int Threads = static_cast<int>(S.range(0));
   int64_t N = S.range(1);
   nnc_runtime_set_num_threads(Threads);
-  Compiled &C = compiled(SeedText, "add_relu", ParallelMode::All,
+  BoundKernel &C = compiled(SeedText, "add_relu", ParallelMode::All,
                          {"N=" + std::to_string(N)});
   for (auto _ : S)
-    run(C);
+    C.run();
   S.SetBytesProcessed(S.iterations() * N * 12);
   nnc_runtime_set_num_threads(0);
 }
 void BM_AddRelu_OpenMP(benchmark::State &S) {
   int Threads = static_cast<int>(S.range(0));
   int64_t N = S.range(1);
-  Compiled &C = compiled(SeedText, "add_relu", ParallelMode::All,
+  BoundKernel &C = compiled(SeedText, "add_relu", ParallelMode::All,
                          {"N=" + std::to_string(N)});
-  auto *A = static_cast<const float *>(C.Args->Buffers[0]->data());
-  auto *B = static_cast<const float *>(C.Args->Buffers[1]->data());
-  auto *Out = static_cast<float *>(C.Args->Buffers[2]->data());
+  auto *A = static_cast<const float *>(C.Args.Buffers[0]->data());
+  auto *B = static_cast<const float *>(C.Args.Buffers[1]->data());
+  auto *Out = static_cast<float *>(C.Args.Buffers[2]->data());
   for (auto _ : S) {
     omp_baseline::addRelu(A, B, Out, N, Threads);
     benchmark::ClobberMemory();
@@ -276,9 +237,9 @@ void BM_EmptyParallelRegion(benchmark::State &S) {
 
 void small(benchmark::State &S, ParallelMode Mode) {
   nnc_runtime_set_num_threads(2);
-  Compiled &C = compiled(SeedText, "small", Mode);
+  BoundKernel &C = compiled(SeedText, "small", Mode);
   for (auto _ : S)
-    run(C);
+    C.run();
   nnc_runtime_set_num_threads(0);
 }
 void BM_Small4K_All(benchmark::State &S) { small(S, ParallelMode::All); }
@@ -288,23 +249,18 @@ void BM_Small4K_None(benchmark::State &S) { small(S, ParallelMode::None); }
 /// 2 threads with every region split (grain 1 iteration).
 void grain(benchmark::State &S, int Threads) {
   nnc_runtime_set_num_threads(Threads);
-  static std::map<int64_t, std::unique_ptr<Compiled>> Kernels;
+  static std::map<std::pair<int64_t, int>, std::unique_ptr<BoundKernel>>
+      Kernels;
   int64_t N = S.range(0);
-  auto &C = Kernels[N];
+  auto &C = Kernels[{N, Threads}];
   if (!C) {
-    DiagnosticEngine Diags;
-    auto LM = loadModuleFromText("bench.nnc", SeedText, Diags);
-    C = std::make_unique<Compiled>();
-    C->K = *LM->M.findKernel("grain");
-    PipelineOptions P;
-    P.Parallel.Threads = 2;
-    P.Parallel.Grain = 1;
-    runPasses(C->K, buildDefaultPipeline(), P, Diags);
-    C->CK = *jit().compile(C->K);
-    C->Args = buildArgs(C->K, {"N=" + std::to_string(N)}, {}, 1, Diags);
+    CompileOptions O;
+    O.Grain = 1;
+    C = bench::bindKernel(bench::kernelOf(SeedText, "grain"), O,
+                          {"N=" + std::to_string(N)});
   }
   for (auto _ : S)
-    run(*C);
+    C->run();
   nnc_runtime_set_num_threads(0);
 }
 void BM_Grain_1Thread(benchmark::State &S) { grain(S, 1); }
@@ -318,7 +274,7 @@ std::string resnetText() {
   std::string Path = std::string(Dir ? Dir : "../shared/workloads") +
                      "/resnet18_frozen_cl_rm__g01.nnc";
   if (!readFile(Path, Text, Err, uint64_t(1) << 28))
-    die("cannot read " + Path + " (set NNC_WORKLOADS_DIR): " + Err);
+    bench::die("cannot read " + Path + " (set NNC_WORKLOADS_DIR): " + Err);
   return Text;
 }
 
@@ -326,12 +282,12 @@ void resnet(benchmark::State &S, ParallelMode Mode,
             const std::vector<std::string> &Skip = {}) {
   static std::string Text = resnetText();
   nnc_runtime_set_num_threads(2);
-  Compiled &C =
+  BoundKernel &C =
       compiled(Text.c_str(), "resnet18_frozen_cl_rm__g01", Mode, {}, Skip);
   std::vector<double> LoopUs;
   for (auto _ : S) {
     enableTracing(true);
-    run(C);
+    C.run();
     enableTracing(false);
     LoopUs.push_back(loopMicros());
   }

@@ -12,7 +12,7 @@
 //       --benchmark_report_aggregates_only=true
 //
 //===----------------------------------------------------------------------===//
-#include "nnc/Driver/Driver.h"
+#include "BenchUtil.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <benchmark/benchmark.h>
@@ -70,11 +70,6 @@ kernel add_relu_l2(in a: f32[65536], in b: f32[65536], out c: f32[65536]) {
 }
 )";
 
-[[noreturn]] void die(const std::string &Msg) {
-  std::cerr << "nnc-bench-streaming: " << Msg << '\n';
-  std::exit(1);
-}
-
 /// 64-byte aligned floats in [-4, 4), written once (no page faults later).
 float *data(int64_t N, unsigned Seed) {
   auto *P = static_cast<float *>(std::aligned_alloc(64, N * sizeof(float)));
@@ -97,45 +92,23 @@ Buffers &buffers(int64_t N) {
   return It->second;
 }
 
-KernelJIT &jit(bool AVX2) {
-  static std::map<bool, std::unique_ptr<KernelJIT>> Jits;
-  auto &J = Jits[AVX2];
-  if (!J) {
-    JITOptions O;
-    if (AVX2)
-      O.Features = "-avx512f";
-    auto E = KernelJIT::create(O);
-    if (!E)
-      die(llvm::toString(E.takeError()));
-    J = std::move(*E);
-  }
-  return *J;
-}
-
-/// Kernel Name through the default pipeline (2 threads) with streaming
-/// stores as Mode says.
-const CompiledKernel &compiled(const std::string &Name, StreamingStores Mode,
-                               bool AVX2) {
-  static std::map<std::string, std::shared_ptr<const CompiledKernel>> Cache;
+/// Kernel Name through the default pipeline, for the process's thread
+/// count, with streaming stores as Mode says.
+const Function &compiled(const std::string &Name, StreamingStores Mode,
+                         bool AVX2) {
+  static std::map<std::string, std::unique_ptr<Function>> Cache;
   std::string Key = Name + "/" + std::to_string(static_cast<int>(Mode)) +
-                    (AVX2 ? "/avx2" : "");
+                    (AVX2 ? "/avx2" : "") + "/T" +
+                    std::to_string(nnc_runtime_num_threads());
   auto &Slot = Cache[Key];
   if (Slot)
     return *Slot;
-  DiagnosticEngine Diags;
-  auto LM = loadModuleFromText("bench.nnc", KernelText, Diags);
-  if (!LM)
-    die("cannot parse the benchmark kernels");
-  Kernel K = *LM->M.findKernel(Name);
-  PipelineOptions P;
-  P.Parallel.Threads = 2;
-  P.Parallel.Streaming = Mode;
-  if (!runPasses(K, buildDefaultPipeline(), P, Diags))
-    die("pipeline failed");
-  auto CK = jit(AVX2).compile(K);
-  if (!CK)
-    die(llvm::toString(CK.takeError()));
-  Slot = *CK;
+  CompileOptions O;
+  O.Streaming = Mode;
+  if (AVX2)
+    O.Features = "-avx512f";
+  Slot = std::make_unique<Function>(bench::orDie(
+      Compiler(O).compile(bench::kernelOf(KernelText, Name))));
   return *Slot;
 }
 
@@ -157,7 +130,7 @@ const Case Cases[] = {{"triad", kTriadN, 2, true},
 void nnc(benchmark::State &S, const Case &C, StreamingStores Mode, bool AVX2) {
   int Threads = static_cast<int>(S.range(0));
   nnc_runtime_set_num_threads(Threads);
-  const CompiledKernel &K = compiled(C.Kernel, Mode, AVX2);
+  const Function &K = compiled(C.Kernel, Mode, AVX2);
   Buffers &B = buffers(C.N);
   float Three = 3.f;
   std::vector<void *> Args = {B.A};
@@ -168,7 +141,7 @@ void nnc(benchmark::State &S, const Case &C, StreamingStores Mode, bool AVX2) {
     Args.push_back(&Three);
   for (auto _ : S)
     if (K.callRaw(Args.data()))
-      die("kernel failed");
+      bench::die("kernel failed");
   S.SetBytesProcessed(S.iterations() * C.N * 4 * (C.Inputs + 1));
   nnc_runtime_set_num_threads(0);
 }

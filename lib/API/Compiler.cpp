@@ -5,12 +5,18 @@
 #include "nnc/IR/Verifier.h"
 #include "nnc/JIT/JIT.h"
 #include "nnc/Parse/Parser.h"
+#include "nnc/Interp/Interpreter.h"
 #include "nnc/Runtime/Runtime.h"
+#include "nnc/Support/Suggest.h"
 
+#include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <sstream>
 
 namespace nnc {
+
+static_assert(kMaxThreads == NNC_MAX_THREADS, "the runtime's thread limit");
 
 //===----------------------------------------------------------------------===//
 // Function
@@ -98,21 +104,34 @@ llvm::Error Function::statusError(int32_t Status) const {
   return makeError(Diags);
 }
 
-llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
-  const State &St = *S;
-  const Kernel &K = St.K;
-  size_t N = St.Params.size();
+namespace {
+
+/// The checked arguments of one call in the ABI's form: Ptrs[i] is buffer
+/// i's data or points to scalar i in Slots. Not copyable: Ptrs point into it.
+struct Marshalled {
+  explicit Marshalled(size_t N)
+      : Ptrs(N), Slots(N), Scalars(N), Shapes(N), Strides(N) {}
+  Marshalled(const Marshalled &) = delete;
+  std::vector<void *> Ptrs;
+  std::vector<uint64_t> Slots;
+  std::vector<ScalarValue> Scalars;
+  std::vector<std::vector<int64_t>> Shapes, Strides; ///< Buffers only.
+};
+
+/// Checks Args against K's parameters (count, kinds, dtypes, shapes and
+/// strides after evaluating symbolic sizes, overlap of written buffers) and
+/// fills M.
+llvm::Error marshal(const Kernel &K, const std::vector<ParamInfo> &Params,
+                    llvm::ArrayRef<Arg> Args, Marshalled &M) {
+  size_t N = Params.size();
   if (Args.size() != N)
     return makeError("kernel '" + K.Name + "' takes " + std::to_string(N) +
                      " arguments, " + std::to_string(Args.size()) + " given");
   auto Bad = [&](size_t I, const std::string &Why) {
     return makeError("argument " + std::to_string(I) + " ('" +
-                     St.Params[I].Name + "') of kernel '" + K.Name + "': " +
-                     Why);
+                     Params[I].Name + "') of kernel '" + K.Name + "': " + Why);
   };
-  llvm::SmallVector<void *, 16> Ptrs(N);
-  llvm::SmallVector<uint64_t, 16> Slots(N);
-  llvm::SmallVector<int64_t, 16> Ints(N);
+  std::vector<int64_t> Ints(N);
   struct ByteRange {
     uintptr_t Start;
     uint64_t Bytes;
@@ -121,7 +140,7 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
   llvm::SmallVector<ByteRange, 8> Ranges;
   // Scalars first: buffer sizes may depend on them.
   for (size_t I = 0; I < N; ++I) {
-    const ParamInfo &P = St.Params[I];
+    const ParamInfo &P = Params[I];
     if (P.IsBuffer)
       continue;
     const Arg &A = Args[I];
@@ -133,12 +152,13 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
                         ") is expected, not a floating-point value");
     ScalarValue V = convertScalar(A.isFloat() ? DType::F64 : DType::I64,
                                   P.Type, {A.intValue(), A.floatValue()});
-    storeScalar(P.Type, &Slots[I], V);
-    Ptrs[I] = &Slots[I];
+    storeScalar(P.Type, &M.Slots[I], V);
+    M.Ptrs[I] = &M.Slots[I];
+    M.Scalars[I] = V;
     Ints[I] = V.I;
   }
   for (size_t I = 0; I < N; ++I) {
-    const ParamInfo &P = St.Params[I];
+    const ParamInfo &P = Params[I];
     if (!P.IsBuffer)
       continue;
     const Arg &A = Args[I];
@@ -149,7 +169,9 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
       return Bad(I, "element type " + std::string(dtypeName(P.Type)) +
                         " is expected, not " + std::string(dtypeName(B.Type)));
     size_t Rank = P.Dims.size();
-    llvm::SmallVector<int64_t, 4> Want(Rank), WantStrides(Rank);
+    std::vector<int64_t> &Want = M.Shapes[I], &WantStrides = M.Strides[I];
+    Want.resize(Rank);
+    WantStrides.resize(Rank);
     for (size_t D = 0; D < Rank; ++D) {
       std::string Why;
       auto Dim = P.Dims[D].Const ? P.Dims[D].Const
@@ -189,7 +211,7 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
     bool Empty = std::count(B.Shape.begin(), B.Shape.end(), 0) != 0;
     if (!B.Data && !Empty)
       return Bad(I, "the data pointer is null");
-    Ptrs[I] = B.Data;
+    M.Ptrs[I] = B.Data;
     // The bytes the buffer spans, for the aliasing check below.
     __int128 Span = Empty ? 0 : 1;
     for (size_t D = 0; D < Rank && !Empty; ++D)
@@ -205,15 +227,70 @@ llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
   for (const auto &X : Ranges)
     for (const auto &Y : Ranges)
       if (X.Index < Y.Index && X.Bytes && Y.Bytes &&
-          (St.Params[X.Index].Written || St.Params[Y.Index].Written) &&
+          (Params[X.Index].Written || Params[Y.Index].Written) &&
           X.Start < Y.Start + Y.Bytes && Y.Start < X.Start + X.Bytes)
         return Bad(Y.Index, "its memory overlaps argument " +
                                 std::to_string(X.Index) + " ('" +
-                                St.Params[X.Index].Name +
+                                Params[X.Index].Name +
                                 "'), and the kernel writes one of them; "
                                 "pass distinct buffers");
-  int32_t Status = callRaw(Ptrs.data());
+  return llvm::Error::success();
+}
+
+std::vector<Extent> extents(const std::vector<Expr> &Es) {
+  std::vector<Extent> R;
+  for (const Expr &E : Es)
+    R.push_back({evaluateConstant(E), E});
+  return R;
+}
+
+/// What the argument checks need to know of K's parameters.
+std::vector<ParamInfo> paramsOf(const Kernel &K) {
+  std::vector<ParamInfo> R;
+  for (const Param &Pm : K.Params) {
+    ParamInfo PI{Pm.Name, Pm.Type, Pm.isBuffer(), false, {}, {}};
+    if (Pm.isBuffer()) {
+      PI.Type = Pm.Buf->Type;
+      PI.Written = Pm.Buf->isWritable();
+      PI.Dims = extents(Pm.Buf->Dims);
+      PI.Strides = extents(Pm.Buf->Strides);
+    }
+    R.push_back(std::move(PI));
+  }
+  return R;
+}
+
+} // namespace
+
+llvm::Error Function::call(llvm::ArrayRef<Arg> Args) const {
+  Marshalled M(S->Params.size());
+  if (llvm::Error E = marshal(S->K, S->Params, Args, M))
+    return E;
+  int32_t Status = callRaw(M.Ptrs.data());
   return Status ? statusError(Status) : llvm::Error::success();
+}
+
+struct BoundCall::Args : Marshalled {
+  using Marshalled::Marshalled;
+};
+
+BoundCall::BoundCall(Function Fn, std::shared_ptr<const Args> A)
+    : F(std::make_shared<const Function>(std::move(Fn))), A(std::move(A)) {}
+
+llvm::Expected<BoundCall> Function::bind(llvm::ArrayRef<Arg> Args) const {
+  auto M = std::make_shared<BoundCall::Args>(S->Params.size());
+  if (llvm::Error E = marshal(S->K, S->Params, Args, *M))
+    return E;
+  return BoundCall(*this, std::move(M));
+}
+
+int32_t BoundCall::runRaw() const {
+  return F->callRaw(const_cast<void **>(A->Ptrs.data()));
+}
+
+llvm::Error BoundCall::run() const {
+  int32_t Status = runRaw();
+  return Status ? F->statusError(Status) : llvm::Error::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -232,6 +309,8 @@ public:
       JO.Features = O.Features;
       JO.CacheDir = O.CacheDir;
       JO.Bounds = O.Bounds;
+      JO.FPContract = O.FPContract;
+      JO.Trace = O.Trace;
       auto J = KernelJIT::create(JO);
       if (!J)
         return J.takeError();
@@ -246,69 +325,118 @@ private:
 };
 
 Compiler::Compiler(CompileOptions O)
-    : Opts(std::move(O)), P(std::make_unique<Impl>()) {}
+    : Opts(std::move(O)),
+      Threads(Opts.Threads
+                  ? Opts.Threads
+                  : static_cast<unsigned>(nnc_runtime_num_threads())),
+      P(std::make_unique<Impl>()) {}
 Compiler::~Compiler() = default;
+
+std::vector<std::string> defaultPipeline() { return buildDefaultPipeline(); }
 
 namespace {
 
-std::vector<Extent> extents(const std::vector<Expr> &Es) {
-  std::vector<Extent> R;
-  for (const Expr &E : Es)
-    R.push_back({evaluateConstant(E), E});
+/// An error for a name that is not a registered pass, with a suggestion.
+llvm::Error unknownPass(const std::string &What, const std::string &Name,
+                        const std::vector<std::string> &Known) {
+  std::string List;
+  for (const std::string &N : Known)
+    List += (List.empty() ? "" : ", ") + N;
+  return makeError(What + ": unknown pass '" + Name + "'" +
+                   didYouMean(Name, Known) + " (known: " + List + ")");
+}
+
+std::vector<std::string> passNames() {
+  std::vector<std::string> R;
+  for (const PassInfo &P : passRegistry())
+    R.push_back(P.Name);
   return R;
 }
 
 } // namespace
 
-llvm::Expected<Kernel> Compiler::pipeline(const Kernel &K,
-                                          const std::string &UpTo,
-                                          std::string *Remarks) const {
+llvm::Expected<Kernel> Compiler::pipeline(
+    const Kernel &K, const std::string &UpTo,
+    const std::vector<std::string> &RemarkPasses,
+    const std::function<void(const std::string &)> &Sink) const {
   DiagnosticEngine Diags(K.Source);
-  if (Opts.Threads > NNC_MAX_THREADS)
+  if (Opts.Threads > kMaxThreads)
     return makeError("CompileOptions::Threads is " +
                      std::to_string(Opts.Threads) + "; at most " +
-                     std::to_string(NNC_MAX_THREADS) + " are supported");
+                     std::to_string(kMaxThreads) + " are supported");
   if (Opts.Grain < 1)
     return makeError("CompileOptions::Grain must be positive, not " +
                      std::to_string(Opts.Grain));
+  std::vector<std::string> Passes = Opts.Passes.value_or(defaultPipeline());
+  for (const std::string &N : Passes)
+    if (!findPass(N))
+      return unknownPass("CompileOptions::Passes", N, passNames());
+  for (const std::string &N : Opts.PrintAfter)
+    if (!findPass(N))
+      return unknownPass("CompileOptions::PrintAfter", N, passNames());
+  for (const std::string &N : RemarkPasses)
+    if (std::find(passesWithRemarks().begin(), passesWithRemarks().end(), N) ==
+        passesWithRemarks().end()) {
+      std::string List;
+      for (const std::string &R : passesWithRemarks())
+        List += (List.empty() ? "" : ", ") + R;
+      return makeError("CompileOptions::Remarks: no remarks from pass '" + N +
+                       "'" + didYouMean(N, passesWithRemarks()) +
+                       " (known: " + List + ")");
+    }
   if (!verifyKernel(K, Diags))
     return makeError(Diags);
-  std::vector<std::string> Passes = buildDefaultPipeline();
   if (!UpTo.empty()) {
     auto It = std::find(Passes.begin(), Passes.end(), UpTo);
     if (It == Passes.end()) {
-      std::string Known;
+      std::string List;
       for (const std::string &N : Passes)
-        Known += (Known.empty() ? "" : ", ") + N;
-      return makeError("unknown pass '" + UpTo + "' (the pipeline: " + Known +
+        List += (List.empty() ? "" : ", ") + N;
+      return makeError("unknown pass '" + UpTo + "'" +
+                       didYouMean(UpTo, Passes) + " (the pipeline: " + List +
                        ")");
     }
     Passes.erase(It + 1, Passes.end());
   }
   PipelineOptions PO;
   PO.Parallel.Mode = Opts.Parallel;
-  PO.Parallel.Threads =
-      Opts.Threads ? Opts.Threads
-                   : static_cast<unsigned>(nnc_runtime_num_threads());
+  PO.Parallel.Threads = Threads;
   PO.Parallel.Grain = Opts.Grain;
   PO.Parallel.TrustParallel = Opts.TrustParallel;
   PO.Parallel.Streaming = Opts.Streaming;
   PO.Parallel.StreamingThreshold = Opts.StreamingThreshold;
-  if (Remarks)
-    PO.Parallel.Remarks = {passesWithRemarks().begin(),
-                           passesWithRemarks().end()};
+  PO.Parallel.Remarks = {RemarkPasses.begin(), RemarkPasses.end()};
+  // Warnings and remarks go to the sink as each pass makes them, so that
+  // they interleave with the IR printed after the passes.
+  size_t Sent = 0;
+  auto Flush = [&] {
+    for (; Sent < Diags.diagnostics().size(); ++Sent)
+      if (Sink && Diags.diagnostics()[Sent].Sev != Severity::Error)
+        Sink(Diags.format(Diags.diagnostics()[Sent]));
+  };
+  PO.AfterPass = [&](const std::string &Pass, const Kernel &L) {
+    Flush();
+    if (Opts.OnPrint &&
+        (Opts.PrintAfterAll || std::find(Opts.PrintAfter.begin(),
+                                         Opts.PrintAfter.end(),
+                                         Pass) != Opts.PrintAfter.end()))
+      Opts.OnPrint(Pass, toText(L));
+  };
   Kernel L = K;
-  if (!runPasses(L, Passes, PO, Diags))
-    return makeError(Diags);
-  if (Remarks)
+  if (!runPasses(L, Passes, PO, Diags)) {
+    DiagnosticEngine Errors(K.Source);
     for (const Diagnostic &D : Diags.diagnostics())
-      *Remarks += Diags.format(D);
+      if (D.Sev == Severity::Error || D.Sev == Severity::Note)
+        Errors.report(D.Sev, D.Loc, D.Message);
+    return makeError(Errors);
+  }
+  Flush();
   return L;
 }
 
 llvm::Expected<Kernel> Compiler::lower(const Kernel &K,
                                        const std::string &UpTo) const {
-  return pipeline(K, UpTo, nullptr);
+  return pipeline(K, UpTo, Opts.Remarks, Opts.OnDiagnostic);
 }
 
 llvm::Expected<std::pair<KernelJIT *, Kernel>>
@@ -322,28 +450,70 @@ Compiler::lowerForJIT(const Kernel &K) const {
   return std::make_pair(*J, std::move(*L));
 }
 
-llvm::Expected<Function> Compiler::compile(const Kernel &K) const {
+llvm::Expected<Function> Compiler::compile(const Kernel &K,
+                                           CompileTimes *Times) const {
+  auto Start = std::chrono::steady_clock::now();
   auto L = lowerForJIT(K);
   if (!L)
     return L.takeError();
-  auto CK = L->first->compile(L->second);
+  double PassesMs = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - Start)
+                        .count();
+  auto CK = L->first->compile(L->second, Times);
   if (!CK)
     return CK.takeError();
+  if (Times)
+    Times->Passes = PassesMs;
   auto S = std::make_shared<Function::State>();
   S->K = K;
   S->CK = std::move(*CK);
   S->Threads = Opts.Threads;
-  for (const Param &Pm : K.Params) {
-    ParamInfo PI{Pm.Name, Pm.Type, Pm.isBuffer(), false, {}, {}};
-    if (Pm.isBuffer()) {
-      PI.Type = Pm.Buf->Type;
-      PI.Written = Pm.Buf->isWritable();
-      PI.Dims = extents(Pm.Buf->Dims);
-      PI.Strides = extents(Pm.Buf->Strides);
-    }
-    S->Params.push_back(std::move(PI));
-  }
+  S->Params = paramsOf(K);
   return Function(std::move(S));
+}
+
+llvm::Error Compiler::interpret(const Kernel &K,
+                                llvm::ArrayRef<Arg> Args) const {
+  auto Contract = fpContract();
+  if (!Contract)
+    return Contract.takeError();
+  DiagnosticEngine Diags(K.Source);
+  if (!verifyKernel(K, Diags))
+    return makeError(Diags);
+  std::vector<ParamInfo> Params = paramsOf(K);
+  Marshalled M(Params.size());
+  if (llvm::Error E = marshal(K, Params, Args, M))
+    return E;
+  std::vector<HostBuffer> Views(Params.size());
+  std::vector<ArgValue> Values(Params.size());
+  for (size_t I = 0; I < Params.size(); ++I) {
+    if (!Params[I].IsBuffer) {
+      Values[I].Scalar = M.Scalars[I];
+      continue;
+    }
+    Views[I] = HostBuffer::view(Params[I].Type, M.Shapes[I], M.Strides[I],
+                                M.Ptrs[I]);
+    Values[I].Buf = &Views[I];
+  }
+  InterpOptions IO;
+  IO.FPContract = *Contract;
+  if (!nnc::interpret(K, Values, Diags, IO))
+    return makeError(Diags);
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> Compiler::fpContract() const {
+  auto J = P->jit(Opts);
+  if (!J)
+    return J.takeError();
+  return (*J)->fpContract();
+}
+
+llvm::Expected<std::string> Compiler::cacheWarning() const {
+  auto J = P->jit(Opts);
+  if (!J)
+    return J.takeError();
+  return (*J)->cacheWarning();
 }
 
 llvm::Expected<std::string> Compiler::irAfter(const Kernel &K,
@@ -369,9 +539,17 @@ llvm::Expected<std::string> Compiler::assembly(const Kernel &K) const {
   return L->first->emitAssembly(L->second);
 }
 
+llvm::Expected<std::string> Compiler::object(const Kernel &K) const {
+  auto L = lowerForJIT(K);
+  if (!L)
+    return L.takeError();
+  return L->first->emitObject(L->second);
+}
+
 llvm::Expected<std::string> Compiler::remarks(const Kernel &K) const {
   std::string Text;
-  auto L = pipeline(K, "", &Text);
+  auto L = pipeline(K, "", passesWithRemarks(),
+                    [&](const std::string &D) { Text += D; });
   if (!L)
     return L.takeError();
   return Text;
@@ -395,19 +573,54 @@ llvm::Expected<Module> parseText(std::string Text, std::string Name) {
 llvm::Expected<Kernel> parseKernel(std::string Text,
                                    const std::string &KernelName,
                                    std::string Name) {
-  std::string File = Name;
   auto M = parseText(std::move(Text), std::move(Name));
   if (!M)
     return M.takeError();
-  if (KernelName.empty()) {
-    if (M->Kernels.size() != 1)
-      return makeError(File + " holds " + std::to_string(M->Kernels.size()) +
-                       " kernels; name the one to use");
-    return std::move(M->Kernels[0]);
+  auto K = selectKernel(*M, KernelName);
+  if (!K)
+    return K.takeError();
+  return **K;
+}
+
+llvm::Expected<const Kernel *> selectKernel(const Module &M,
+                                            const std::string &Name) {
+  std::vector<std::string> Names, All;
+  const Kernel *Only = nullptr;
+  for (const Kernel &K : M.Kernels) {
+    All.push_back(K.Name);
+    if (K.IsTask)
+      continue; // Tasks are called by kernels, not run on their own.
+    Only = &K;
+    Names.push_back(K.Name);
   }
-  if (const Kernel *K = M->findKernel(KernelName))
-    return *K;
-  return makeError("no kernel named '" + KernelName + "' in " + File);
+  std::string File = !M.Kernels.empty() && M.Kernels[0].Source
+                         ? M.Kernels[0].Source->name()
+                         : "the module";
+  if (!Name.empty()) {
+    if (const Kernel *K = M.findKernel(Name))
+      return K;
+    return makeError("no kernel named '" + Name + "' in " + File +
+                     didYouMean(Name, All));
+  }
+  if (Names.size() == 1)
+    return Only;
+  if (Names.empty())
+    return makeError(File + " holds no kernel");
+  std::string List;
+  for (const std::string &N : Names)
+    List += (List.empty() ? "" : ", ") + N;
+  return makeError(File + " holds several kernels (" + List +
+                   "); name the one to use");
+}
+
+void startTrace() { enableTracing(true); }
+
+llvm::Error stopTrace(const std::string &Path) {
+  enableTracing(false);
+  std::string Why;
+  if (!writeTrace(Path, Why))
+    return makeError(Why);
+  return llvm::Error::success();
 }
 
 std::string toText(const Kernel &K) {

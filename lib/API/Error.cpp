@@ -23,4 +23,17 @@ llvm::Error makeError(std::string Message) {
 
 std::string errorText(llvm::Error E) { return llvm::toString(std::move(E)); }
 
+bool reportError(llvm::Error E, DiagnosticEngine &Diags) {
+  if (!E)
+    return false;
+  llvm::handleAllErrors(
+      std::move(E),
+      [&](const DiagnosticError &D) {
+        for (const Diagnostic &X : D.diagnostics())
+          Diags.report(X.Sev, X.Loc, X.Message);
+      },
+      [&](const llvm::ErrorInfoBase &I) { Diags.error({}, I.message()); });
+  return true;
+}
+
 } // namespace nnc

@@ -1,6 +1,7 @@
 //===- HostBuffer.cpp - Kernel arguments in host memory -------------------===//
 #include "nnc/Interp/HostBuffer.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace nnc {
@@ -38,6 +39,18 @@ HostBuffer::HostBuffer(DType T, std::vector<int64_t> Sz,
   }
   std::memset(P, 0, Rounded);
   Data.reset(static_cast<uint8_t *>(P));
+}
+
+HostBuffer HostBuffer::view(DType T, std::vector<int64_t> Sizes,
+                            std::vector<int64_t> Strides, void *Data) {
+  HostBuffer B;
+  B.Type = T;
+  B.Sizes = std::move(Sizes);
+  B.Strides = std::move(Strides);
+  B.StorageElems = std::max<int64_t>(storageElemsFor(B.Sizes, B.Strides), 0);
+  B.Data = std::unique_ptr<uint8_t, FreeDeleter>(static_cast<uint8_t *>(Data),
+                                                 FreeDeleter{false});
+  return B;
 }
 
 int64_t HostBuffer::numElements() const {

@@ -10,7 +10,7 @@
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
-#include "nnc/Interp/ReferenceExternals.h"
+#include "nnc/Reference/ReferenceExternals.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,7 +1,6 @@
 //===- JIT.cpp - Compile kernels for the host CPU and run them ------------===//
 #include "nnc/JIT/JIT.h"
 #include "nnc/IR/Printer.h"
-#include "nnc/Interp/Interpreter.h"
 #include "nnc/Runtime/Runtime.h"
 #include "nnc/Support/FileIO.h"
 
@@ -277,32 +276,6 @@ Diagnostic CompiledKernel::describeStatus(int32_t Status) const {
   return {Severity::Error, S.Loc, "kernel failed"};
 }
 
-bool CompiledKernel::run(const std::vector<ArgValue> &Args,
-                         DiagnosticEngine &Diags) const {
-  if (Args.size() != ParamTypes.size()) {
-    Diags.error({}, "kernel '" + Name + "' takes " +
-                        std::to_string(ParamTypes.size()) + " arguments, " +
-                        std::to_string(Args.size()) + " given");
-    return false;
-  }
-  std::vector<void *> Ptrs(Args.size());
-  std::vector<uint64_t> Scalars(Args.size());
-  for (size_t I = 0; I < Args.size(); ++I) {
-    if (Args[I].Buf) {
-      Ptrs[I] = Args[I].Buf->data();
-    } else {
-      storeScalar(ParamTypes[I], &Scalars[I], Args[I].Scalar);
-      Ptrs[I] = &Scalars[I];
-    }
-  }
-  int32_t Status = Fn(Ptrs.data());
-  if (Status == 0)
-    return true;
-  Diagnostic D = describeStatus(Status);
-  Diags.report(D.Sev, D.Loc, D.Message);
-  return false;
-}
-
 //===----------------------------------------------------------------------===//
 // KernelJIT
 //===----------------------------------------------------------------------===//
@@ -362,7 +335,8 @@ public:
     return JTMB.createTargetMachine();
   }
 
-  LoweredKernel lowerFor(const Kernel &K, LLVMContext &Ctx, TargetMachine &TM) {
+  LoweredKernel lowerFor(const Kernel &K, LLVMContext &Ctx, TargetMachine &TM,
+                         const char *EntryName = kEntryName) {
     // LLVM reports a `vectorize` hint it cannot honour (a reduction it may
     // not reorder, say) as a warning and remarks on standard error; the hint
     // is a request, so they are dropped. Errors still print.
@@ -380,7 +354,7 @@ public:
     CG.FPContract = Contract;
     CG.Trace = Opts.Trace;
     CG.Bounds = Opts.Bounds;
-    LoweredKernel L = lowerKernel(K, Ctx, kEntryName, CG);
+    LoweredKernel L = lowerKernel(K, Ctx, EntryName, CG);
     L.M->setDataLayout(TM.createDataLayout());
     L.M->setTargetTriple(TM.getTargetTriple().str());
     for (Function &F : *L.M) {
@@ -455,7 +429,12 @@ public:
     if (!TM)
       return TM.takeError();
     LLVMContext Ctx;
-    LoweredKernel L = lowerFor(K, Ctx, **TM);
+    // An object file's entry is named after the kernel, so that several
+    // kernels' objects link together; the JIT's entries are all kEntryName.
+    LoweredKernel L =
+        lowerFor(K, Ctx, **TM,
+                 Type == CodeGenFileType::ObjectFile ? K.Name.c_str()
+                                                     : kEntryName);
     optimize(*L.M, **TM);
     return emit(*L.M, **TM, Type);
   }
@@ -534,12 +513,9 @@ public:
       std::string Extra = LastJITError;
       return joinErrors(Addr.takeError(), makeError(Extra));
     }
-    std::vector<DType> Types;
-    for (const Param &P : K.Params)
-      Types.push_back(P.Type);
     return std::make_shared<const CompiledKernel>(
         Addr->toPtr<CompiledKernel::EntryFn>(), std::move(E.Sites), K.Name,
-        std::move(Types), std::move(Code));
+        std::move(Code));
   }
 };
 

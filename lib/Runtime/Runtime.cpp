@@ -3,7 +3,7 @@
 #include "nnc/Support/FileIO.h"
 #include "nnc/IR/DType.h"
 #include "nnc/IR/ExternalFunctions.h"
-#include "nnc/Interp/ReferenceExternals.h"
+#include "nnc/Reference/ReferenceExternals.h"
 #include "nnc/Runtime/OneDNN.h"
 
 #include <algorithm>

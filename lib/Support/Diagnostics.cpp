@@ -55,12 +55,16 @@ static const char *severityName(Severity S) {
 
 std::string DiagnosticEngine::format(const Diagnostic &D) const {
   std::ostringstream OS;
-  if (File)
-    OS << File->name() << ':';
-  if (D.Loc.isValid())
-    OS << D.Loc.Line << ':' << D.Loc.Col << ':';
-  if (File || D.Loc.isValid())
-    OS << ' ';
+  if (!Tool.empty() && !D.Loc.isValid()) {
+    OS << Tool << ": ";
+  } else {
+    if (File)
+      OS << File->name() << ':';
+    if (D.Loc.isValid())
+      OS << D.Loc.Line << ':' << D.Loc.Col << ':';
+    if (File || D.Loc.isValid())
+      OS << ' ';
+  }
   OS << severityName(D.Sev) << ": " << D.Message << '\n';
   if (File && D.Loc.isValid()) {
     std::string_view Line = File->lineText(D.Loc.Line);

@@ -14,10 +14,7 @@
 #include "nnc/API/Compiler.h"
 #include "nnc/API/Error.h"
 #include "nnc/API/LoopNest.h"
-#include "nnc/Driver/Driver.h"
-#include "nnc/IR/Printer.h"
-#include "nnc/Interp/Interpreter.h"
-#include "nnc/Runtime/Runtime.h"
+#include "nnc/Check/Check.h"
 
 #include <chrono>
 #include <optional>
@@ -237,15 +234,6 @@ private:
 /// The pipeline the fuzzers compile with at T threads: every parallel region
 /// split (grain 1), and at odd thread counts every store that can stream
 /// made non-temporal, so that the fences are tested on small kernels too.
-PipelineOptions fuzzPipeline(unsigned T) {
-  PipelineOptions PO;
-  PO.Parallel.Threads = T;
-  PO.Parallel.Grain = 1;
-  if (T % 2)
-    PO.Parallel.Streaming = StreamingStores::Always;
-  return PO;
-}
-
 /// Failure = What and the diagnostics; false.
 bool fail(std::string &Failure, const DiagnosticEngine &Diags,
           const std::string &What) {
@@ -255,38 +243,34 @@ bool fail(std::string &Failure, const DiagnosticEngine &Diags,
   return false;
 }
 
-/// One compiled run of a generated kernel at T threads.
+/// One compiled run of a generated kernel.
 struct JitRun {
-  Kernel Lowered;
-  std::optional<KernelArgs> Args;
+  std::optional<HostArgs> Args;
   bool Ok = false; ///< Arguments built and the kernel ran without error.
 };
 
-/// Runs K through the fuzzers' pipeline (diagnostics to PassDiags) and the
-/// JIT, then on the arguments of Params at T threads (errors to RunDiags).
-/// Nullopt, with What set, when the pipeline or the JIT fails.
+/// Compiles K with C (errors to CompileDiags), then runs it on the arguments
+/// of Params (errors to RunDiags). Nullopt, with What set, when compiling
+/// fails.
 std::optional<JitRun> runJit(const Kernel &K,
                              const std::vector<std::string> &Params,
-                             KernelJIT &JIT, unsigned T,
-                             DiagnosticEngine &PassDiags,
+                             const Compiler &C, DiagnosticEngine &CompileDiags,
                              DiagnosticEngine &RunDiags, std::string &What) {
-  JitRun R{K, std::nullopt, false};
-  if (!runPasses(R.Lowered, buildDefaultPipeline(), fuzzPipeline(T),
-                 PassDiags)) {
-    What = "the pipeline failed at " + std::to_string(T) + " threads";
+  auto F = C.compile(K);
+  if (reportError(F.takeError(), CompileDiags)) {
+    What = "compiling failed at " + std::to_string(C.threads()) + " threads";
     return std::nullopt;
   }
-  auto CK = JIT.compile(R.Lowered);
-  if (!CK) {
-    PassDiags.error({}, llvm::toString(CK.takeError()));
-    What = "the JIT failed";
-    return std::nullopt;
-  }
-  nnc_runtime_set_num_threads(static_cast<int32_t>(T));
+  JitRun R;
   R.Args = buildArgs(K, Params, {}, 1, RunDiags);
-  R.Ok = R.Args && (*CK)->run(R.Args->Values, RunDiags);
-  nnc_runtime_set_num_threads(0);
+  R.Ok = R.Args && !reportError(F->call(R.Args->args()), RunDiags);
   return R;
+}
+
+/// The IR C compiles K to, for a failure's description.
+std::string compiledIR(const Compiler &C, const Kernel &K) {
+  auto L = C.lower(K);
+  return L ? toText(*L) : errorText(L.takeError());
 }
 
 } // namespace
@@ -295,43 +279,55 @@ FuzzKernel generateRandomKernel(uint64_t Seed) {
   return Generator(Seed).kernel();
 }
 
-bool checkRandomKernel(const FuzzKernel &FK, KernelJIT &JIT,
-                       const std::vector<unsigned> &Threads,
+FuzzTarget::FuzzTarget(unsigned OptLevel, std::vector<unsigned> Threads)
+    : ThreadCounts(std::move(Threads)) {
+  CompileOptions O;
+  O.OptLevel = OptLevel;
+  O.Grain = 1;
+  for (unsigned T : ThreadCounts) {
+    O.Threads = T;
+    O.Streaming = T % 2 ? StreamingStores::Always : StreamingStores::Auto;
+    Compilers.push_back(std::make_unique<Compiler>(O));
+  }
+  CompileOptions E;
+  E.FPContract = false;
+  Exact = std::make_unique<Compiler>(E);
+}
+
+FuzzTarget::~FuzzTarget() = default;
+
+bool checkRandomKernel(const FuzzKernel &FK, const FuzzTarget &Target,
                        std::string &Failure) {
   DiagnosticEngine Diags;
-  auto LM = loadModuleFromText("fuzz.nnc", FK.Text, Diags);
   auto Fail = [&](const std::string &What) {
     return fail(Failure, Diags, What);
   };
-  if (!LM)
+  auto M = parseText(FK.Text, "fuzz.nnc");
+  if (reportError(M.takeError(), Diags))
     return Fail("the generated kernel does not parse or verify");
-  std::ostringstream P1;
-  printModule(P1, LM->M);
-  DiagnosticEngine D2;
-  auto LM2 = loadModuleFromText("printed.nnc", P1.str(), D2);
-  std::ostringstream P2;
-  if (LM2)
-    printModule(P2, LM2->M);
-  if (!LM2 || P1.str() != P2.str())
+  std::string P1 = toText(*M);
+  auto M2 = parseText(P1, "printed.nnc");
+  if (reportError(M2.takeError(), Diags) || toText(*M2) != P1)
     return Fail("print/parse/print is not stable");
-  const Kernel &K = LM->M.Kernels[0];
+  if (!equal(M->Kernels[0], M2->Kernels[0]))
+    return Fail("the reparsed kernel is not the same IR");
+  const Kernel &K = M->Kernels[0];
   auto Ref = buildArgs(K, FK.Params, {}, 1, Diags);
-  InterpOptions IO;
-  IO.FPContract = JIT.fpContract();
-  if (!Ref || !interpret(K, Ref->Values, Diags, IO))
+  const Compiler &First = Target.compiler(0);
+  if (!Ref || reportError(First.interpret(K, Ref->args()), Diags))
     return Fail("the interpreter failed");
-  for (unsigned T : Threads) {
+  for (size_t I = 0; I < Target.threads().size(); ++I) {
+    const Compiler &C = Target.compiler(I);
     std::string What;
-    auto Run = runJit(K, FK.Params, JIT, T, Diags, Diags, What);
+    auto Run = runJit(K, FK.Params, C, Diags, Diags, What);
     if (!Run)
       return Fail(What);
     if (!Run->Ok)
       return Fail("the compiled kernel failed");
     if (!compareOutputs(K, *Run->Args, *Ref, expectedPrecision(K), Diags)) {
-      std::ostringstream IR;
-      printKernelWithTasks(IR, Run->Lowered);
-      Diags.note({}, "at " + std::to_string(T) + " threads; the kernel "
-                     "compiled was:\n" + IR.str());
+      Diags.note({}, "at " + std::to_string(C.threads()) +
+                         " threads; the kernel compiled was:\n" +
+                         compiledIR(C, K));
       return Fail("mismatch");
     }
   }
@@ -537,8 +533,7 @@ std::optional<std::string> tryTransform(LoopNest &LN, std::mt19937_64 &R) {
 } // namespace
 
 bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
-                           KernelJIT &JIT, const std::vector<unsigned> &Threads,
-                           std::string &Failure,
+                           const FuzzTarget &Target, std::string &Failure,
                            std::vector<std::string> &Applied) {
   auto K = parseKernel(FK.Text, "", "fuzz.nnc");
   if (!K) {
@@ -562,8 +557,9 @@ bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
   DiagnosticEngine Diags;
   auto Want = buildArgs(*K, FK.Params, {}, 1, Diags);
   auto Got = buildArgs(T, FK.Params, {}, 1, Diags);
-  if (!Want || !Got || !interpret(*K, Want->Values, Diags) ||
-      !interpret(T, Got->Values, Diags) ||
+  const Compiler &Exact = Target.exact();
+  if (!Want || !Got || reportError(Exact.interpret(*K, Want->args()), Diags) ||
+      reportError(Exact.interpret(T, Got->args()), Diags) ||
       !compareOutputs(*K, *Got, *Want, Precision::Exact, Diags)) {
     std::ostringstream OS;
     Diags.print(OS);
@@ -571,7 +567,7 @@ bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
               OS.str();
     return false;
   }
-  if (!checkRandomKernel({toText(T), FK.Params}, JIT, Threads, Failure)) {
+  if (!checkRandomKernel({toText(T), FK.Params}, Target, Failure)) {
     Failure = Describe() + "\n" + Failure;
     return false;
   }
@@ -582,45 +578,41 @@ FuzzKernel generateHostileKernel(uint64_t Seed) {
   return HostileGenerator(Seed).kernel();
 }
 
-bool checkHostileKernel(const FuzzKernel &H, KernelJIT &JIT,
-                        const std::vector<unsigned> &Threads,
+bool checkHostileKernel(const FuzzKernel &H, const FuzzTarget &Target,
                         std::string &Failure) {
   DiagnosticEngine Diags;
-  auto Describe = [&](const std::string &What) {
-    return fail(Failure, Diags, What);
-  };
-  auto LM = loadModuleFromText("hostile.nnc", H.Text, Diags);
-  if (!LM)
-    return Describe("the generated kernel does not parse or verify");
-  const Kernel &K = LM->M.Kernels[0];
+  auto K = parseKernel(H.Text, "", "hostile.nnc");
+  if (reportError(K.takeError(), Diags))
+    return fail(Failure, Diags,
+                "the generated kernel does not parse or verify");
   // Arguments the tool refuses (a negative stride, a value beyond its type,
   // a size that overflows) are refused for both engines alike.
-  auto Ref = buildArgs(K, H.Params, {}, 1, Diags);
+  auto Ref = buildArgs(*K, H.Params, {}, 1, Diags);
   if (!Ref)
     return true;
-  InterpOptions IO;
-  IO.FPContract = JIT.fpContract();
   DiagnosticEngine RefDiags;
-  bool RefOk = interpret(K, Ref->Values, RefDiags, IO);
-  for (unsigned T : Threads) {
-    // Warnings of the passes (a dropped parallel mark) are fine.
-    DiagnosticEngine PassDiags, JitDiags;
+  bool RefOk =
+      !reportError(Target.compiler(0).interpret(*K, Ref->args()), RefDiags);
+  for (size_t I = 0; I < Target.threads().size(); ++I) {
+    const Compiler &C = Target.compiler(I);
+    DiagnosticEngine CompileDiags, JitDiags;
     std::string What;
-    auto Run = runJit(K, H.Params, JIT, T, PassDiags, JitDiags, What);
+    auto Run = runJit(*K, H.Params, C, CompileDiags, JitDiags, What);
     if (!Run)
-      return fail(Failure, PassDiags, What);
-    bool JitOk = Run->Ok;
-    if (JitOk != RefOk) {
+      return fail(Failure, CompileDiags, What);
+    if (Run->Ok != RefOk) {
       std::ostringstream OS;
       RefDiags.print(OS);
       JitDiags.print(OS);
       Failure = std::string(RefOk ? "only the JIT" : "only the interpreter") +
-                " failed at " + std::to_string(T) + " threads\n" + OS.str();
+                " failed at " + std::to_string(C.threads()) + " threads\n" +
+                OS.str();
       return false;
     }
     if (RefOk &&
-        !compareOutputs(K, *Run->Args, *Ref, expectedPrecision(K), Diags))
-      return Describe("mismatch at " + std::to_string(T) + " threads");
+        !compareOutputs(*K, *Run->Args, *Ref, expectedPrecision(*K), Diags))
+      return fail(Failure, Diags,
+                  "mismatch at " + std::to_string(C.threads()) + " threads");
   }
   return true;
 }

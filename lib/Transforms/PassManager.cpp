@@ -1,11 +1,10 @@
 //===- PassManager.cpp - Running passes, with instrumentation -------------===//
 //
-// The pass manager, not the passes, prints and verifies: after each pass it
-// verifies the kernel and its tasks (a failure is an internal error naming
-// the pass) and prints the IR when asked (--print-after, --print-after-all).
+// The pass manager, not the passes, verifies: after each pass it verifies the
+// kernel and its tasks (a failure is an internal error naming the pass) and
+// hands the result to PipelineOptions::AfterPass.
 //
 //===----------------------------------------------------------------------===//
-#include "nnc/IR/Printer.h"
 #include "nnc/IR/Verifier.h"
 #include "nnc/Transforms/Passes.h"
 
@@ -18,14 +17,14 @@ namespace {
 using PassFn = bool (*)(Kernel &, const PassOptions &,
                         DiagnosticEngine &);
 
-struct PassInfo {
-  const char *Name;
+struct PassEntry {
+  PassInfo Info;
   PassFn Run;
-  const char *Description;
 };
 
-constexpr PassInfo Registry[] = {
-#define NNC_PASS(Name, Function, Description) {Name, Function, Description},
+const PassEntry Registry[] = {
+#define NNC_PASS(Name, Function, Remarks, Description)                         \
+  {{Name, Description, Remarks}, Function},
 #include "PassRegistry.def"
 };
 
@@ -47,34 +46,49 @@ std::vector<std::string> buildDefaultPipeline() {
   };
 }
 
-std::vector<std::string> registeredPasses() {
-  std::vector<std::string> Names;
-  for (const PassInfo &P : Registry)
-    Names.push_back(P.Name);
-  return Names;
+const std::vector<PassInfo> &passRegistry() {
+  static const std::vector<PassInfo> Infos = [] {
+    std::vector<PassInfo> R;
+    for (const PassEntry &E : Registry)
+      R.push_back(E.Info);
+    return R;
+  }();
+  return Infos;
+}
+
+const PassInfo *findPass(const std::string &Name) {
+  for (const PassInfo &P : passRegistry())
+    if (Name == P.Name)
+      return &P;
+  return nullptr;
 }
 
 const std::vector<std::string> &passesWithRemarks() {
-  static const std::vector<std::string> Names = {
-      "elide-zero-fill", "fuse-conv-post-ops", "parallelize", "stream-stores"};
+  static const std::vector<std::string> Names = [] {
+    std::vector<std::string> R;
+    for (const PassInfo &P : passRegistry())
+      if (P.Remarks)
+        R.push_back(P.Name);
+    return R;
+  }();
   return Names;
 }
 
 bool runPasses(Kernel &K, const std::vector<std::string> &Passes,
                const PipelineOptions &Opts, DiagnosticEngine &Diags) {
   for (const std::string &Name : Passes) {
-    const PassInfo *Info = nullptr;
-    for (const PassInfo &P : Registry)
-      if (Name == P.Name)
-        Info = &P;
-    if (!Info) {
+    const PassEntry *Entry = nullptr;
+    for (const PassEntry &E : Registry)
+      if (Name == E.Info.Name)
+        Entry = &E;
+    if (!Entry) {
       std::string Known;
-      for (const std::string &N : registeredPasses())
-        Known += (Known.empty() ? "" : ", ") + N;
+      for (const PassInfo &P : passRegistry())
+        Known += (Known.empty() ? "" : ", ") + std::string(P.Name);
       Diags.error({}, "unknown pass '" + Name + "' (known: " + Known + ")");
       return false;
     }
-    if (!Info->Run(K, Opts.Parallel, Diags))
+    if (!Entry->Run(K, Opts.Parallel, Diags))
       return false;
     // Verify the result, tasks included.
     DiagnosticEngine Check(nullptr);
@@ -87,13 +101,8 @@ bool runPasses(Kernel &K, const std::vector<std::string> &Passes,
                                "': " + D.Message);
       return false;
     }
-    bool Print = Opts.PrintAfterAll ||
-                 std::find(Opts.PrintAfter.begin(), Opts.PrintAfter.end(),
-                           Name) != Opts.PrintAfter.end();
-    if (Print && Opts.PrintStream) {
-      *Opts.PrintStream << "// -----// IR after " << Name << " //----- //\n";
-      printKernelWithTasks(*Opts.PrintStream, K);
-    }
+    if (Opts.AfterPass)
+      Opts.AfterPass(Name, K);
   }
   return true;
 }

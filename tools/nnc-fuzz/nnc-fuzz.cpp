@@ -64,17 +64,9 @@ int main(int argc, char **argv) {
   std::vector<unsigned> Levels(OptLevels.begin(), OptLevels.end());
   if (Levels.empty())
     Levels = {0, 1, 2, 3};
-  std::vector<std::unique_ptr<nnc::KernelJIT>> JITs;
-  for (unsigned L : Levels) {
-    nnc::JITOptions Opts;
-    Opts.OptLevel = L;
-    auto J = nnc::KernelJIT::create(Opts);
-    if (!J) {
-      std::cerr << "nnc-fuzz: error: " << toString(J.takeError()) << '\n';
-      return 1;
-    }
-    JITs.push_back(std::move(*J));
-  }
+  std::vector<std::unique_ptr<nnc::FuzzTarget>> Targets;
+  for (unsigned L : Levels)
+    Targets.push_back(std::make_unique<nnc::FuzzTarget>(L, Threads));
   auto Start = std::chrono::steady_clock::now();
   uint64_t N = 0, NumTransforms = 0;
   for (uint64_t S = Seed;; ++S) {
@@ -85,9 +77,9 @@ int main(int argc, char **argv) {
       break;
     if (Hostile) {
       nnc::FuzzKernel H = nnc::generateHostileKernel(S);
-      for (size_t I = 0; I < JITs.size(); ++I) {
+      for (size_t I = 0; I < Targets.size(); ++I) {
         std::string Failure;
-        if (!nnc::checkHostileKernel(H, *JITs[I], Threads, Failure)) {
+        if (!nnc::checkHostileKernel(H, *Targets[I], Failure)) {
           std::cout << "nnc-fuzz: seed " << S << " at -O" << Levels[I] << ": "
                     << Failure << "\n";
           for (const std::string &P : H.Params)
@@ -108,7 +100,7 @@ int main(int argc, char **argv) {
     if (Transforms) {
       std::string Failure;
       std::vector<std::string> Applied;
-      if (!nnc::checkRandomTransforms(FK, S, *JITs.back(), Threads, Failure,
+      if (!nnc::checkRandomTransforms(FK, S, *Targets.back(), Failure,
                                       Applied)) {
         std::cout << "nnc-fuzz: seed " << S << ", transforms: " << Failure
                   << "\n";
@@ -117,9 +109,9 @@ int main(int argc, char **argv) {
       }
       NumTransforms += Applied.size();
     }
-    for (size_t I = 0; I < JITs.size(); ++I) {
+    for (size_t I = 0; I < Targets.size(); ++I) {
       std::string Failure;
-      if (!nnc::checkRandomKernel(FK, *JITs[I], Threads, Failure)) {
+      if (!nnc::checkRandomKernel(FK, *Targets[I], Failure)) {
         std::cout << "nnc-fuzz: seed " << S << " at -O" << Levels[I] << ": "
                   << Failure << "\n";
         Show();

@@ -2,8 +2,7 @@
 #ifndef NNC_UNITTESTS_API_APITESTUTIL_H
 #define NNC_UNITTESTS_API_APITESTUTIL_H
 
-#include "nnc/Driver/Driver.h"
-#include "nnc/Interp/Interpreter.h"
+#include "nnc/Check/Check.h"
 #include "nnc/nncjit.h"
 
 #include <gtest/gtest.h>
@@ -39,17 +38,18 @@ inline void expectSameResults(const Kernel &Ref, const Kernel &Test,
     Diags.print(OS);
     return OS.str();
   };
-  InterpOptions IO;
-  IO.FPContract = hostHasFMA();
+  // The interpreter contracts a * b + c as compiled code does.
+  Compiler Interp;
   auto Want = buildArgs(Ref, Params, {}, 7, Diags);
-  ASSERT_TRUE(Want && interpret(Ref, Want->Values, Diags, IO)) << Report();
+  ASSERT_TRUE(Want && !reportError(Interp.interpret(Ref, Want->args()), Diags))
+      << Report();
   unsigned Calls = 0;
   Precision Prec = expectedPrecision(Ref, &Calls);
 
-  auto Interp = buildArgs(Test, Params, {}, 7, Diags);
-  ASSERT_TRUE(Interp && interpret(Test, Interp->Values, Diags, IO))
+  auto Same = buildArgs(Test, Params, {}, 7, Diags);
+  ASSERT_TRUE(Same && !reportError(Interp.interpret(Test, Same->args()), Diags))
       << Report();
-  EXPECT_TRUE(compareOutputs(Ref, *Interp, *Want, Prec, Diags, Calls))
+  EXPECT_TRUE(compareOutputs(Ref, *Same, *Want, Prec, Diags, Calls))
       << Report();
 
   for (unsigned Threads : {1u, 3u}) {
@@ -61,18 +61,7 @@ inline void expectSameResults(const Kernel &Ref, const Kernel &Test,
     ASSERT_TRUE(!!F) << errorText(F.takeError());
     auto Got = buildArgs(Test, Params, {}, 7, Diags);
     ASSERT_TRUE(Got) << Report();
-    std::vector<void *> Ptrs;
-    std::vector<uint64_t> Slots(Got->Values.size());
-    for (size_t I = 0; I < Got->Values.size(); ++I) {
-      const ArgValue &A = Got->Values[I];
-      if (A.Buf) {
-        Ptrs.push_back(A.Buf->data());
-      } else {
-        storeScalar(Test.Params[I].Type, &Slots[I], A.Scalar);
-        Ptrs.push_back(&Slots[I]);
-      }
-    }
-    ASSERT_EQ(F->callRaw(Ptrs.data()), 0);
+    ASSERT_FALSE(reportError(F->call(Got->args()), Diags)) << Report();
     EXPECT_TRUE(compareOutputs(Ref, *Got, *Want, Prec, Diags, Calls))
         << Report() << " at " << Threads << " threads";
   }

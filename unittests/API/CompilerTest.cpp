@@ -429,7 +429,7 @@ kernel k(in a: f32[N / M], M: int64_t, N: int64_t) {
               "match rank 1");
   expectError(parseKernel("kernel a() {\n}\nkernel b() {\n}\n", "", "two.nnc")
                   .takeError(),
-              "error: two.nnc holds 2 kernels; name the one to use");
+              "error: two.nnc holds several kernels (a, b); name the one to use");
 }
 
 // Issue 18: hostile arguments of a checked call are errors, never memory

@@ -1,7 +1,7 @@
 //===- InterpreterTest.cpp - The reference interpreter --------------------===//
 #include "../TestUtil.h"
 #include "nnc/Interp/Interpreter.h"
-#include "nnc/Interp/ReferenceExternals.h"
+#include "nnc/Reference/ReferenceExternals.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 //===- OneDNNTest.cpp - oneDNN convolution and matmul against the reference ===//
 #include "nnc/Interp/HostBuffer.h"
-#include "nnc/Interp/ReferenceExternals.h"
+#include "nnc/Reference/ReferenceExternals.h"
 #include "nnc/Runtime/OneDNN.h"
 
 #include <gtest/gtest.h>

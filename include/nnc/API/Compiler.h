@@ -1,9 +1,10 @@
 //===- Compiler.h - Compile kernels and call them -----------------*- C++ -*-===//
 //
-// A Compiler runs a kernel through the pipeline of the nnc-jit tool
-// (fuse-conv-post-ops, elide-zero-fill, parallelize, outline-parallel, LLVM
-// -O3, ORC JIT) with the options of one CompileOptions struct; nothing is
-// read from the environment. compile() returns a Function: immutable, cheap to copy, and
+// A Compiler is the one owner of the pipeline: verify, the IR passes
+// (fuse-conv-post-ops, elide-zero-fill, parallelize, stream-stores,
+// outline-parallel), LLVM -O3 and the ORC JIT, with the options of one
+// CompileOptions struct; nothing is read from the environment. The nnc-jit
+// tool, the fuzzer and the benchmarks are built on it. compile() returns a Function: immutable, cheap to copy, and
 // callable from any number of threads at once. It keeps its machine code
 // alive, even after the Compiler is gone.
 //
@@ -23,6 +24,7 @@
 #include "nnc/CodeGen/BoundsChecking.h"
 #include "nnc/IR/Equality.h"
 #include "nnc/IR/IR.h"
+#include "nnc/Support/CompileTimes.h"
 #include "nnc/Transforms/Passes.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -30,11 +32,17 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace nnc {
+
+/// The most threads a kernel may run on (CompileOptions::Threads).
+constexpr unsigned kMaxThreads = 1024;
 
 struct CompileOptions {
   /// LLVM optimization level, 0 to 3.
@@ -62,7 +70,32 @@ struct CompileOptions {
   /// Bytes a loop nest must touch for Auto to stream its outputs; 0 means
   /// the host's cache share for Threads (Support/Host.h).
   uint64_t StreamingThreshold = 0;
+  /// Fuse `a * b + c` into one multiply-add; unset: when the target CPU has
+  /// FMA. interpret() rounds the same way.
+  std::optional<bool> FPContract;
+  /// Compile in trace spans around top-level statements and parallel
+  /// chunks, recorded between startTrace() and stopTrace().
+  bool Trace = false;
+
+  // Instrumentation: which passes run, and what they report.
+  /// Run exactly these passes, in order, instead of defaultPipeline().
+  std::optional<std::vector<std::string>> Passes;
+  /// Passes whose remarks go to OnDiagnostic (passesWithRemarks()).
+  std::vector<std::string> Remarks;
+  /// Print the kernel (with its tasks) after these passes to OnPrint.
+  std::vector<std::string> PrintAfter;
+  bool PrintAfterAll = false;
+  /// Receives the .nnc text after each pass PrintAfter names.
+  std::function<void(const std::string &Pass, const std::string &Text)>
+      OnPrint;
+  /// Receives each warning and remark of the pipeline, formatted as the
+  /// tool prints it (`file:line:col: remark: ...`); without it they are
+  /// dropped. Errors are returned, never sent here.
+  std::function<void(const std::string &Text)> OnDiagnostic;
 };
+
+/// The default IR pipeline, in order.
+std::vector<std::string> defaultPipeline();
 
 /// A buffer argument: data, element type, shape, and strides in elements
 /// (empty: row-major for the shape).
@@ -125,6 +158,7 @@ private:
 
 class CompiledKernel;
 class KernelJIT;
+class BoundCall;
 
 /// A compiled kernel. Copies share the code; calls may run concurrently.
 class Function {
@@ -133,6 +167,10 @@ public:
   /// status from the kernel (an out-of-bounds access, an
   /// external call's error), is a DiagnosticError.
   llvm::Error call(llvm::ArrayRef<Arg> Args) const;
+  /// Checks the arguments once for calls that run again and again on the
+  /// same buffers and values (benchmarks, loops): the result's run() calls
+  /// the kernel without checking. The buffers must outlive it.
+  llvm::Expected<BoundCall> bind(llvm::ArrayRef<Arg> Args) const;
   /// Runs the kernel on the ABI's argument array: Args[i] is buffer i's
   /// data, or a pointer to scalar i in its parameter's type. Returns 0 or an
   /// error status (describe it with statusError).
@@ -151,6 +189,22 @@ private:
   std::shared_ptr<const State> S;
 };
 
+/// A call of a Function on checked arguments (Function::bind).
+class BoundCall {
+public:
+  /// Runs the kernel; a failing status is an error, as for Function::call.
+  llvm::Error run() const;
+  /// Runs the kernel and returns its status (0: success).
+  int32_t runRaw() const;
+
+private:
+  friend class Function;
+  struct Args;
+  BoundCall(Function F, std::shared_ptr<const Args> A);
+  std::shared_ptr<const Function> F;
+  std::shared_ptr<const Args> A;
+};
+
 class Compiler {
 public:
   explicit Compiler(CompileOptions Opts = {});
@@ -160,8 +214,24 @@ public:
 
   const CompileOptions &options() const { return Opts; }
 
-  /// Compiles a kernel (or finds it in the cache). Thread-safe.
-  llvm::Expected<Function> compile(const Kernel &K) const;
+  /// Compiles a kernel (or finds it in the cache). Thread-safe. Times, if
+  /// given, receives the wall time of each phase.
+  llvm::Expected<Function> compile(const Kernel &K,
+                                   CompileTimes *Times = nullptr) const;
+
+  /// Runs K in the reference interpreter on the arguments of a call, as
+  /// checked by Function::call: the oracle compiled code is compared with.
+  /// It runs K as written (no passes) and contracts `a * b + c` as compiled
+  /// code does (fpContract()).
+  llvm::Error interpret(const Kernel &K, llvm::ArrayRef<Arg> Args) const;
+  /// Whether compiled code fuses multiply-adds (CompileOptions::FPContract,
+  /// resolved for the target CPU).
+  llvm::Expected<bool> fpContract() const;
+  /// The thread count the passes plan for: Threads, or the process default
+  /// when it is 0, resolved once when the Compiler is made.
+  unsigned threads() const { return Threads; }
+  /// Why CacheDir is not used (others can write to it, ...), or "".
+  llvm::Expected<std::string> cacheWarning() const;
 
   // Introspection: what compile() makes of K, stage by stage.
   /// K after the IR pipeline, or after the named pass ("parallelize", ...).
@@ -175,21 +245,27 @@ public:
                                      bool Optimized = true) const;
   /// The host assembly of K.
   llvm::Expected<std::string> assembly(const Kernel &K) const;
+  /// A relocatable object file of K whose entry symbol is K's name, with
+  /// the ABI of callRaw: `int32_t NAME(void **args)`.
+  llvm::Expected<std::string> object(const Kernel &K) const;
   /// The remarks of the passes that give them (passesWithRemarks()), one
   /// per line, as `nnc-jit --remarks` prints them.
   llvm::Expected<std::string> remarks(const Kernel &K) const;
 
 private:
   class Impl;
-  /// Runs the IR pipeline up to pass UpTo (all if empty), appending the
-  /// passes' remarks to Remarks if given.
-  llvm::Expected<Kernel> pipeline(const Kernel &K, const std::string &UpTo,
-                                  std::string *Remarks) const;
+  /// Runs the IR pipeline up to pass UpTo (all if empty); remarks (of the
+  /// passes in RemarkPasses) and warnings go to Sink.
+  llvm::Expected<Kernel>
+  pipeline(const Kernel &K, const std::string &UpTo,
+           const std::vector<std::string> &RemarkPasses,
+           const std::function<void(const std::string &)> &Sink) const;
   /// The lowered kernel and the JIT to compile it with.
   llvm::Expected<std::pair<KernelJIT *, Kernel>>
   lowerForJIT(const Kernel &K) const;
 
   CompileOptions Opts;
+  unsigned Threads;
   std::unique_ptr<Impl> P;
 };
 
@@ -197,10 +273,21 @@ private:
 /// diagnostics show.
 llvm::Expected<Module> parseText(std::string Text,
                                  std::string Name = "<text>");
-/// Parses text and returns its kernel named KernelName, or its only kernel.
+/// Parses text and returns its kernel named KernelName, or its only kernel
+/// (tasks aside), as selectKernel picks it.
 llvm::Expected<Kernel> parseKernel(std::string Text,
                                    const std::string &KernelName = "",
                                    std::string Name = "<text>");
+/// The kernel of M named Name (with a suggestion when there is none), or,
+/// when Name is empty, its only kernel that is not a task.
+llvm::Expected<const Kernel *> selectKernel(const Module &M,
+                                            const std::string &Name);
+
+/// Starts recording the trace spans of kernels compiled with
+/// CompileOptions::Trace, from every thread.
+void startTrace();
+/// Stops recording and writes what was recorded as a Chrome trace (JSON).
+llvm::Error stopTrace(const std::string &Path);
 /// The .nnc text of a kernel (with the tasks it calls) or of a module.
 std::string toText(const Kernel &K);
 std::string toText(const Module &M);

@@ -9,6 +9,7 @@
 #define NNC_INTERP_HOSTBUFFER_H
 
 #include "nnc/IR/DType.h"
+#include "nnc/Support/ForEachIndex.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -17,36 +18,16 @@
 
 namespace nnc {
 
-/// Calls F(index) for every index of a tensor of the given sizes, in
-/// row-major order (once for rank 0, never if a size is 0).
-template <class Fn>
-void forEachIndex(const std::vector<int64_t> &Sizes, Fn F) {
-  for (int64_t S : Sizes)
-    if (S <= 0)
-      return;
-  std::vector<int64_t> Idx(Sizes.size(), 0);
-  while (true) {
-    F(static_cast<const std::vector<int64_t> &>(Idx));
-    size_t D = Sizes.size();
-    while (D > 0) {
-      --D;
-      if (++Idx[D] < Sizes[D])
-        break;
-      Idx[D] = 0;
-      if (D == 0)
-        return;
-    }
-    if (Sizes.empty())
-      return;
-  }
-}
-
 class HostBuffer {
 public:
   HostBuffer() = default;
   /// Allocates zero-filled storage that covers Sizes under Strides. Fails
   /// (valid() is false) when the size overflows or the allocation fails.
   HostBuffer(DType T, std::vector<int64_t> Sizes, std::vector<int64_t> Strides);
+  /// A view of memory the caller owns (and keeps alive): Data must span
+  /// Sizes under Strides.
+  static HostBuffer view(DType T, std::vector<int64_t> Sizes,
+                         std::vector<int64_t> Strides, void *Data);
 
   bool valid() const { return Data != nullptr || StorageElems == 0; }
   DType type() const { return Type; }
@@ -79,7 +60,13 @@ public:
 
 private:
   struct FreeDeleter {
-    void operator()(void *P) const { std::free(P); }
+    FreeDeleter() : Owned(true) {}
+    explicit FreeDeleter(bool Owned) : Owned(Owned) {}
+    bool Owned;
+    void operator()(void *P) const {
+      if (Owned)
+        std::free(P);
+    }
   };
   DType Type = DType::F32;
   std::vector<int64_t> Sizes, Strides;

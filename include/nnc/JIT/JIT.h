@@ -22,7 +22,7 @@
 
 #include "nnc/CodeGen/CodeGen.h"
 #include "nnc/IR/IR.h"
-#include "nnc/Interp/HostBuffer.h"
+#include "nnc/Support/CompileTimes.h"
 #include "nnc/Support/Diagnostics.h"
 
 #include "llvm/Support/Error.h"
@@ -52,12 +52,6 @@ struct JITOptions {
   BoundsChecking Bounds = BoundsChecking::Unproven;
 };
 
-/// Wall time spent in each compile phase, in milliseconds.
-struct CompileTimes {
-  double Lowering = 0, Optimization = 0, MachineCode = 0, Linking = 0;
-  bool CacheHit = false;
-};
-
 /// A kernel ready to run. Immutable and safe to call concurrently.
 class CompiledKernel {
 public:
@@ -66,9 +60,9 @@ public:
   /// Code owns the machine code at Fn: it is freed with the last reference
   /// to the kernel (which may outlive the KernelJIT that compiled it).
   CompiledKernel(EntryFn Fn, std::vector<ErrorSite> Sites, std::string Name,
-                 std::vector<DType> ParamTypes, std::shared_ptr<void> Code)
+                 std::shared_ptr<void> Code)
       : Fn(Fn), Sites(std::move(Sites)), Name(std::move(Name)),
-        ParamTypes(std::move(ParamTypes)), Code(std::move(Code)) {}
+        Code(std::move(Code)) {}
 
   /// The raw entry: Args[i] is buffer i's data or a pointer to scalar i.
   /// Returns 0 or an error status (see describeStatus).
@@ -76,10 +70,6 @@ public:
   EntryFn entry() const { return Fn; }
   const std::string &name() const { return Name; }
 
-  /// Runs on arguments as the interpreter takes them (one per parameter,
-  /// buffers already of the kernel's shapes); reports a failing status as a
-  /// diagnostic at the offending node.
-  bool run(const std::vector<ArgValue> &Args, DiagnosticEngine &Diags) const;
   /// The message of a non-zero status, and where it happened.
   Diagnostic describeStatus(int32_t Status) const;
 
@@ -87,7 +77,6 @@ private:
   EntryFn Fn;
   std::vector<ErrorSite> Sites;
   std::string Name;
-  std::vector<DType> ParamTypes;
   std::shared_ptr<void> Code;
 };
 
@@ -108,7 +97,8 @@ public:
   llvm::Expected<std::string> emitLLVM(const Kernel &K, bool Optimized);
   /// The kernel's assembly.
   llvm::Expected<std::string> emitAssembly(const Kernel &K);
-  /// The kernel's relocatable object file.
+  /// The kernel's relocatable object file; its entry symbol is the
+  /// kernel's name.
   llvm::Expected<std::string> emitObject(const Kernel &K);
 
   const std::string &cpuName() const;

@@ -51,6 +51,10 @@ public:
       : File(std::move(File)) {}
 
   void setFile(std::shared_ptr<const SourceFile> F) { File = std::move(F); }
+  /// Diagnostics without a location are the tool's own (a bad flag, a file
+  /// it cannot read): they print as `Tool: error: ...` instead of under the
+  /// source file's name.
+  void setToolName(std::string Name) { Tool = std::move(Name); }
   const SourceFile *file() const { return File.get(); }
 
   void report(Severity Sev, SourceLoc Loc, std::string Message);
@@ -82,6 +86,7 @@ public:
 
 private:
   std::shared_ptr<const SourceFile> File;
+  std::string Tool;
   std::vector<Diagnostic> Diags;
   unsigned NumErrors = 0;
 };

@@ -2,9 +2,10 @@
 #ifndef NNC_TESTING_DIFFERENTIALFUZZ_H
 #define NNC_TESTING_DIFFERENTIALFUZZ_H
 
-#include "nnc/JIT/JIT.h"
+#include "nnc/API/Compiler.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,12 +24,31 @@ struct FuzzKernel {
 /// mask, as LoopNest::split writes them.
 FuzzKernel generateRandomKernel(uint64_t Seed);
 
-/// Parses, prints and re-parses the kernel, then runs it through the
-/// pipeline and the JIT at each thread count and compares with the
-/// interpreter. On a failure returns false with a description (diagnostics,
-/// the compiled IR).
-bool checkRandomKernel(const FuzzKernel &FK, KernelJIT &JIT,
-                       const std::vector<unsigned> &Threads,
+/// The compilers kernels are checked with, at one optimization level: one
+/// per thread count, with a grain of 1 (so that parallel regions really
+/// split) and streaming stores always at odd thread counts, and an exact one
+/// (no contraction) for the interpreter runs of checkRandomTransforms. Made
+/// once, they keep their JITs and caches across kernels.
+class FuzzTarget {
+public:
+  FuzzTarget(unsigned OptLevel, std::vector<unsigned> Threads);
+  ~FuzzTarget();
+  const std::vector<unsigned> &threads() const { return ThreadCounts; }
+  /// The compiler of threads()[I].
+  const Compiler &compiler(size_t I) const { return *Compilers[I]; }
+  const Compiler &exact() const { return *Exact; }
+
+private:
+  std::vector<unsigned> ThreadCounts;
+  std::vector<std::unique_ptr<Compiler>> Compilers;
+  std::unique_ptr<Compiler> Exact;
+};
+
+/// Parses, prints and re-parses the kernel (the same text and the same IR),
+/// then compiles and runs it with each of Target's compilers and compares
+/// with the interpreter. On a failure returns false with a description
+/// (diagnostics, the compiled IR).
+bool checkRandomKernel(const FuzzKernel &FK, const FuzzTarget &Target,
                        std::string &Failure);
 
 /// Applies random loop transforms of the embedded API (LoopNest: split,
@@ -38,8 +58,7 @@ bool checkRandomKernel(const FuzzKernel &FK, KernelJIT &JIT,
 /// same (contraction off), and the transformed kernel must pass
 /// checkRandomKernel. Applied lists the transforms that were applied.
 bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
-                           KernelJIT &JIT, const std::vector<unsigned> &Threads,
-                           std::string &Failure,
+                           const FuzzTarget &Target, std::string &Failure,
                            std::vector<std::string> &Applied);
 
 /// A kernel of one of the families of issue 18 (strides of any sign and 0,
@@ -49,12 +68,11 @@ bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
 /// parameter values at and past the edges.
 FuzzKernel generateHostileKernel(uint64_t Seed);
 
-/// Runs H in the interpreter and through the pipeline and the JIT at each
-/// thread count: arguments the tool refuses are fine; otherwise both engines
-/// must fail (a diagnostic), or both succeed with the same outputs. A crash
-/// is a crash of the caller: that is what it looks for.
-bool checkHostileKernel(const FuzzKernel &H, KernelJIT &JIT,
-                        const std::vector<unsigned> &Threads,
+/// Runs H in the interpreter and with each of Target's compilers: arguments
+/// the tool refuses are fine; otherwise both engines must fail (a
+/// diagnostic), or both succeed with the same outputs. A crash is a crash of
+/// the caller: that is what it looks for.
+bool checkHostileKernel(const FuzzKernel &H, const FuzzTarget &Target,
                         std::string &Failure);
 
 } // namespace nnc

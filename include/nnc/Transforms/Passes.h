@@ -10,7 +10,8 @@
 //   outline-parallel    turn every parallel loop into a task + nnc_parallel_for
 //
 // Every pass keeps the kernel verifiable; the pass manager verifies after
-// each pass and can print the IR after any of them.
+// each pass and hands the result to an observer (printing the IR after a
+// pass is the API's instrumentation, CompileOptions::PrintAfter).
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNC_TRANSFORMS_PASSES_H
@@ -20,7 +21,7 @@
 #include "nnc/Support/Diagnostics.h"
 
 #include <cstdint>
-#include <ostream>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -103,17 +104,24 @@ Expr grainExpr(const For &L, int64_t Grain);
 
 struct PipelineOptions {
   PassOptions Parallel; ///< Options of every pass.
-  /// Print the kernel after these passes ("parallelize", ...).
-  std::vector<std::string> PrintAfter;
-  bool PrintAfterAll = false;
-  std::ostream *PrintStream = nullptr;
+  /// Called after each pass with its name and the verified result.
+  std::function<void(const std::string &Pass, const Kernel &K)> AfterPass;
 };
 
+/// A registered pass (PassRegistry.def).
+struct PassInfo {
+  const char *Name;
+  const char *Description;
+  /// Whether it explains its decisions as remarks (PassOptions::Remarks).
+  bool Remarks;
+};
+/// Every registered pass, sorted by name.
+const std::vector<PassInfo> &passRegistry();
+/// The registered pass named Name, or null.
+const PassInfo *findPass(const std::string &Name);
 /// The passes in order, as registered names.
 std::vector<std::string> buildDefaultPipeline();
-/// Every registered pass name.
-std::vector<std::string> registeredPasses();
-/// The passes that explain their decisions as remarks, sorted.
+/// The names of the passes that explain their decisions as remarks, sorted.
 const std::vector<std::string> &passesWithRemarks();
 
 /// Runs the named passes on K, verifying after each; false after an error.

@@ -5,8 +5,8 @@
 // job; correctness is.
 //
 //===----------------------------------------------------------------------===//
-#ifndef NNC_INTERP_REFERENCEEXTERNALS_H
-#define NNC_INTERP_REFERENCEEXTERNALS_H
+#ifndef NNC_REFERENCE_REFERENCEEXTERNALS_H
+#define NNC_REFERENCE_REFERENCEEXTERNALS_H
 
 #include "nnc/IR/ExternalFunctions.h"
 
@@ -39,4 +39,4 @@ void applyReferencePostOps(const TensorRef &Out,
 
 } // namespace nnc
 
-#endif // NNC_INTERP_REFERENCEEXTERNALS_H
+#endif // NNC_REFERENCE_REFERENCEEXTERNALS_H

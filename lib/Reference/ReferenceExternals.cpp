@@ -1,6 +1,6 @@
 //===- ReferenceExternals.cpp - Plain reference external functions --------===//
-#include "nnc/Interp/ReferenceExternals.h"
-#include "nnc/Interp/HostBuffer.h"
+#include "nnc/Reference/ReferenceExternals.h"
+#include "nnc/Support/ForEachIndex.h"
 
 #include <algorithm>
 #include <cmath>

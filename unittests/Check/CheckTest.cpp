@@ -1,0 +1,147 @@
+//===- CheckTest.cpp - Host arguments, files and comparisons --------------===//
+#include "../TestUtil.h"
+#include "nnc/Check/Check.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using namespace nnc;
+
+namespace {
+
+std::string firstMessage(const DiagnosticEngine &Diags) {
+  return Diags.diagnostics().empty() ? "" : Diags.diagnostics()[0].Message;
+}
+
+TEST(Check, BuildsDeterministicRandomInputs) {
+  Module M = test::parse("kernel k(in a: f32[64], in n: i8[16], out b: f32[64]) {}");
+  DiagnosticEngine Diags;
+  auto A1 = buildArgs(M.Kernels[0], {}, {}, 7, Diags);
+  auto A2 = buildArgs(M.Kernels[0], {}, {}, 7, Diags);
+  auto A3 = buildArgs(M.Kernels[0], {}, {}, 8, Diags);
+  ASSERT_TRUE(A1 && A2 && A3);
+  const HostBuffer &X = *A1->Buffers[0], &Y = *A2->Buffers[0],
+                   &Z = *A3->Buffers[0];
+  bool Same = true, Differ = false;
+  for (int I = 0; I < 64; ++I) {
+    Same &= X.getDouble(I) == Y.getDouble(I);
+    Differ |= X.getDouble(I) != Z.getDouble(I);
+    EXPECT_GE(X.getDouble(I), -1.0);
+    EXPECT_LT(X.getDouble(I), 1.0);
+  }
+  EXPECT_TRUE(Same);
+  EXPECT_TRUE(Differ);
+  for (int I = 0; I < 16; ++I) {
+    EXPECT_GE(A1->Buffers[1]->getInt(I), -8);
+    EXPECT_LT(A1->Buffers[1]->getInt(I), 8);
+  }
+  EXPECT_EQ(A1->Buffers[2]->getDouble(0), 0.0) << "outputs start zeroed";
+}
+
+TEST(Check, ComparisonNamesTheBufferIndexAndValues) {
+  Module M = test::parse("kernel k(out y: f32[2, 3]) {}");
+  DiagnosticEngine Diags;
+  auto A = buildArgs(M.Kernels[0], {}, {}, 0, Diags);
+  auto B = buildArgs(M.Kernels[0], {}, {}, 0, Diags);
+  ASSERT_TRUE(A && B);
+  A->Buffers[0]->setDouble(4, 1.5);
+  B->Buffers[0]->setDouble(4, 1.25);
+  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, Precision::Exact, Diags));
+  EXPECT_EQ(Diags.diagnostics().at(0).Message,
+            "output 'y' differs at index [1, 1]: jit 1.5, interpreter 1.25");
+  // Within tolerance only when approximate.
+  Diags.clear();
+  A->Buffers[0]->setDouble(4, 1.0f + 1e-6f);
+  B->Buffers[0]->setDouble(4, 1.0f);
+  EXPECT_TRUE(compareOutputs(M.Kernels[0], *A, *B, Precision::MathLibrary, Diags));
+  EXPECT_FALSE(compareOutputs(M.Kernels[0], *A, *B, Precision::Exact, Diags));
+}
+
+TEST(Check, ReportsEveryMissingParameterAtOnce) {
+  Module M = test::parse("kernel k(out y: f32[N, M], N: i64, M: i64, s: f32) {}");
+  DiagnosticEngine Diags;
+  EXPECT_FALSE(buildArgs(M.Kernels[0], {}, {}, 0, Diags));
+  EXPECT_EQ(firstMessage(Diags),
+            "scalar parameters 'N', 'M', 's' need values: --param N=VALUE "
+            "--param M=VALUE --param s=VALUE");
+}
+
+TEST(Check, SuggestsNamesAndTheRightFlag) {
+  Module M = test::parse("kernel k(in a: f32[N], out y: f32[N], N: i64) {}");
+  const Kernel &K = M.Kernels[0];
+  DiagnosticEngine Diags;
+  EXPECT_FALSE(buildArgs(K, {"n=4"}, {}, 0, Diags));
+  EXPECT_EQ(firstMessage(Diags), "kernel 'k' has no scalar parameter 'n'; "
+                                 "did you mean 'N'? (--param)");
+  Diags.clear();
+  EXPECT_FALSE(buildArgs(K, {"a=4"}, {}, 0, Diags));
+  EXPECT_EQ(firstMessage(Diags),
+            "kernel 'k' has no scalar parameter 'a'; 'a' is a buffer: give "
+            "its data with --input a=FILE (--param)");
+  Diags.clear();
+  EXPECT_FALSE(buildArgs(K, {"N=4"}, {"N=x.bin"}, 0, Diags));
+  EXPECT_EQ(firstMessage(Diags),
+            "kernel 'k' has no buffer parameter 'N'; 'N' is a scalar: give "
+            "its value with --param N=VALUE (--input)");
+}
+
+// An array written as .npy reads back the same, in logical order whatever
+// the buffer's strides; a file of another dtype or shape is refused.
+TEST(Check, NpyFilesRoundTripInLogicalOrder) {
+  Module M = test::parse(
+      "kernel k(in a: f32[1, 3, 2, 2] channels_last, out y: f32[1, 3, 2, 2] "
+      "channels_last, out z: i16[5]) {}");
+  const Kernel &K = M.Kernels[0];
+  DiagnosticEngine Diags;
+  auto A = buildArgs(K, {}, {}, 4, Diags);
+  ASSERT_TRUE(A);
+  std::string Dir = testing::TempDir();
+  ASSERT_TRUE(writeOutputs(K, *A, {"y=" + Dir + "/y.npy", "z=" + Dir + "/z.npy"},
+                           Diags));
+  // Make the output hold what the input holds, save it, read it back as 'a'.
+  HostBuffer &In = *A->Buffers[0], &Out = *A->Buffers[1];
+  for (int64_t I = 0; I < In.storageElems(); ++I)
+    Out.setDouble(I, In.getDouble(I));
+  ASSERT_TRUE(writeOutputs(K, *A, {"y=" + Dir + "/a.npy"}, Diags));
+  auto B = buildArgs(K, {}, {"a=" + Dir + "/a.npy"}, 99, Diags);
+  ASSERT_TRUE(B) << firstMessage(Diags);
+  for (int64_t I = 0; I < In.storageElems(); ++I)
+    EXPECT_EQ(B->Buffers[0]->getDouble(I), In.getDouble(I)) << I;
+  // The header says what NumPy reads: '<f4', shape (1, 3, 2, 2).
+  std::ifstream F(Dir + "/a.npy", std::ios::binary);
+  std::string Head(128, '\0');
+  F.read(Head.data(), 128);
+  EXPECT_NE(Head.find("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                      "(1, 3, 2, 2), }"),
+            std::string::npos);
+  EXPECT_EQ(Head.find('\n') % 64, 63u) << "the header ends a 64-byte block";
+  // z is i16[5]: neither the dtype nor the shape of 'a'.
+  EXPECT_FALSE(buildArgs(K, {}, {"a=" + Dir + "/z.npy"}, 0, Diags));
+  EXPECT_NE(firstMessage(Diags).find("holds <i2[5]; 'a' is f32[1, 3, 2, 2] "
+                                     "(NumPy '<f4')"),
+            std::string::npos)
+      << firstMessage(Diags);
+}
+
+TEST(Check, ExpectComparesWithinTolerance) {
+  Module M = test::parse("kernel k(out y: f32[4]) {}");
+  const Kernel &K = M.Kernels[0];
+  DiagnosticEngine Diags;
+  auto A = buildArgs(K, {}, {}, 0, Diags);
+  ASSERT_TRUE(A);
+  for (int I = 0; I < 4; ++I)
+    A->Buffers[0]->setDouble(I, I);
+  std::string Path = testing::TempDir() + "/want.npy";
+  ASSERT_TRUE(writeOutputs(K, *A, {"y=" + Path}, Diags));
+  EXPECT_TRUE(checkExpected(K, *A, {"y=" + Path}, 0, 0, Diags));
+  A->Buffers[0]->setDouble(3, 3.001);
+  EXPECT_TRUE(checkExpected(K, *A, {"y=" + Path}, 1e-3, 0, Diags));
+  EXPECT_FALSE(checkExpected(K, *A, {"y=" + Path}, 1e-4, 0, Diags));
+  EXPECT_EQ(firstMessage(Diags),
+            "output 'y' differs from '" + Path +
+                "' at 1 of 4 elements; first at index [3]: got 3.00099993, "
+                "expected 3 (rtol 0.0001, atol 0)");
+}
+
+} // namespace
