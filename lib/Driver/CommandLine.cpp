@@ -114,10 +114,16 @@ struct Flags {
                              cl::desc("Time N runs (default 100) after "
                                       "warm-up"),
                              cl::cat(Cat)};
-  cl::opt<std::string> Emit{
-      "emit", cl::value_desc("kind"),
-      cl::desc("Print instead of running: llvm (optimized), llvm-unopt, asm, "
-               "obj (needs -o; its entry symbol is the kernel's name)"),
+  enum class EmitKind { None, LLVM, LLVMUnopt, Asm, Obj };
+  cl::opt<EmitKind> Emit{
+      "emit", cl::init(EmitKind::None), cl::desc("Print instead of running"),
+      cl::values(clEnumValN(EmitKind::LLVM, "llvm", "optimized LLVM IR"),
+                 clEnumValN(EmitKind::LLVMUnopt, "llvm-unopt",
+                            "LLVM IR as lowered"),
+                 clEnumValN(EmitKind::Asm, "asm", "assembly"),
+                 clEnumValN(EmitKind::Obj, "obj",
+                            "an object file (needs -o); its entry symbol is "
+                            "the kernel's name")),
       cl::cat(Cat)};
   cl::opt<std::string> OutputFile{
       "o", cl::value_desc("file"),
@@ -295,7 +301,22 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   Opts.SplitInputFile = F.SplitInputFile;
   Opts.Interp = F.Interp;
   Opts.Check = F.Check;
-  Opts.Emit = F.Emit;
+  switch (F.Emit) {
+  case Flags::EmitKind::None:
+    break;
+  case Flags::EmitKind::LLVM:
+    Opts.Emit = "llvm";
+    break;
+  case Flags::EmitKind::LLVMUnopt:
+    Opts.Emit = "llvm-unopt";
+    break;
+  case Flags::EmitKind::Asm:
+    Opts.Emit = "asm";
+    break;
+  case Flags::EmitKind::Obj:
+    Opts.Emit = "obj";
+    break;
+  }
   Opts.OutputFile = F.OutputFile;
   Opts.TimePasses = F.TimePasses;
   Opts.TimeoutSeconds = F.Timeout;
@@ -307,10 +328,6 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
       return Fail("--bench expects a positive number of runs, got '" +
                   F.Bench + "'");
   }
-  if (!Opts.Emit.empty() && Opts.Emit != "llvm" && Opts.Emit != "llvm-unopt" &&
-      Opts.Emit != "asm" && Opts.Emit != "obj")
-    return Fail("--emit expects llvm, llvm-unopt, asm or obj, got '" +
-                Opts.Emit + "'");
 
   CompileOptions &C = Opts.Compile;
   if (F.OptLevel > 3)
@@ -357,10 +374,14 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   C.PrintAfter.assign(F.PrintAfter.begin(), F.PrintAfter.end());
   C.PrintAfterAll = F.PrintAfterAll;
   if (F.Passes.getNumOccurrences()) {
-    for (const std::string &P : F.Passes)
+    C.Passes.emplace(); // `--passes=` runs none.
+    for (const std::string &P : F.Passes) {
+      if (P.empty())
+        continue;
       if (!checkPass("--passes", P, Known, Err))
         return 1;
-    C.Passes = std::vector<std::string>(F.Passes.begin(), F.Passes.end());
+      C.Passes->push_back(P);
+    }
   }
   return std::nullopt;
 }

@@ -13,7 +13,9 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/Parse/Parser.h"
 #include "nnc/Parse/Lexer.h"
+#include "nnc/Support/Suggest.h"
 
+#include <algorithm>
 #include <deque>
 #include <limits>
 #include <map>
@@ -337,9 +339,13 @@ private:
     Scopes.emplace_back();
     std::vector<Stmt> Stmts;
     while (!peek().is(TokKind::RBrace)) {
-      if (peek().is(TokKind::Eof))
-        failAt(peek(), "expected '}' to close the block opened at line " +
-                           std::to_string(locOf(Open).Line));
+      if (peek().is(TokKind::Eof)) {
+        Diags.error(locOf(peek()),
+                    "expected '}' to close the block opened at line " +
+                        std::to_string(locOf(Open).Line));
+        Diags.note(locOf(Open), "the block opened here");
+        throw ParseAbort();
+      }
       if (consumeIf(TokKind::Semi))
         continue; // Empty statement.
       Stmts.push_back(parseStmt());
@@ -470,8 +476,49 @@ private:
   Buffer lookupBuffer(const Token &T) {
     auto It = Buffers.find(std::string(T.Text));
     if (It == Buffers.end())
-      failAt(T, "use of undeclared buffer '" + std::string(T.Text) + "'");
+      failUndeclaredBuffer(T);
     return It->second;
+  }
+
+  /// The buffers declared so far.
+  std::vector<std::string> bufferNames() const {
+    std::vector<std::string> R;
+    for (const auto &B : Buffers)
+      R.push_back(B.first);
+    return R;
+  }
+
+  /// Every name an identifier in an expression may mean here: buffers,
+  /// visible scalars and scalar parameters.
+  std::vector<std::string> valueNames() const {
+    std::vector<std::string> R = bufferNames();
+    for (const auto &V : Visible)
+      if (!V.second.empty())
+        R.push_back(V.first);
+    for (const auto &P : ScalarParams)
+      R.push_back(P.first);
+    std::sort(R.begin(), R.end()); // Deterministic suggestions.
+    return R;
+  }
+
+  /// The functions of the language.
+  static const std::vector<std::string> &functionNames() {
+    static const std::vector<std::string> Names = [] {
+      std::vector<std::string> R = {"Max", "Min", "IfThenElse", "mod",
+                                    "BitCast"};
+#define NNC_INTRINSIC(Enum, Name, Arity) R.push_back(Name);
+#include "nnc/IR/Intrinsics.def"
+      for (int T = 0; T < kNumDTypes; ++T)
+        R.push_back(std::string(dtypeName(static_cast<DType>(T))));
+      return R;
+    }();
+    return Names;
+  }
+
+  [[noreturn]] void failUndeclaredBuffer(const Token &T) {
+    std::string N(T.Text);
+    failAt(T, "use of undeclared buffer '" + N + "'" +
+                  didYouMean(N, bufferNames()));
   }
 
   void checkNewBufferName(const Token &T) {
@@ -563,7 +610,8 @@ private:
                                        "full: " +
                                        Name + "(dtype=..., sizes=[...], "
                                               "strides=[...])"
-                                 : "use of undeclared buffer '" + Name + "'");
+                                 : "use of undeclared buffer '" + Name + "'" +
+                                       didYouMean(Name, bufferNames()));
       return BufferView::of(It->second, locOf(NameTok));
     }
     take();
@@ -596,7 +644,7 @@ private:
       V.Buf = It->second;
     } else {
       if (!IsOutput)
-        failAt(NameTok, "use of undeclared buffer '" + Name + "'");
+        failUndeclaredBuffer(NameTok);
       checkNewBufferName(NameTok);
       V.Buf = BufferNode::make(Name, V.Type, V.Sizes, BufferRole::Temp,
                                LayoutKind::Explicit, V.Strides, V.Loc);
@@ -1005,7 +1053,8 @@ private:
       return Var::make(It->second, std::string(N), Loc); // In the signature.
     auto B = Buffers.find(std::string(N));
     if (B == Buffers.end())
-      failAt(Id, "use of undeclared identifier '" + std::string(N) + "'");
+      failAt(Id, "use of undeclared identifier '" + std::string(N) + "'" +
+                     didYouMean(N, valueNames()));
     std::vector<Expr> Idx;
     if (consumeIf(TokKind::LBracket))
       Idx = parseIndices();
@@ -1066,7 +1115,8 @@ private:
       }
       return checkDepth(Cast::make(*To, Args[0], Loc));
     }
-    failAt(Id, "unknown function '" + std::string(N) + "'");
+    failAt(Id, "unknown function '" + std::string(N) + "'" +
+                   didYouMean(N, functionNames()));
   }
 
   const SourceFile &File;

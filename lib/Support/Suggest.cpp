@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <numeric>
 
 namespace nnc {
 
@@ -16,21 +15,23 @@ std::string lower(std::string_view S) {
   return R;
 }
 
-/// Levenshtein distance, one row at a time.
+/// Edits (insert, delete, replace, swap two neighbours) from A to B: the
+/// optimal string alignment distance, so that a swapped pair is one typo.
 size_t editDistance(std::string_view A, std::string_view B) {
-  std::vector<size_t> Row(B.size() + 1);
-  std::iota(Row.begin(), Row.end(), 0);
-  for (size_t I = 1; I <= A.size(); ++I) {
-    size_t Diagonal = Row[0];
-    Row[0] = I;
+  std::vector<std::vector<size_t>> D(A.size() + 1,
+                                     std::vector<size_t>(B.size() + 1));
+  for (size_t I = 0; I <= A.size(); ++I)
+    D[I][0] = I;
+  for (size_t J = 0; J <= B.size(); ++J)
+    D[0][J] = J;
+  for (size_t I = 1; I <= A.size(); ++I)
     for (size_t J = 1; J <= B.size(); ++J) {
-      size_t Up = Row[J];
-      Row[J] = std::min({Row[J] + 1, Row[J - 1] + 1,
-                         Diagonal + (A[I - 1] == B[J - 1] ? 0 : 1)});
-      Diagonal = Up;
+      D[I][J] = std::min({D[I - 1][J] + 1, D[I][J - 1] + 1,
+                          D[I - 1][J - 1] + (A[I - 1] == B[J - 1] ? 0 : 1)});
+      if (I > 1 && J > 1 && A[I - 1] == B[J - 2] && A[I - 2] == B[J - 1])
+        D[I][J] = std::min(D[I][J], D[I - 2][J - 2] + 1);
     }
-  }
-  return Row[B.size()];
+  return D[A.size()][B.size()];
 }
 
 } // namespace
