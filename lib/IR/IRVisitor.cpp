@@ -439,4 +439,37 @@ std::set<std::string> namesBoundIn(const Stmt &S) {
   return std::move(B.Names);
 }
 
+std::set<std::string> boundNames(const Stmt &S) {
+  struct Temps : IRVisitor {
+    std::set<std::string> Names;
+    void visitAllocate(const Allocate *Op) override {
+      Names.insert(Op->Buf->Name);
+    }
+    void visitExternalCall(const ExternalCall *Op) override {
+      Names.insert(Op->Out.Buf->Name);
+      IRVisitor::visitExternalCall(Op);
+    }
+  } T;
+  if (!S)
+    return {};
+  T.visit(S);
+  T.Names.merge(namesBoundIn(S));
+  return std::move(T.Names);
+}
+
+std::set<std::string> kernelNames(const Kernel &K) {
+  std::set<std::string> Names = boundNames(K.Body);
+  for (const Param &P : K.Params)
+    Names.insert(P.Name);
+  return Names;
+}
+
+std::string freshName(std::set<std::string> &Used, const std::string &Base) {
+  std::string N = Base;
+  for (int I = 1; Used.count(N); ++I)
+    N = Base + "_" + std::to_string(I);
+  Used.insert(N);
+  return N;
+}
+
 } // namespace nnc

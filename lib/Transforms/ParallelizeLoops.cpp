@@ -34,6 +34,7 @@
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
+#include "nnc/Transforms/LoopTransforms.h"
 #include "nnc/Transforms/Passes.h"
 
 #include <set>
@@ -203,48 +204,10 @@ bool hasParallelMark(const Stmt &S) {
   return F.Found;
 }
 
-/// Names used anywhere in the kernel, for fresh names.
-std::set<std::string> usedNames(const Kernel &K) {
-  struct Names : IRVisitor {
-    std::set<std::string> *Out;
-    void visitVar(const Var *Op) override { Out->insert(Op->Name); }
-    void visitFor(const For *Op) override {
-      Out->insert(Op->Var);
-      IRVisitor::visitFor(Op);
-    }
-    void visitLet(const Let *Op) override {
-      Out->insert(Op->Name);
-      IRVisitor::visitLet(Op);
-    }
-    void visitAllocate(const Allocate *Op) override {
-      Out->insert(Op->Buf->Name);
-    }
-    void visitExternalCall(const ExternalCall *Op) override {
-      Out->insert(Op->Out.Buf->Name);
-      IRVisitor::visitExternalCall(Op);
-    }
-  } N;
-  std::set<std::string> Out;
-  N.Out = &Out;
-  for (const Param &P : K.Params)
-    Out.insert(P.Name);
-  if (K.Body)
-    N.visit(K.Body);
-  return Out;
-}
-
-std::string fresh(std::set<std::string> &Used, const std::string &Base) {
-  std::string N = Base;
-  for (int I = 1; Used.count(N); ++I)
-    N = Base + "_" + std::to_string(I);
-  Used.insert(N);
-  return N;
-}
-
 class Parallelizer {
 public:
   Parallelizer(Kernel &K, const PassOptions &O, DiagnosticEngine &D)
-      : K(K), Opts(O), Diags(D), Used(usedNames(K)) {
+      : K(K), Opts(O), Diags(D), Used(kernelNames(K)) {
     Threads = Opts.Threads ? Opts.Threads
                            : std::max(1u, std::thread::hardware_concurrency());
   }
@@ -481,51 +444,18 @@ private:
 
   /// for i in [a, b) { for j in [c, d) { body } } becomes
   /// for k in [0, (b-a)*(d-c)) /* parallel */ { i = a + k / (d-c);
-  ///   j = c + k % (d-c); body }.
+  ///   j = c + k % (d-c); body } (flattenBand, with lets).
   Stmt collapse(const For &F, const For &Inner) {
-    auto I64 = [](const Expr &E) {
-      return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
-    };
-    auto Sub = [](const Expr &A, const Expr &B) {
-      auto CA = getConstInt(A), CB = getConstInt(B);
-      if (CA && CB)
-        return IntImm::make(DType::I64, *CA - *CB, A->Loc);
-      if (CB && *CB == 0)
-        return A;
-      return Binary::make(BinOp::Sub, A, B, A->Loc);
-    };
-    Expr N0 = Sub(I64(F.Stop), I64(F.Start));
-    Expr N1 = Sub(I64(Inner.Stop), I64(Inner.Start));
-    Expr Total;
-    auto C0 = getConstInt(N0), C1 = getConstInt(N1);
-    if (C0 && C1)
-      Total = IntImm::make(DType::I64, *C0 * *C1, F.Loc);
-    else
-      Total = Binary::make(BinOp::Mul, N0, N1, F.Loc);
-    std::string KV = fresh(Used, F.Var + "_" + Inner.Var);
-    Expr KVar = Var::make(DType::I64, KV, F.Loc);
-    auto Back = [&](const Expr &Start, const Expr &Value, DType T) {
-      Expr V = Binary::make(BinOp::Add, I64(Start), Value, F.Loc);
-      return T == DType::I64 ? V : Cast::make(T, V, F.Loc);
-    };
-    std::vector<Stmt> Body = {
-        Let::make(F.Var, F.VarType,
-                  Back(F.Start, Binary::make(BinOp::Div, KVar, N1, F.Loc),
-                       F.VarType),
-                  F.Loc),
-        Let::make(Inner.Var, Inner.VarType,
-                  Back(Inner.Start, Binary::make(BinOp::Mod, KVar, N1, F.Loc),
-                       Inner.VarType),
-                  Inner.Loc)};
-    for (const Stmt &S : cast<Block>(Inner.Body)->Stmts)
-      Body.push_back(S);
-    LoopOptions O;
+    Stmt S = flattenBand({&F, &Inner}, freshName(Used, F.Var + "_" + Inner.Var),
+                         /*AsLets=*/true);
+    const For &L = *cast<For>(S);
+    LoopOptions O = L.Options;
     O.Parallel = true;
+    auto Total = evaluateConstant(L.Stop);
     remark(F.Loc, "loop '" + F.Var + "' parallelized: 2 loops collapsed ('" +
                       F.Var + "', '" + Inner.Var + "'), trip count " +
-                      (C0 && C1 ? std::to_string(*C0 * *C1) : "symbolic"));
-    return For::make(KV, DType::I64, IntImm::make(DType::I64, 0, F.Loc), Total,
-                     Block::make(std::move(Body), F.Body->Loc), O, F.Loc);
+                      (Total ? std::to_string(*Total) : "symbolic"));
+    return For::make(L.Var, L.VarType, L.Start, L.Stop, L.Body, O, L.Loc);
   }
 
   Kernel &K;

@@ -128,7 +128,7 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   expectError(parseKernel("kernel k(out a: f32[4]) {\n  a[0] = b;\n}\n", "",
                           "bad.nnc")
                   .takeError(),
-              "bad.nnc:2:10: error: use of undeclared identifier 'b'\n"
+              "bad.nnc:2:10: error: use of undeclared identifier 'b'; did you mean 'a'?\n"
               "  a[0] = b;\n"
               "         ^");
   expectError(parseKernel(Saxpy, "nope", "s.nnc").takeError(),

@@ -94,6 +94,14 @@ protected:
 std::set<std::string> varsOf(const Expr &E);
 /// The scalar names bound anywhere inside S: loop variables and lets.
 std::set<std::string> namesBoundIn(const Stmt &S);
+/// Every name S binds: loop variables, lets and temporaries (allocated or
+/// declared by an external call).
+std::set<std::string> boundNames(const Stmt &S);
+/// Every name kernel K uses: its parameters and the names its body binds.
+/// New names must avoid these.
+std::set<std::string> kernelNames(const Kernel &K);
+/// Base, or Base_1, Base_2, ... : the first not in Used, which it joins.
+std::string freshName(std::set<std::string> &Used, const std::string &Base);
 
 } // namespace nnc
 

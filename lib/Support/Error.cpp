@@ -1,5 +1,5 @@
 //===- Error.cpp - Diagnostics as llvm::Error values -----------------------===//
-#include "nnc/API/Error.h"
+#include "nnc/Support/Error.h"
 
 namespace nnc {
 
