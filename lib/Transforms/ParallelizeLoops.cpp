@@ -38,7 +38,6 @@
 #include "nnc/Transforms/Passes.h"
 
 #include <set>
-#include <thread>
 
 namespace nnc {
 
@@ -208,8 +207,7 @@ class Parallelizer {
 public:
   Parallelizer(Kernel &K, const PassOptions &O, DiagnosticEngine &D)
       : K(K), Opts(O), Diags(D), Used(kernelNames(K)) {
-    Threads = Opts.Threads ? Opts.Threads
-                           : std::max(1u, std::thread::hardware_concurrency());
+    Threads = std::max(1u, Opts.Threads);
   }
 
   bool run() {

@@ -48,9 +48,9 @@ constexpr int64_t kDefaultParallelGrain = 16384;
 /// Options of the IR passes (one struct for all, set by the tool or the API).
 struct PassOptions {
   ParallelMode Mode = ParallelMode::All;
-  /// Threads the kernel will run on (decides how many loops to collapse);
-  /// 0 means the machine's.
-  unsigned Threads = 0;
+  /// Threads the kernel will run on (decides how many loops to collapse and
+  /// the cache share of stream-stores), as the Compiler resolved it.
+  unsigned Threads = 1;
   /// Minimum work of a parallel region, in innermost iterations.
   int64_t Grain = kDefaultParallelGrain;
   /// Trust `/* parallel */` marks in the input instead of checking them.
