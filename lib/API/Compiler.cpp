@@ -1,5 +1,6 @@
 //===- Compiler.cpp - Compile kernels and call them ------------------------===//
 #include "nnc/API/Compiler.h"
+#include "nnc/Support/Format.h"
 #include "nnc/API/Error.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/IR/Verifier.h"
@@ -53,13 +54,6 @@ std::optional<int64_t> evalExtent(const Expr &E, const Kernel &K,
         return Values[P - K.Params.data()];
       },
       Why);
-}
-
-std::string shapeText(llvm::ArrayRef<int64_t> S) {
-  std::string R = "[";
-  for (size_t I = 0; I < S.size(); ++I)
-    R += (I ? ", " : "") + std::to_string(S[I]);
-  return R + "]";
 }
 
 /// Sets the calling thread's thread count for the duration of a call, and

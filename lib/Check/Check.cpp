@@ -1,5 +1,6 @@
 //===- Check.cpp - The oracle: host arguments and result comparison -------===//
 #include "nnc/Check/Check.h"
+#include "nnc/Support/Format.h"
 #include "nnc/IR/Equality.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/Interp/Interpreter.h"
@@ -64,13 +65,6 @@ void fillRandom(HostBuffer &B, uint64_t Seed) {
     else
       B.setInt(Off, static_cast<int64_t>(X % 16) - 8);
   });
-}
-
-std::string shapeStr(const std::vector<int64_t> &S) {
-  std::string R = "[";
-  for (size_t I = 0; I < S.size(); ++I)
-    R += (I ? ", " : "") + std::to_string(S[I]);
-  return R + "]";
 }
 
 /// %.9g, with NaN and infinities spelled the same on every platform.
@@ -284,7 +278,7 @@ bool readBufferFile(const std::string &Path, const std::string &Name,
                         "': " + Err);
     return false;
   }
-  std::string Want = std::string(dtypeName(B.type())) + shapeStr(B.sizes());
+  std::string Want = std::string(dtypeName(B.type())) + shapeText(B.sizes());
   if (!Npy) {
     if (Data.size() != B.storageBytes()) {
       Diags.error({}, std::string(Flag) + " '" + Path + "' for '" + Name +
@@ -307,7 +301,7 @@ bool readBufferFile(const std::string &Path, const std::string &Name,
   }
   if (Descr != npyDescr(B.type()) || Shape != B.sizes()) {
     Diags.error({}, std::string(Flag) + " '" + Path + "' holds " + Descr +
-                        shapeStr(Shape) + "; '" + Name + "' is " + Want +
+                        shapeText(Shape) + "; '" + Name + "' is " + Want +
                         " (NumPy '" + npyDescr(B.type()) + "')");
     return false;
   }
@@ -435,7 +429,7 @@ std::optional<HostArgs> buildArgs(const Kernel &K,
     if (Elems < 0 ||
         static_cast<uint64_t>(Elems) > kMaxBytes / dtypeSize(P.Type)) {
       Diags.error(P.Loc, "buffer '" + P.Name + "' of shape " +
-                             shapeStr(Sizes[I]) + " is too large");
+                             shapeText(Sizes[I]) + " is too large");
       return std::nullopt;
     }
     auto B = std::make_unique<HostBuffer>(P.Type, Sizes[I], Strides[I]);
@@ -506,7 +500,7 @@ void printOutputSummary(std::ostream &OS, const Kernel &K,
       Min = std::min(Min, V);
       Max = std::max(Max, V);
     });
-    OS << P.Name << ": " << dtypeName(B.type()) << shapeStr(B.sizes());
+    OS << P.Name << ": " << dtypeName(B.type()) << shapeText(B.sizes());
     if (Fl)
       OS << " sum=" << formatDouble(Sum) << " min="
          << formatDouble(Count > NaNs ? Min : NAN)
@@ -660,7 +654,7 @@ std::string indexOf(const HostBuffer &B, int64_t Target) {
         Idx[D] = L % B.sizes()[D];
         L /= B.sizes()[D];
       }
-      Found = shapeStr(Idx);
+      Found = shapeText(Idx);
     }
     ++Linear;
   });

@@ -1,5 +1,6 @@
 //===- ReferenceExternals.cpp - Plain reference external functions --------===//
 #include "nnc/Reference/ReferenceExternals.h"
+#include "nnc/Support/Format.h"
 #include "nnc/Support/ForEachIndex.h"
 
 #include <algorithm>
@@ -8,13 +9,6 @@
 namespace nnc {
 
 namespace {
-
-std::string shapeStr(const std::vector<int64_t> &S) {
-  std::string R = "[";
-  for (size_t I = 0; I < S.size(); ++I)
-    R += (I ? ", " : "") + std::to_string(S[I]);
-  return R + "]";
-}
 
 /// out[n, o, y, x] = bias[o] + sum_{c, ky, kx} in[n, g*C/G + c, ...] * w[...]
 std::string conv2d(const TensorRef &Out, const std::vector<TensorRef> &Ins,
@@ -26,8 +20,8 @@ std::string conv2d(const TensorRef &Out, const std::vector<TensorRef> &Ins,
   const TensorRef *B = Ins.size() > 2 ? &Ins[2] : nullptr;
   auto Expect = conv2dOutputSizes(X.Sizes, W.Sizes, P);
   if (!Expect || Out.Sizes != *Expect || (B && B->Sizes[0] != W.Sizes[0]))
-    return "shapes do not match: input " + shapeStr(X.Sizes) + ", weight " +
-           shapeStr(W.Sizes) + ", output " + shapeStr(Out.Sizes) + ", groups " +
+    return "shapes do not match: input " + shapeText(X.Sizes) + ", weight " +
+           shapeText(W.Sizes) + ", output " + shapeText(Out.Sizes) + ", groups " +
            std::to_string(P.Groups);
   int64_t N = X.Sizes[0], H = X.Sizes[2], Wd = X.Sizes[3];
   int64_t O = W.Sizes[0], CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
@@ -67,15 +61,15 @@ std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm
                    const TensorRef *Self, double Beta, double Alpha) {
   size_t R = A.Sizes.size();
   if ((R != 2 && R != 3) || Bm.Sizes.size() != R || Out.Sizes.size() != R)
-    return "ranks do not match: " + shapeStr(A.Sizes) + " @ " +
-           shapeStr(Bm.Sizes) + " -> " + shapeStr(Out.Sizes);
+    return "ranks do not match: " + shapeText(A.Sizes) + " @ " +
+           shapeText(Bm.Sizes) + " -> " + shapeText(Out.Sizes);
   int64_t Batch = R == 3 ? A.Sizes[0] : 1;
   size_t Off = R - 2;
   int64_t M = A.Sizes[Off], K = A.Sizes[Off + 1], N = Bm.Sizes[Off + 1];
   if (Bm.Sizes[Off] != K || Out.Sizes[Off] != M || Out.Sizes[Off + 1] != N ||
       (R == 3 && (Bm.Sizes[0] != Batch || Out.Sizes[0] != Batch)))
-    return "shapes do not match: " + shapeStr(A.Sizes) + " @ " +
-           shapeStr(Bm.Sizes) + " -> " + shapeStr(Out.Sizes);
+    return "shapes do not match: " + shapeText(A.Sizes) + " @ " +
+           shapeText(Bm.Sizes) + " -> " + shapeText(Out.Sizes);
   // self broadcasts to [M, N]: [N], [1, N], [M, 1], [M, N] (a size 1 repeats).
   if (Self) {
     const auto &SS = Self->Sizes;
@@ -85,8 +79,8 @@ std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm
                                       (SS[1] == N || SS[1] == 1)
                                 : false);
     if (!Ok)
-      return "self of shape " + shapeStr(SS) + " does not broadcast to " +
-             shapeStr({M, N});
+      return "self of shape " + shapeText(SS) + " does not broadcast to " +
+             shapeText(std::vector<int64_t>{M, N});
   }
   for (int64_t b = 0; b < Batch; ++b) {
     const float *AP = A.Data + (R == 3 ? b * A.Strides[0] : 0);
