@@ -519,8 +519,9 @@ std::optional<DependenceResult> forEachPair(Collector &C, bool Ordered, Fn F) {
 class PairTester {
 public:
   PairTester(const Kernel &K, const For &L,
-             const std::vector<EnclosingLoop> &Outer)
-      : L(L) {
+             const std::vector<EnclosingLoop> &Outer,
+             std::set<std::string> AssumeNonNegative = {})
+      : NonNegative(std::move(AssumeNonNegative)), L(L) {
     En.Params = integralScalars(K);
     for (const EnclosingLoop &O : Outer) {
       Ranges[O.Var] = rangeOf(O.Start, O.Stop, En);
@@ -535,7 +536,8 @@ public:
 
   /// Fewer than two iterations carry nothing.
   bool singleIteration() const {
-    return IR.Known && SignOracle(Positive).nonNegative(IR.Lo - IR.Hi);
+    return IR.Known &&
+           SignOracle(Positive, NonNegative).nonNegative(IR.Lo - IR.Hi);
   }
 
   /// The accesses of Body, run in iteration L.Var.
@@ -564,11 +566,13 @@ private:
     for (const Access *X : {&A, &B})
       for (const auto &[V, I] : X->InnerRanges)
         addPositive(I, P);
-    return SignOracle(std::move(P));
+    return SignOracle(std::move(P), NonNegative);
   }
 
   /// Parameters the loops around L, and L itself, need positive to run.
   std::set<std::string> Positive;
+  /// Parameters assumed non-negative (a run-time check guards the result).
+  std::set<std::string> NonNegative;
   const For &L;
   Env En;
   std::map<std::string, Interval> Ranges; ///< Of the enclosing loops.
@@ -703,8 +707,9 @@ bool PairTester::mayReverse(const Access &A, const Access &B,
 } // namespace
 
 DependenceResult analyzeLoop(const Kernel &K, const For &L,
-                             const std::vector<EnclosingLoop> &Outer) {
-  PairTester T(K, L, Outer);
+                             const std::vector<EnclosingLoop> &Outer,
+                             const std::set<std::string> &AssumeNonNegative) {
+  PairTester T(K, L, Outer, AssumeNonNegative);
   if (T.singleIteration())
     return {};
   Collector C = T.collect(L.Body);

@@ -97,8 +97,10 @@ struct Poly {
 /// polynomial whose coefficients are then all non-negative is non-negative.
 class SignOracle {
 public:
-  explicit SignOracle(std::set<std::string> Positive)
-      : Positive(std::move(Positive)) {}
+  /// Positive parameters are at least 1, NonNegative ones at least 0.
+  explicit SignOracle(std::set<std::string> Positive,
+                      std::set<std::string> NonNegative = {})
+      : Positive(std::move(Positive)), NonNegative(std::move(NonNegative)) {}
 
   bool nonNegative(const Poly &P) const {
     return nonNegativeExpansion(P).has_value();
@@ -124,24 +126,32 @@ private:
     return E;
   }
 
-  /// P with every positive parameter X replaced by 1 + X'; nullopt if P has
-  /// a parameter of unknown sign or overflows.
+  /// P with every positive parameter X replaced by 1 + X' (X' >= 0), and
+  /// the non-negative ones kept; nullopt if P has a parameter of unknown
+  /// sign or overflows.
   std::optional<std::map<Monomial, int64_t>> expand(const Poly &P) const {
     if (P.Overflow)
       return std::nullopt;
     std::map<Monomial, int64_t> R;
     for (const auto &[M, C] : P.T) {
-      for (const std::string &S : M)
-        if (!Positive.count(S))
+      Monomial Kept, Shifted;
+      for (const std::string &S : M) {
+        if (Positive.count(S))
+          Shifted.push_back(S);
+        else if (NonNegative.count(S))
+          Kept.push_back(S);
+        else
           return std::nullopt;
-      size_t N = M.size();
+      }
+      size_t N = Shifted.size();
       if (N > 16)
         return std::nullopt;
       for (size_t Mask = 0; Mask < (size_t(1) << N); ++Mask) {
-        Monomial Sub;
+        Monomial Sub = Kept;
         for (size_t K = 0; K < N; ++K)
           if (Mask & (size_t(1) << K))
-            Sub.push_back(M[K]);
+            Sub.push_back(Shifted[K]);
+        std::sort(Sub.begin(), Sub.end());
         int64_t &Slot = R[Sub];
         if (__builtin_add_overflow(Slot, C, &Slot))
           return std::nullopt;
@@ -150,7 +160,7 @@ private:
     return R;
   }
 
-  std::set<std::string> Positive;
+  std::set<std::string> Positive, NonNegative;
 };
 
 /// Adds to Out the parameter P when a loop whose variable takes the values

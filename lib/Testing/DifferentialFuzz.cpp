@@ -2,6 +2,7 @@
 //
 // generateRandomKernel writes a random but valid kernel: elementwise nests,
 // broadcasts, row reductions, shifted (truly dependent) and reversed nests,
+// rows shifted by a parameter (versioned at run time),
 // flat indices and temporaries, over random small shapes, constant or
 // symbolic, with row loops whole or split (tail or mask). runDifferentialFuzz
 // checks each one: parse, print, parse and print again (the texts must be
@@ -33,6 +34,7 @@ public:
     Rows = pick(1, 40);
     Cols = pick(1, 40);
     Symbolic = coin();
+    Shift = pick(-Rows, Rows);
     std::ostringstream Body;
     int Nests = pick(1, 4);
     for (int N = 0; N < Nests; ++N)
@@ -42,12 +44,15 @@ public:
     K << "kernel fuzz(\n    in x: f32" << RC << ",\n    in z: f32" << RC
       << ",\n    in col: f32[" << rows() << "],\n    in row: f32[" << cols()
       << "],\n    out y: f32" << RC << ",\n    inout w: f32" << RC
-      << ",\n    out r: f32[" << rows() << "]"
-      << (Symbolic ? ",\n    R: i64,\n    C: i64" : "") << ") {\n"
+      << ",\n    out r: f32[" << rows() << "],\n    inout v: f32[3ll * "
+      << rows() << ", " << cols() << "]"
+      << (Symbolic ? ",\n    R: i64,\n    C: i64" : "") << ",\n    S: i64) {\n"
       << Body.str() << "}\n";
-    FuzzKernel FK{K.str(), {}};
-    if (Symbolic)
-      FK.Params = {"R=" + std::to_string(Rows), "C=" + std::to_string(Cols)};
+    FuzzKernel FK{K.str(), {"S=" + std::to_string(Shift)}};
+    if (Symbolic) {
+      FK.Params.push_back("R=" + std::to_string(Rows));
+      FK.Params.push_back("C=" + std::to_string(Cols));
+    }
     return FK;
   }
 
@@ -152,7 +157,7 @@ private:
     std::string Flat = "[" + cols() + " * " + I + " + " + J + "]";
     std::vector<std::string> Leaves = {"x" + At, "z" + Flat, "row[" + J + "]",
                                        "col[" + I + "]", "w" + At};
-    switch (pick(0, 7)) {
+    switch (pick(0, 8)) {
     case 0: // Elementwise with broadcasts.
       return loops(I, J, "y" + At + " = " + expr(3, Leaves) + ";");
     case 1: // Flat store, in-place update.
@@ -216,6 +221,12 @@ private:
         << "  Free(" << T << ");\n";
       return S.str();
     }
+    case 7: // Rows of v read S rows past the R it writes: independent when
+            // S >= 0 (versioned on that), overlapping the rows written when
+            // S < 0.
+      return loops(I, J,
+                   "v" + At + " = (v[" + I + " + " + rows() + " + S, " + J +
+                       "]) * 0.5f + " + expr(2, Leaves) + ";");
     default: // Anti-dependence: each row reads the next, then is written.
       if (Rows < 2)
         return "";
@@ -227,7 +238,7 @@ private:
   }
 
   std::mt19937_64 R;
-  int Rows = 1, Cols = 1;
+  int Rows = 1, Cols = 1, Shift = 0;
   bool Symbolic = false;
 };
 

@@ -400,11 +400,17 @@ private:
       return S;
     }
     DependenceResult R = analyzeLoop(K, F);
+    auto Work = constantWork(S);
     if (!R.independent()) {
+      if (Work && *Work < Opts.Grain) {
+        remark(F.Loc, Name + " not parallelized: " + R.describe());
+        return S;
+      }
+      if (Stmt V = versioned(F, S))
+        return V;
       remark(F.Loc, Name + " not parallelized: " + R.describe());
       return S;
     }
-    auto Work = constantWork(S);
     if (Work && *Work < Opts.Grain) {
       remark(F.Loc, Name + " not parallelized: too little work (" +
                         std::to_string(*Work) +
@@ -438,6 +444,54 @@ private:
              toString(grainExpr(F, Opts.Grain));
     remark(F.Loc, Why);
     return withParallel(F);
+  }
+
+  /// The integer scalar parameters S reads.
+  std::vector<std::string> scalarsRead(const Stmt &S) const {
+    struct Reads : IRVisitor {
+      std::set<std::string> Names;
+      void visitVar(const Var *Op) override { Names.insert(Op->Name); }
+    } R;
+    R.visit(S);
+    std::vector<std::string> Out;
+    for (const Param &P : K.Params)
+      if (!P.isBuffer() && isIntegral(P.Type) && R.Names.count(P.Name))
+        Out.push_back(P.Name);
+    return Out;
+  }
+
+  /// Run-time versioning: when F is independent only if some of the scalar
+  /// parameters it reads are non-negative (a shift by a parameter K >= 0 into
+  /// a region it does not write, say), `if (K >= 0) { F, parallel } else {
+  /// F }`. Tries each parameter alone, then all of them; null if none makes
+  /// the analysis prove independence. Sound: the parallel copy runs only
+  /// where the assumption the proof used holds.
+  Stmt versioned(const For &F, const Stmt &S) {
+    std::vector<std::string> Params = scalarsRead(S);
+    std::vector<std::set<std::string>> Tries;
+    for (const std::string &P : Params)
+      Tries.push_back({P});
+    if (Params.size() > 1)
+      Tries.push_back({Params.begin(), Params.end()});
+    for (const std::set<std::string> &Assumed : Tries) {
+      if (!analyzeLoop(K, F, {}, Assumed).independent())
+        continue;
+      Expr C;
+      std::string Text;
+      for (const std::string &P : Assumed) {
+        const Param *Pm = K.findParam(P);
+        Expr One = IntImm::make(DType::I32, 1), Zero = IntImm::make(DType::I32, 0);
+        Expr Check = CompareSelect::make(CmpOp::GE, Var::make(Pm->Type, P),
+                                         IntImm::make(Pm->Type, 0), One, Zero);
+        C = C ? Binary::make(BinOp::And, C, Check) : Check;
+        Text += (Text.empty() ? "" : " && ") + P + " >= 0";
+      }
+      remark(F.Loc, "loop '" + F.Var + "' parallelized when " + Text +
+                        ", checked at run time (serial otherwise): its "
+                        "iterations are independent only then");
+      return Cond::make(C, withParallel(F), S, F.Loc);
+    }
+    return nullptr;
   }
 
   /// for i in [a, b) { for j in [c, d) { body } } becomes

@@ -304,3 +304,26 @@ TEST(Dependence, InterchangeLegalityFollowsTheDirections) {
   EXPECT_TRUE(mayReverse("a[9ll * i + j] = a[9ll * i + j - 8ll];"));
   EXPECT_TRUE(mayReverse("a[i, j] = a[i * j, 0ll];"));
 }
+
+namespace {
+
+// A read K past the region the loop writes is independent only when K is
+// non-negative: the assumption proves it, and nothing weaker does.
+TEST(Dependence, AssumingAParameterNonNegativeProvesAShiftIndependent) {
+  Module M = test::parse(loop("inout a: f32[M], M: i64, N: i64, K: i64",
+                              "    a[i] = (a[(i + N) + K]) * 2.f;", "N"));
+  const Kernel &K = M.Kernels.at(0);
+  const For &L = *cast<For>(cast<Block>(K.Body)->Stmts.at(0));
+  EXPECT_FALSE(analyzeLoop(K, L).independent());
+  EXPECT_TRUE(analyzeLoop(K, L, {}, {"K"}).independent());
+  EXPECT_FALSE(analyzeLoop(K, L, {}, {"M"}).independent());
+  // Writing K ahead of the read is a dependence for every K in [1, N).
+  Module W = test::parse(loop("inout a: f32[M], M: i64, N: i64, K: i64",
+                              "    a[i + K] = (a[i]) + 1.f;", "N"));
+  const Kernel &KW = W.Kernels.at(0);
+  EXPECT_FALSE(analyzeLoop(KW, *cast<For>(cast<Block>(KW.Body)->Stmts.at(0)),
+                           {}, {"K", "N", "M"})
+                   .independent());
+}
+
+} // namespace

@@ -60,9 +60,14 @@ struct DependenceResult {
   std::string describe() const;
 };
 
-/// Analyses loop L of kernel K, nested in Outer (outermost first).
-DependenceResult analyzeLoop(const Kernel &K, const For &L,
-                             const std::vector<EnclosingLoop> &Outer = {});
+/// Analyses loop L of kernel K, nested in Outer (outermost first). The
+/// integer scalar parameters in AssumeNonNegative are taken to be at least
+/// 0: a result that needs this holds only where a run-time check guards it
+/// (the parallelize pass's versioned nests).
+DependenceResult
+analyzeLoop(const Kernel &K, const For &L,
+            const std::vector<EnclosingLoop> &Outer = {},
+            const std::set<std::string> &AssumeNonNegative = {});
 
 /// May loop First be fused with the loop right after it, whose body is
 /// SecondBody written in First's variable (same bounds)? Fusion runs
