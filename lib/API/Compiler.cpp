@@ -106,10 +106,13 @@ struct Marshalled {
   explicit Marshalled(size_t N)
       : Ptrs(N), Slots(N), Scalars(N), Shapes(N), Strides(N) {}
   Marshalled(const Marshalled &) = delete;
-  std::vector<void *> Ptrs;
-  std::vector<uint64_t> Slots;
-  std::vector<ScalarValue> Scalars;
-  std::vector<std::vector<int64_t>> Shapes, Strides; ///< Buffers only.
+  // Inline storage: a checked call of a kernel with up to 16 parameters of
+  // rank up to 4 allocates nothing.
+  llvm::SmallVector<void *, 16> Ptrs;
+  llvm::SmallVector<uint64_t, 16> Slots;
+  llvm::SmallVector<ScalarValue, 16> Scalars;
+  llvm::SmallVector<llvm::SmallVector<int64_t, 4>, 16> Shapes,
+      Strides; ///< Buffers only.
 };
 
 /// Checks Args against K's parameters (count, kinds, dtypes, shapes and
@@ -125,7 +128,7 @@ llvm::Error marshal(const Kernel &K, const std::vector<ParamInfo> &Params,
     return makeError("argument " + std::to_string(I) + " ('" +
                      Params[I].Name + "') of kernel '" + K.Name + "': " + Why);
   };
-  std::vector<int64_t> Ints(N);
+  llvm::SmallVector<int64_t, 16> Ints(N);
   struct ByteRange {
     uintptr_t Start;
     uint64_t Bytes;
@@ -163,7 +166,8 @@ llvm::Error marshal(const Kernel &K, const std::vector<ParamInfo> &Params,
       return Bad(I, "element type " + std::string(dtypeName(P.Type)) +
                         " is expected, not " + std::string(dtypeName(B.Type)));
     size_t Rank = P.Dims.size();
-    std::vector<int64_t> &Want = M.Shapes[I], &WantStrides = M.Strides[I];
+    llvm::SmallVector<int64_t, 4> &Want = M.Shapes[I],
+                                  &WantStrides = M.Strides[I];
     Want.resize(Rank);
     WantStrides.resize(Rank);
     for (size_t D = 0; D < Rank; ++D) {
@@ -485,8 +489,9 @@ llvm::Error Compiler::interpret(const Kernel &K,
       Values[I].Scalar = M.Scalars[I];
       continue;
     }
-    Views[I] = HostBuffer::view(Params[I].Type, M.Shapes[I], M.Strides[I],
-                                M.Ptrs[I]);
+    Views[I] = HostBuffer::view(
+        Params[I].Type, {M.Shapes[I].begin(), M.Shapes[I].end()},
+        {M.Strides[I].begin(), M.Strides[I].end()}, M.Ptrs[I]);
     Values[I].Buf = &Views[I];
   }
   InterpOptions IO;
