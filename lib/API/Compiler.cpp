@@ -334,14 +334,12 @@ std::vector<std::string> defaultPipeline() { return buildDefaultPipeline(); }
 
 namespace {
 
-/// An error for a name that is not a registered pass, with a suggestion.
-llvm::Error unknownPass(const std::string &What, const std::string &Name,
-                        const std::vector<std::string> &Known) {
-  std::string List;
-  for (const std::string &N : Known)
-    List += (List.empty() ? "" : ", ") + N;
-  return makeError(What + ": unknown pass '" + Name + "'" +
-                   didYouMean(Name, Known) + " (known: " + List + ")");
+/// `What 'Name'; did you mean 'X'? (Label: the names)`.
+llvm::Error unknownName(const std::string &What, const std::string &Name,
+                        const std::vector<std::string> &Known,
+                        const std::string &Label = "known") {
+  return makeError(What + " '" + Name + "'" + didYouMean(Name, Known) + " (" +
+                   Label + ": " + joinNames(Known) + ")");
 }
 
 std::vector<std::string> passNames() {
@@ -368,32 +366,23 @@ llvm::Expected<Kernel> Compiler::pipeline(
   std::vector<std::string> Passes = Opts.Passes.value_or(defaultPipeline());
   for (const std::string &N : Passes)
     if (!findPass(N))
-      return unknownPass("CompileOptions::Passes", N, passNames());
+      return unknownName("CompileOptions::Passes: unknown pass", N,
+                         passNames());
   for (const std::string &N : Opts.PrintAfter)
     if (!findPass(N))
-      return unknownPass("CompileOptions::PrintAfter", N, passNames());
+      return unknownName("CompileOptions::PrintAfter: unknown pass", N,
+                         passNames());
   for (const std::string &N : RemarkPasses)
     if (std::find(passesWithRemarks().begin(), passesWithRemarks().end(), N) ==
-        passesWithRemarks().end()) {
-      std::string List;
-      for (const std::string &R : passesWithRemarks())
-        List += (List.empty() ? "" : ", ") + R;
-      return makeError("CompileOptions::Remarks: no remarks from pass '" + N +
-                       "'" + didYouMean(N, passesWithRemarks()) +
-                       " (known: " + List + ")");
-    }
+        passesWithRemarks().end())
+      return unknownName("CompileOptions::Remarks: no remarks from pass", N,
+                         passesWithRemarks());
   if (!verifyKernel(K, Diags))
     return makeError(Diags);
   if (!UpTo.empty()) {
     auto It = std::find(Passes.begin(), Passes.end(), UpTo);
-    if (It == Passes.end()) {
-      std::string List;
-      for (const std::string &N : Passes)
-        List += (List.empty() ? "" : ", ") + N;
-      return makeError("unknown pass '" + UpTo + "'" +
-                       didYouMean(UpTo, Passes) + " (the pipeline: " + List +
-                       ")");
-    }
+    if (It == Passes.end())
+      return unknownName("unknown pass", UpTo, Passes, "the pipeline");
     Passes.erase(It + 1, Passes.end());
   }
   PipelineOptions PO;
@@ -605,10 +594,7 @@ llvm::Expected<const Kernel *> selectKernel(const Module &M,
     return Only;
   if (Names.empty())
     return makeError(File + " holds no kernel");
-  std::string List;
-  for (const std::string &N : Names)
-    List += (List.empty() ? "" : ", ") + N;
-  return makeError(File + " holds several kernels (" + List +
+  return makeError(File + " holds several kernels (" + joinNames(Names) +
                    "); name the one to use");
 }
 

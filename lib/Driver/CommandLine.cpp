@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Driver/Driver.h"
+#include "nnc/Support/Format.h"
 #include "nnc/Support/Suggest.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -41,13 +42,6 @@ std::string passList() {
   return R;
 }
 
-std::string joined(const std::vector<std::string> &Names) {
-  std::string R;
-  for (const std::string &N : Names)
-    R += (R.empty() ? "" : ", ") + N;
-  return R;
-}
-
 /// The tool's flags. Made once, after LLVM's conflicting options are gone,
 /// and never destroyed (the option registry keeps pointers to them).
 struct Flags {
@@ -55,9 +49,9 @@ struct Flags {
   const std::string PassesHelp =
       "Run exactly these IR passes, in order, instead of the default "
       "pipeline (" +
-      joined(defaultPipeline()) + "). Passes:" + passList();
+      joinNames(defaultPipeline()) + "). Passes:" + passList();
   const std::string RemarksHelp =
-      "Explain the decisions of a pass (" + joined(passesWithRemarks()) + ")";
+      "Explain the decisions of a pass (" + joinNames(passesWithRemarks()) + ")";
   cl::OptionCategory Cat{"nnc-jit options"};
   cl::opt<std::string> Input{cl::Positional, cl::desc("<file.nnc>"),
                              cl::init("-"), cl::cat(Cat)};
@@ -252,7 +246,7 @@ bool checkPass(const std::string &Flag, const std::string &Name,
     return true;
   Err << "nnc-jit: error: " << Flag << ": "
       << (Flag == "--remarks" ? "no remarks from pass '" : "unknown pass '")
-      << Name << "'" << didYouMean(Name, Known) << " (known: " << joined(Known)
+      << Name << "'" << didYouMean(Name, Known) << " (known: " << joinNames(Known)
       << ")\n";
   return false;
 }

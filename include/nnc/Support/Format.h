@@ -3,6 +3,7 @@
 #define NNC_SUPPORT_FORMAT_H
 
 #include <string>
+#include <vector>
 
 namespace nnc {
 
@@ -15,6 +16,14 @@ template <class Range> std::string shapeText(const Range &R) {
     First = false;
   }
   return S + "]";
+}
+
+/// "a, b, c".
+inline std::string joinNames(const std::vector<std::string> &Names) {
+  std::string S;
+  for (const std::string &N : Names)
+    S += (S.empty() ? "" : ", ") + N;
+  return S;
 }
 
 } // namespace nnc
