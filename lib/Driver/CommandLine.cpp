@@ -108,7 +108,6 @@ struct Flags {
                              cl::desc("Time N runs (default 100) after "
                                       "warm-up"),
                              cl::cat(Cat)};
-  enum class EmitKind { None, LLVM, LLVMUnopt, Asm, Obj };
   cl::opt<EmitKind> Emit{
       "emit", cl::init(EmitKind::None), cl::desc("Print instead of running"),
       cl::values(clEnumValN(EmitKind::LLVM, "llvm", "optimized LLVM IR"),
@@ -295,22 +294,7 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   Opts.SplitInputFile = F.SplitInputFile;
   Opts.Interp = F.Interp;
   Opts.Check = F.Check;
-  switch (F.Emit) {
-  case Flags::EmitKind::None:
-    break;
-  case Flags::EmitKind::LLVM:
-    Opts.Emit = "llvm";
-    break;
-  case Flags::EmitKind::LLVMUnopt:
-    Opts.Emit = "llvm-unopt";
-    break;
-  case Flags::EmitKind::Asm:
-    Opts.Emit = "asm";
-    break;
-  case Flags::EmitKind::Obj:
-    Opts.Emit = "obj";
-    break;
-  }
+  Opts.Emit = F.Emit;
   Opts.OutputFile = F.OutputFile;
   Opts.TimePasses = F.TimePasses;
   Opts.TimeoutSeconds = F.Timeout;

@@ -62,8 +62,9 @@ public:
          bool Running)
       // Standard output carries IR only when nothing else goes there: not
       // with --emit, and not when the kernel also runs (it prints a summary).
-      : Path(Opts.Emit.empty() ? Opts.OutputFile : ""),
-        OS(!Opts.Emit.empty() || (Running && Path.empty()) ? Err : Out) {}
+      : Path(Opts.Emit == EmitKind::None ? Opts.OutputFile : ""),
+        OS(Opts.Emit != EmitKind::None || (Running && Path.empty()) ? Err
+                                                                    : Out) {}
 
   void write(const std::string &Text) {
     if (Path.empty() || Path == "-")
@@ -145,7 +146,7 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
   bool Running = !Printing || Opts.Check || Opts.BenchRuns ||
                  !Opts.Outputs.empty() || !Opts.Expects.empty() ||
                  !Opts.TraceFile.empty();
-  IRSink IR(Opts, Out, Err, Running && Opts.Emit.empty());
+  IRSink IR(Opts, Out, Err, Running && Opts.Emit == EmitKind::None);
   if (Opts.PrintIR && Opts.KernelName.empty() &&
       (M->Kernels.size() != 1 || !Running)) {
     IR.write(toText(*M));
@@ -176,7 +177,7 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
   Compiler C(CO);
   // The JIT compiles the kernel after the IR pipeline; the interpreter runs
   // the kernel as written (program order is the meaning of a kernel).
-  bool NeedJIT = !Opts.Interp || Opts.Check || !Opts.Emit.empty();
+  bool NeedJIT = !Opts.Interp || Opts.Check || Opts.Emit != EmitKind::None;
   if (NeedJIT) {
     auto Warning = C.cacheWarning();
     if (reportError(Warning.takeError(), Diags))
@@ -184,15 +185,15 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
     if (!Warning->empty())
       Diags.warning({}, *Warning);
   }
-  if (!Opts.Emit.empty()) {
+  if (Opts.Emit != EmitKind::None) {
     llvm::Expected<std::string> Code =
-        Opts.Emit == "llvm"         ? C.llvmIR(K, true)
-        : Opts.Emit == "llvm-unopt" ? C.llvmIR(K, false)
-        : Opts.Emit == "asm"        ? C.assembly(K)
-                                    : C.object(K);
+        Opts.Emit == EmitKind::LLVM        ? C.llvmIR(K, true)
+        : Opts.Emit == EmitKind::LLVMUnopt ? C.llvmIR(K, false)
+        : Opts.Emit == EmitKind::Asm       ? C.assembly(K)
+                                           : C.object(K);
     bool Ok = !reportError(Code.takeError(), Diags) &&
-              writeEmitted(Opts.OutputFile, *Code, Opts.Emit == "obj", Out,
-                           Diags) &&
+              writeEmitted(Opts.OutputFile, *Code,
+                           Opts.Emit == EmitKind::Obj, Out, Diags) &&
               IR.finish(Diags);
     return Finish(Ok ? 0 : 1);
   }

@@ -20,6 +20,15 @@
 
 namespace nnc {
 
+/// What --emit prints instead of running the kernel.
+enum class EmitKind {
+  None,      ///< Run the kernel.
+  LLVM,      ///< LLVM IR after optimization.
+  LLVMUnopt, ///< LLVM IR as lowered.
+  Asm,       ///< Assembly.
+  Obj,       ///< An object file (entry symbol: the kernel's name).
+};
+
 struct DriverOptions {
   /// The .nnc file, or "-" for standard input.
   std::string InputPath = "-";
@@ -50,8 +59,8 @@ struct DriverOptions {
   bool Check = false;
   /// Time this many runs after warm-up (0: no benchmark).
   unsigned BenchRuns = 0;
-  /// What to emit instead of running: "", "llvm", "llvm-unopt", "asm", "obj".
-  std::string Emit;
+  /// What to emit instead of running.
+  EmitKind Emit = EmitKind::None;
   /// Where --emit, or else the IR of --print-ir/--print-after, is written
   /// ("-" or empty: standard output; obj needs a file).
   std::string OutputFile;
