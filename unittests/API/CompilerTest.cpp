@@ -495,4 +495,35 @@ TEST(Compiler, RejectsTooManyThreads) {
               "supported");
 }
 
+// Pass names in the options are checked, with a suggestion; so are the
+// arguments of an interpreter run, as those of a call.
+TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
+  Kernel K = kernelOf(Saxpy);
+  CompileOptions O;
+  O.Passes = std::vector<std::string>{"parallelise"};
+  expectError(Compiler(O).compile(K).takeError(),
+              "error: CompileOptions::Passes: unknown pass 'parallelise'; did "
+              "you mean 'parallelize'? (known: elide-zero-fill, "
+              "fuse-conv-post-ops, outline-parallel, parallelize, "
+              "stream-stores)");
+  O = {};
+  O.PrintAfter = {"outline"};
+  expectError(Compiler(O).lower(K).takeError(),
+              "error: CompileOptions::PrintAfter: unknown pass 'outline' "
+              "(known: elide-zero-fill, fuse-conv-post-ops, outline-parallel, "
+              "parallelize, stream-stores)");
+  O = {};
+  O.Remarks = {"outline-parallel"};
+  expectError(Compiler(O).lower(K).takeError(),
+              "error: CompileOptions::Remarks: no remarks from pass "
+              "'outline-parallel' (known: elide-zero-fill, "
+              "fuse-conv-post-ops, parallelize, stream-stores)");
+  std::vector<float> X(4), Y(4);
+  expectError(Compiler().interpret(K, {BufferArg::of(X.data(), {4}),
+                                       BufferArg::of(Y.data(), {3}), 1.f,
+                                       int64_t(4)}),
+              "error: argument 1 ('y') of kernel 'saxpy': shape [4] is "
+              "expected, not [3]");
+}
+
 } // namespace

@@ -144,4 +144,74 @@ TEST(Check, ExpectComparesWithinTolerance) {
                 "expected 3 (rtol 0.0001, atol 0)");
 }
 
+/// Writes a .npy file of format 1.0 with the given header text and Bytes
+/// bytes of data, to Dir/Name, and returns its path.
+std::string npyFile(const std::string &Name, const std::string &Header,
+                    size_t Bytes, char Major = 1) {
+  std::string Path = testing::TempDir() + "/" + Name;
+  std::ofstream F(Path, std::ios::binary);
+  F << "\x93NUMPY" << Major << '\0' << static_cast<char>(Header.size() & 0xff)
+    << static_cast<char>(Header.size() >> 8) << Header
+    << std::string(Bytes, '\0');
+  return Path;
+}
+
+// Every way a .npy input can be malformed is an error naming the file.
+TEST(Check, MalformedNpyInputsAreErrors) {
+  Module M = test::parse("kernel k(in a: f32[2, 3], out y: f32[2, 3]) {}");
+  const Kernel &K = M.Kernels[0];
+  auto ErrorOf = [&](const std::string &Path) {
+    DiagnosticEngine Diags;
+    EXPECT_FALSE(buildArgs(K, {}, {"a=" + Path}, 0, Diags));
+    return firstMessage(Diags);
+  };
+  std::string Good = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n";
+  DiagnosticEngine Diags;
+  EXPECT_TRUE(buildArgs(K, {}, {"a=" + npyFile("ok.npy", Good, 24)}, 0, Diags))
+      << "the well-formed file is read: " << firstMessage(Diags);
+  std::string P = npyFile("fortran.npy",
+                          "{'descr': '<f4', 'fortran_order': True, 'shape': "
+                          "(2, 3), }\n",
+                          24);
+  EXPECT_EQ(ErrorOf(P), "input '" + P +
+                            "' is in Fortran order; save it with "
+                            "np.ascontiguousarray");
+  P = npyFile("version.npy", Good, 24, 7);
+  EXPECT_EQ(ErrorOf(P), "input '" + P + "' has an unknown .npy format version 7");
+  P = npyFile("nodtype.npy", "{'fortran_order': False, 'shape': (2, 3), }\n", 24);
+  EXPECT_EQ(ErrorOf(P), "input '" + P + "' has no dtype in its .npy header");
+  P = npyFile("noshape.npy", "{'descr': '<f4', 'fortran_order': False, }\n", 24);
+  EXPECT_EQ(ErrorOf(P), "input '" + P + "' has no shape in its .npy header");
+  P = npyFile("badshape.npy",
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }\n",
+              24);
+  EXPECT_EQ(ErrorOf(P),
+            "input '" + P + "' has a bad shape (2, x) in its .npy header");
+  P = npyFile("short.npy", Good, 20);
+  EXPECT_EQ(ErrorOf(P),
+            "input '" + P + "' has 20 bytes of data, expected 24");
+  // A header longer than the file.
+  P = testing::TempDir() + "/truncated.npy";
+  {
+    std::ofstream F(P, std::ios::binary);
+    F << "\x93NUMPY" << '\1' << '\0' << '\xff' << '\x00' << "{'descr'";
+  }
+  EXPECT_EQ(ErrorOf(P), "input '" + P + "' has a truncated .npy header");
+}
+
+TEST(Check, Bf16OutputsHaveNoNpyType) {
+  Module M = test::parse("kernel k(out y: bf16[4]) {}");
+  DiagnosticEngine Diags;
+  auto A = buildArgs(M.Kernels[0], {}, {}, 0, Diags);
+  ASSERT_TRUE(A);
+  std::string Path = testing::TempDir() + "/y.npy";
+  EXPECT_FALSE(writeOutputs(M.Kernels[0], *A, {"y=" + Path}, Diags));
+  EXPECT_EQ(firstMessage(Diags), "--output '" + Path +
+                                     "': NumPy has no bf16 type; write raw "
+                                     "bytes (.bin) instead");
+  Diags.clear();
+  EXPECT_FALSE(checkExpected(M.Kernels[0], *A, {"y"}, 0, 0, Diags));
+  EXPECT_EQ(firstMessage(Diags), "--expect expects NAME=FILE, got 'y'");
+}
+
 } // namespace
