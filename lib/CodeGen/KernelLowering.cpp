@@ -452,10 +452,15 @@ private:
                          Value *Start, Value *Stop);
   void fenceStreams();
   void lowerCond(const Cond *Op);
-  /// Storage for a temporary, zero-filled if ZeroFill.
+  /// Storage for a temporary, zero-filled if ZeroFill: at ArenaOffset in
+  /// the arena if it is planned (not -1), else on the stack or the heap.
   void allocateTemp(const Buffer &Buf, const std::vector<Expr> &Dims,
                     const std::vector<Expr> &Strides, SourceLoc Loc,
-                    bool ZeroFill);
+                    bool ZeroFill, int64_t ArenaOffset = -1);
+  /// Takes the kernel's arena from its pool (a global named after the
+  /// entry) into Arena; released on every exit.
+  void acquireArena(const Kernel &Kn, const std::string &Name,
+                    int64_t Bytes);
   void releaseTemp(const Buffer &Buf);
   void lowerExternalCall(const ExternalCall *Op);
   void lowerParallelCall(const ParallelCall *Op);
@@ -487,6 +492,10 @@ private:
   std::vector<std::unordered_map<std::string, Value *>> Scopes;
   std::unordered_map<const BufferNode *, BufInfo> Bufs;
   std::vector<AllocaInst *> HeapSlots;
+  /// The arena of the planned temporaries and its pool (acquireArena), if
+  /// the function has any.
+  Value *Arena = nullptr;
+  GlobalVariable *ArenaPool = nullptr;
   /// Stack the current function's temporaries take (kMaxStackBytes).
   int64_t StackBytes = 0;
   /// Per task: its entry (begin, end, env) and its body (begin, end,
@@ -912,7 +921,7 @@ void KernelLowering::lower(const Stmt &S) {
   case StmtKind::Allocate: {
     auto *A = cast<Allocate>(S);
     return allocateTemp(A->Buf, A->Buf->Dims, A->Buf->Strides, A->Loc,
-                        A->ZeroFill);
+                        A->ZeroFill, A->ArenaOffset);
   }
   case StmtKind::Free:
     return releaseTemp(cast<Free>(S)->Buf);
@@ -1111,7 +1120,8 @@ void KernelLowering::lowerCond(const Cond *Op) {
 void KernelLowering::allocateTemp(const Buffer &Buf,
                                   const std::vector<Expr> &DimEs,
                                   const std::vector<Expr> &StrideEs,
-                                  SourceLoc Loc, bool ZeroFill) {
+                                  SourceLoc Loc, bool ZeroFill,
+                                  int64_t ArenaOffset) {
   BufInfo &BI = Bufs[Buf.get()];
   Value *Over = B.getFalse();
   BI.Dims.clear();
@@ -1122,6 +1132,18 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
     BI.Strides.push_back(lowerSize(E, Over));
   unsigned Size = dtypeSize(Buf->Type);
   Type *MT = memType(Buf->Type);
+  if (ArenaOffset >= 0) {
+    // Planned: the place the plan gave it in the arena (constant size).
+    int64_t Elems = *constantStorageSize(DimEs, StrideEs);
+    BI.Base = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), Arena, ArenaOffset,
+                                           Buf->Name);
+    BI.Extent = B.getInt64(Elems);
+    if (ZeroFill)
+      B.CreateCall(runtimeFn("nnc_runtime_zero", B.getVoidTy(),
+                             {B.getPtrTy(), B.getInt64Ty()}),
+                   {BI.Base, B.getInt64(Elems * Size)});
+    return;
+  }
   // Constant-size temporaries that are small go on the stack, once, while
   // the function's stack budget lasts (a worker thread's stack is small).
   auto Elems = constantStorageSize(DimEs, StrideEs);
@@ -1270,6 +1292,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   Scopes.clear();
   Bufs.clear();
   HeapSlots.clear();
+  Arena = nullptr;
   StackBytes = 0;
   Streams.clear();
   LoopDepth = 0;
@@ -1319,6 +1342,8 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
     BI.Strides = lowerAllI64(P.Buf->Strides);
     BI.Extent = spannedElements(BI.Dims, BI.Strides);
   }
+  if (int64_t Bytes = Kn.IsTask ? 0 : arenaBytes(Kn))
+    acquireArena(Kn, Name, Bytes);
   if (Opts.Trace && !Kn.IsTask) {
     // One span per top-level statement, named for the trace viewer.
     Scopes.emplace_back();
@@ -1347,8 +1372,32 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   for (AllocaInst *Slot : HeapSlots)
     B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {B.getPtrTy()}),
                  {B.CreateLoad(B.getPtrTy(), Slot)});
+  if (Arena) // Null when acquiring it failed.
+    B.CreateCall(runtimeFn("nnc_runtime_arena_release", B.getVoidTy(),
+                           {B.getPtrTy(), B.getPtrTy()}),
+                 {ArenaPool, Arena});
   B.CreateRet(B.CreateLoad(B.getInt32Ty(), StatusSlot));
   return Body;
+}
+
+void KernelLowering::acquireArena(const Kernel &Kn, const std::string &Name,
+                                  int64_t Bytes) {
+  PointerType *P = B.getPtrTy();
+  ArenaPool = new GlobalVariable(M, P, /*isConstant=*/false,
+                                 GlobalValue::ExternalLinkage,
+                                 ConstantPointerNull::get(P),
+                                 arenaPoolName(Name));
+  // Acquired in the entry block, before any exit can reach Cleanup.
+  IRBuilder<> EB(EntryBlock);
+  auto *Call = EB.CreateCall(
+      runtimeFn("nnc_runtime_arena_acquire", P, {P, B.getInt64Ty()}),
+      {ArenaPool, EB.getInt64(Bytes)}, "arena");
+  Call->addRetAttr(Attribute::NoAlias);
+  Call->addRetAttr(Attribute::getWithAlignment(Ctx, Align(kArenaAlignment)));
+  Arena = Call;
+  checkError(B.CreateIsNull(Arena), ErrorKind::Message, Kn.Loc,
+             "cannot allocate the " + std::to_string(Bytes) +
+                 "-byte arena of the kernel's temporaries: out of memory");
 }
 
 /// "line 12: for i", "line 20: nnc_aten_conv2d", "line 5: parallel for j".

@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include <sys/resource.h>
+
 namespace nnc {
 
 namespace {
@@ -28,29 +30,43 @@ double msSince(std::chrono::steady_clock::time_point T0) {
       .count();
 }
 
-/// Times Runs calls of Run after a warm-up and prints min, median, max and
-/// the bandwidth at the median.
+/// How long --bench calls the kernel before it measures: early calls are
+/// several times slower (cold caches, first touches, lazy initialization).
+constexpr double kBenchWarmUpMs = 250;
+
+long minorFaults() {
+  struct rusage U;
+  getrusage(RUSAGE_SELF, &U);
+  return U.ru_minflt;
+}
+
+/// Times Runs calls of Run after a warm-up of kBenchWarmUpMs and prints min,
+/// median, max, the bandwidth at the median and the minor page faults per
+/// timed call.
 template <class Fn>
 bool benchmark(unsigned Runs, double Bytes, std::ostream &Out, Fn Run) {
-  unsigned Warm = std::max(1u, std::min(Runs / 10, 10u));
-  for (unsigned I = 0; I < Warm; ++I)
+  auto W0 = std::chrono::steady_clock::now();
+  do
     if (!Run())
       return false;
+  while (msSince(W0) < kBenchWarmUpMs);
   std::vector<double> Ms;
+  long Faults0 = minorFaults();
   for (unsigned I = 0; I < Runs; ++I) {
     auto T0 = std::chrono::steady_clock::now();
     if (!Run())
       return false;
     Ms.push_back(msSince(T0));
   }
+  long Faults = minorFaults() - Faults0;
   std::sort(Ms.begin(), Ms.end());
   double Median = Ms[Ms.size() / 2];
-  char Buf[256];
+  char Buf[320];
   std::snprintf(Buf, sizeof(Buf),
                 "bench: %u runs: min %.4f ms, median %.4f ms, max %.4f ms, "
-                "%.2f GB/s at the median\n",
+                "%.2f GB/s at the median, %.2f minor page faults per call\n",
                 Runs, Ms.front(), Median, Ms.back(),
-                Bytes / (Median * 1e-3) / 1e9);
+                Bytes / (Median * 1e-3) / 1e9, double(Faults) / Runs);
   Out << Buf;
   return true;
 }

@@ -142,7 +142,8 @@ bool equal(const Stmt &A, const Stmt &B) {
   }
   case StmtKind::Allocate: {
     const auto *X = cast<Allocate>(A), *Y = cast<Allocate>(B);
-    return X->ZeroFill == Y->ZeroFill && equalBuffers(X->Buf, Y->Buf);
+    return X->ZeroFill == Y->ZeroFill && X->ArenaOffset == Y->ArenaOffset &&
+           equalBuffers(X->Buf, Y->Buf);
   }
   case StmtKind::Free:
     return equalBuffers(cast<Free>(A)->Buf, cast<Free>(B)->Buf);

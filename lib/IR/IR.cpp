@@ -510,8 +510,9 @@ Stmt Cond::make(Expr C, Stmt Then, Stmt Else, SourceLoc L) {
                                 L);
 }
 
-Stmt Allocate::make(Buffer B, SourceLoc L, bool ZeroFill) {
-  return std::make_shared<Allocate>(std::move(B), L, ZeroFill);
+Stmt Allocate::make(Buffer B, SourceLoc L, bool ZeroFill,
+                    int64_t ArenaOffset) {
+  return std::make_shared<Allocate>(std::move(B), L, ZeroFill, ArenaOffset);
 }
 
 Stmt Free::make(Buffer B, SourceLoc L) {

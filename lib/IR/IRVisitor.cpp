@@ -1,5 +1,6 @@
 //===- IRVisitor.cpp - Default traversals ---------------------------------===//
 #include "nnc/IR/IRVisitor.h"
+#include "nnc/IR/Verifier.h"
 
 namespace nnc {
 
@@ -412,6 +413,20 @@ std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K) {
   if (K.Body)
     F.visit(K.Body);
   return Out;
+}
+
+int64_t arenaBytes(const Kernel &K) {
+  struct Planned : IRVisitor {
+    int64_t End = 0;
+    void visitAllocate(const Allocate *Op) override {
+      if (Op->planned())
+        End = std::max(End, Op->ArenaOffset + constantStorageBytes(*Op->Buf)
+                                                  .value_or(0));
+    }
+  } P;
+  if (K.Body)
+    P.visit(K.Body);
+  return (P.End + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
 
 std::set<std::string> varsOf(const Expr &E) {

@@ -1,5 +1,6 @@
 //===- Printer.cpp - Canonical .nnc text ----------------------------------===//
 #include "nnc/IR/Printer.h"
+#include "nnc/IR/Verifier.h"
 
 #include <charconv>
 #include <cmath>
@@ -347,6 +348,12 @@ public:
       // Set by the elide-zero-fill pass; the parser ignores the comment.
       if (!A->ZeroFill)
         OS << "/* uninitialized */ ";
+      // Set by the plan-memory pass: the bytes the temporary takes in the
+      // kernel's arena.
+      if (A->planned())
+        if (auto Bytes = constantStorageBytes(*A->Buf))
+          OS << "/* arena [" << A->ArenaOffset << ", "
+             << A->ArenaOffset + *Bytes << ") */ ";
       OS << "Allocate(" << A->Buf->Name << "); // dtype="
          << dtypeCName(A->Buf->Type) << ", dims=[";
       printExprList(OS, A->Buf->Dims);

@@ -30,6 +30,15 @@ std::optional<int64_t> constantStorageSize(const std::vector<Expr> &Dims,
   return Empty ? 0 : static_cast<int64_t>(Size);
 }
 
+std::optional<int64_t> constantStorageBytes(const BufferNode &B) {
+  auto Elems = constantStorageSize(B.Dims, B.Strides);
+  int64_t Bytes;
+  if (!Elems ||
+      __builtin_mul_overflow(*Elems, int64_t(dtypeSize(B.Type)), &Bytes))
+    return std::nullopt;
+  return Bytes;
+}
+
 bool isDenseConstantStorage(const std::vector<Expr> &Dims,
                             const std::vector<Expr> &Strides) {
   auto Spanned = constantStorageSize(Dims, Strides);

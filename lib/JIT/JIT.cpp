@@ -519,11 +519,33 @@ public:
       std::string Extra = LastJITError;
       return joinErrors(Addr.takeError(), makeError(Extra));
     }
+    void **Pool = nullptr;
+    if (arenaBytes(K) > 0) {
+      auto PoolAddr = J->lookup(*JD, arenaPoolName(kEntryName));
+      if (!PoolAddr)
+        return PoolAddr.takeError();
+      Pool = PoolAddr->toPtr<void **>();
+    }
     return std::make_shared<const CompiledKernel>(
         Addr->toPtr<CompiledKernel::EntryFn>(), std::move(E.Sites), K.Name,
-        std::move(Code));
+        std::move(Code), Pool);
   }
 };
+
+CompiledKernel::CompiledKernel(EntryFn Fn, std::vector<ErrorSite> Sites,
+                               std::string Name, std::shared_ptr<void> Code,
+                               void **ArenaPool)
+    : Fn(Fn), Sites(std::move(Sites)), Name(std::move(Name)),
+      Code(std::move(Code)), ArenaPool(ArenaPool) {
+  retainMemoryCaches();
+}
+
+CompiledKernel::~CompiledKernel() {
+  // Before Code goes: the pool's slot is in the kernel's data.
+  if (ArenaPool)
+    nnc_runtime_arena_pool_destroy(ArenaPool);
+  releaseMemoryCaches();
+}
 
 bool hostHasFMA() {
   StringMap<bool> F = sys::getHostCPUFeatures();

@@ -13,7 +13,9 @@
 // checksum of 64 sampled values: weights are constants, as in PyTorch's
 // frozen, prepacked convolutions). The cache is thread-safe; a second call
 // with the same key only executes. Scratchpads are per call (user mode), so
-// one primitive may run on several threads at once.
+// one primitive may run on several threads at once; they come from the
+// runtime's size-class cache (nnc_runtime_alloc), so a repeated call reuses
+// the same warm block.
 //
 // oneDNN runs on the process's OpenMP runtime, which is libomp (see
 // docs/Parallelism.md), with the thread count set by
@@ -21,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Runtime/OneDNN.h"
+#include "nnc/Runtime/Runtime.h"
 
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -30,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
 
 namespace nnc::onednn {
@@ -154,12 +158,20 @@ dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops,
   return Attr;
 }
 
+/// Runs P with a scratchpad from the runtime's size-class cache: a block
+/// the calling thread reuses from call to call, without page faults.
 void runWith(dnnl::primitive &P, std::unordered_map<int, memory> &Args,
              const memory::desc &Scratch) {
-  thread_local std::vector<uint8_t> Pad;
-  if (Pad.size() < Scratch.get_size())
-    Pad.resize(Scratch.get_size());
-  Args.emplace(DNNL_ARG_SCRATCHPAD, memory(Scratch, engine(), Pad.data()));
+  struct Pad {
+    void *P;
+    ~Pad() { nnc_runtime_free(P); }
+  } Pad{nullptr};
+  if (size_t Bytes = Scratch.get_size()) {
+    Pad.P = nnc_runtime_alloc(static_cast<int64_t>(Bytes), 0);
+    if (!Pad.P)
+      throw std::bad_alloc();
+  }
+  Args.emplace(DNNL_ARG_SCRATCHPAD, memory(Scratch, engine(), Pad.P));
   thread_local dnnl::stream S(engine());
   P.execute(S, Args);
   S.wait();

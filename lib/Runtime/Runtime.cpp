@@ -5,6 +5,7 @@
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/Reference/ReferenceExternals.h"
 #include "nnc/Runtime/OneDNN.h"
+#include "Internal.h"
 
 #include <algorithm>
 #include <atomic>
@@ -72,7 +73,7 @@ void record(std::string Name, int64_t Begin) {
 }
 
 int32_t failWith(std::string Msg) {
-  LastError = std::move(Msg);
+  nnc::setLastError(std::move(Msg));
   return 1;
 }
 
@@ -210,21 +211,8 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
 
 extern "C" {
 
-void *nnc_runtime_alloc(int64_t Bytes, int32_t Zero) {
-  if (Bytes < 0)
-    return nullptr;
-  size_t Rounded = (static_cast<size_t>(Bytes) + 63) / 64 * 64;
-  void *P = std::aligned_alloc(64, Rounded ? Rounded : 64);
-  if (!P)
-    LastError = "out of memory allocating " + std::to_string(Bytes) + " bytes";
-  else if (Zero)
-    std::memset(P, 0, Rounded);
-  return P;
-}
-
-void nnc_runtime_free(void *P) { std::free(P); }
-
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
+
 
 void nnc_runtime_out_of_bounds(const char *Buffer, int64_t Index,
                                int64_t Bound, int32_t Dim) {
@@ -395,10 +383,17 @@ int32_t nnc_aten_addmm(int64_t BufsNum, void **BufData, int64_t *BufRanks,
 
 namespace nnc {
 
+void setLastError(std::string Msg) { LastError = std::move(Msg); }
+
 const std::vector<RuntimeSymbol> &runtimeSymbols() {
   static const std::vector<RuntimeSymbol> Symbols = {
       {"nnc_runtime_alloc", reinterpret_cast<void *>(&nnc_runtime_alloc)},
       {"nnc_runtime_free", reinterpret_cast<void *>(&nnc_runtime_free)},
+      {"nnc_runtime_arena_acquire",
+       reinterpret_cast<void *>(&nnc_runtime_arena_acquire)},
+      {"nnc_runtime_arena_release",
+       reinterpret_cast<void *>(&nnc_runtime_arena_release)},
+      {"nnc_runtime_zero", reinterpret_cast<void *>(&nnc_runtime_zero)},
       {"nnc_parallel_for", reinterpret_cast<void *>(&nnc_parallel_for)},
       {"nnc_trace_begin", reinterpret_cast<void *>(&nnc_trace_begin)},
       {"nnc_runtime_out_of_bounds",

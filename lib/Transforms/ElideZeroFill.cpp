@@ -64,7 +64,8 @@ protected:
       remark(A->Loc, "temporary '" + A->Buf->Name + "' is " +
                          (Fill ? "" : "not ") + "zero-filled: " + Why);
       if (!Fill) {
-        Stmts[I] = Allocate::make(A->Buf, A->Loc, /*ZeroFill=*/false);
+        Stmts[I] = Allocate::make(A->Buf, A->Loc, /*ZeroFill=*/false,
+                                  A->ArenaOffset);
         Changed = true;
       }
     }

@@ -285,7 +285,8 @@ protected:
                        St->NonTemporal);
   }
   Stmt mutateAllocate(const Allocate *Op, const Stmt &) override {
-    return Allocate::make(buf(Op->Buf), Op->Loc, Op->ZeroFill);
+    return Allocate::make(buf(Op->Buf), Op->Loc, Op->ZeroFill,
+                          Op->ArenaOffset);
   }
   Stmt mutateFree(const Free *Op, const Stmt &) override {
     return Free::make(buf(Op->Buf), Op->Loc);

@@ -41,6 +41,9 @@ std::vector<std::string> buildDefaultPipeline() {
       // Which stores bypass the caches; before outlining, while each loop
       // nest is still one top-level statement.
       "stream-stores",
+      // Where each temporary lives in the kernel's arena; after the passes
+      // that add or drop temporaries, before their loops become tasks.
+      "plan-memory",
       // Then make every parallel loop a task; codegen sees serial loops only.
       "outline-parallel",
   };

@@ -62,6 +62,12 @@ struct ErrorSite {
   std::string Detail; ///< The function of an external call, or the buffer.
 };
 
+/// The pool of the arena of the kernel whose entry is Entry: a global of
+/// the module, null until the first call (nnc_runtime_arena_acquire).
+inline std::string arenaPoolName(const std::string &Entry) {
+  return Entry + ".arenas";
+}
+
 struct LoweredKernel {
   std::unique_ptr<llvm::Module> M;
   std::string EntryName;

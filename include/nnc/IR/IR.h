@@ -276,6 +276,9 @@ Expr foldBinary(BinOp Op, const Expr &A, const Expr &B);
 /// The largest temporary a kernel may allocate (16 GiB), in the interpreter
 /// and in compiled code alike: a larger Allocate is an error, not a crash.
 constexpr uint64_t kMaxTemporaryBytes = uint64_t(1) << 34;
+/// Alignment of the kernel's arena and of each temporary in it (a cache line,
+/// and the widest vector).
+constexpr int64_t kArenaAlignment = 64;
 
 /// The value of a size or stride expression (constants, integer scalars and
 /// integer arithmetic, as the verifier allows) with each scalar's value from
@@ -463,9 +466,19 @@ public:
   /// every element is written before any is read. Printed as a leading
   /// `/* uninitialized */`, which the parser ignores.
   const bool ZeroFill;
-  Allocate(Buffer B, SourceLoc L, bool ZeroFill)
-      : StmtNode(StmtKind::Allocate, L), Buf(std::move(B)), ZeroFill(ZeroFill) {}
-  static Stmt make(Buffer B, SourceLoc L = {}, bool ZeroFill = true);
+  /// Where the storage lives in the kernel's arena, in bytes from its
+  /// 64-byte aligned start, or -1 if the temporary is not planned. Set by
+  /// the plan-memory pass, which lays out every constant-size temporary of
+  /// the kernel body in one arena that compiled code keeps across calls
+  /// (docs/Passes.md). Printed as `/* arena [begin, end) */`, which the
+  /// parser ignores.
+  const int64_t ArenaOffset;
+  Allocate(Buffer B, SourceLoc L, bool ZeroFill, int64_t ArenaOffset)
+      : StmtNode(StmtKind::Allocate, L), Buf(std::move(B)), ZeroFill(ZeroFill),
+        ArenaOffset(ArenaOffset) {}
+  static Stmt make(Buffer B, SourceLoc L = {}, bool ZeroFill = true,
+                   int64_t ArenaOffset = -1);
+  bool planned() const { return ArenaOffset >= 0; }
   static bool classof(const StmtNode *S) {
     return S->Kind == StmtKind::Allocate;
   }
@@ -620,6 +633,10 @@ struct Kernel {
 
   const Param *findParam(std::string_view Name) const;
 };
+
+/// Bytes of the arena that K's planned temporaries need (Allocate::
+/// ArenaOffset), rounded up to kArenaAlignment; 0 if none is planned.
+int64_t arenaBytes(const Kernel &K);
 
 /// The tasks K calls (directly or through other tasks), callees first.
 std::vector<std::shared_ptr<const Kernel>> tasksOf(const Kernel &K);

@@ -23,6 +23,9 @@ bool verifyModule(const Module &M, DiagnosticEngine &Diags);
 /// 0 when a dim is 0), if every dim and stride is a constant expression.
 std::optional<int64_t> constantStorageSize(const std::vector<Expr> &Dims,
                                            const std::vector<Expr> &Strides);
+/// Bytes a buffer's storage takes (constantStorageSize times the element
+/// size), if its dims and strides are constant and the product fits in i64.
+std::optional<int64_t> constantStorageBytes(const BufferNode &B);
 /// Whether every element such storage spans belongs to the buffer (the
 /// strides lay the elements out without gaps or overlaps), if every dim and
 /// stride is a constant.

@@ -59,10 +59,13 @@ public:
 
   /// Code owns the machine code at Fn: it is freed with the last reference
   /// to the kernel (which may outlive the KernelJIT that compiled it).
+  /// ArenaPool, if not null, is the pool of the kernel's arena (a global of
+  /// its code, see nnc_runtime_arena_acquire), freed with the kernel.
   CompiledKernel(EntryFn Fn, std::vector<ErrorSite> Sites, std::string Name,
-                 std::shared_ptr<void> Code)
-      : Fn(Fn), Sites(std::move(Sites)), Name(std::move(Name)),
-        Code(std::move(Code)) {}
+                 std::shared_ptr<void> Code, void **ArenaPool = nullptr);
+  ~CompiledKernel();
+  CompiledKernel(const CompiledKernel &) = delete;
+  CompiledKernel &operator=(const CompiledKernel &) = delete;
 
   /// The raw entry: Args[i] is buffer i's data or a pointer to scalar i.
   /// Returns 0 or an error status (see describeStatus).
@@ -78,6 +81,7 @@ private:
   std::vector<ErrorSite> Sites;
   std::string Name;
   std::shared_ptr<void> Code;
+  void **ArenaPool;
 };
 
 /// True if the host CPU has fused multiply-add (the default of FPContract).

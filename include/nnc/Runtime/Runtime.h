@@ -15,9 +15,28 @@
 
 extern "C" {
 /// 64-byte aligned storage of Bytes bytes, zero-filled if Zero is non-zero,
-/// or null.
+/// or null. Blocks of kCachedMinBytes or more come from the calling
+/// thread's size-class cache (lib/Runtime/Memory.cpp), so that a kernel
+/// called again with the same sizes reuses them without a page fault.
 void *nnc_runtime_alloc(int64_t Bytes, int32_t Zero);
+/// Releases a block of nnc_runtime_alloc (on any thread); null is ignored.
 void nnc_runtime_free(void *P);
+
+/// The arena of a kernel's planned temporaries (the plan-memory pass). Slot
+/// is the kernel's pool, a pointer-sized global of its module that starts
+/// null. Returns an arena of Bytes bytes, 64-byte aligned, that no other
+/// call holds: the one the last call released when there is one, else a new
+/// one, first touched in parallel. Null on failure (the reason is
+/// nnc_runtime_last_error()).
+void *nnc_runtime_arena_acquire(void **Slot, int64_t Bytes);
+/// Gives an arena back to its pool for the next call; null is ignored.
+void nnc_runtime_arena_release(void **Slot, void *Arena);
+/// Frees the pool and its arenas (no call may be running); the JIT calls it
+/// when the compiled kernel goes. Slot is null afterwards.
+void nnc_runtime_arena_pool_destroy(void **Slot);
+/// Writes Bytes zeros at P; large ranges are split over the threads in
+/// contiguous parts, in the order nnc_parallel_for gives them out.
+void nnc_runtime_zero(void *P, int64_t Bytes);
 /// The message of the last failure on this thread ("" if none).
 const char *nnc_runtime_last_error();
 
@@ -82,6 +101,19 @@ struct RuntimeSymbol {
   const char *Name;
   void *Address;
 };
+
+/// Smallest block nnc_runtime_alloc caches (smaller ones come from malloc,
+/// which reuses them without page faults), and the most bytes one thread's
+/// cache holds.
+constexpr int64_t kCachedMinBytes = 16 << 10;
+constexpr int64_t kMaxCachedBytesPerThread = int64_t(256) << 20;
+
+/// The compiled kernels that use the memory caches: when the last one goes
+/// (releaseMemoryCaches makes the count 0), every thread's cache is freed.
+void retainMemoryCaches();
+void releaseMemoryCaches();
+/// Bytes held by the size-class caches of all threads, not in use.
+int64_t cachedBytes();
 
 /// Every function of this header that JIT'ed code may call, for the JIT to
 /// register by name.

@@ -7,6 +7,7 @@
 //   elide-zero-fill     skip zero-filling temporaries written in full first
 //   parallelize         mark loop nests without loop-carried dependence parallel
 //   stream-stores       write outputs larger than the caches around them
+//   plan-memory         lay out constant-size temporaries in one arena
 //   outline-parallel    turn every parallel loop into a task + nnc_parallel_for
 //
 // Every pass keeps the kernel verifiable; the pass manager verifies after
@@ -82,6 +83,11 @@ bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 /// stream-stores: marks the stores whose values are written around the
 /// caches (Store::NonTemporal).
 bool streamStores(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+
+/// plan-memory: gives each constant-size temporary of the kernel body an
+/// offset in one arena (Allocate::ArenaOffset), sharing memory between
+/// temporaries never live at the same time.
+bool planMemory(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 
 /// outline-parallel: every parallel loop becomes a task kernel over
 /// [begin, end) plus a ParallelCall that passes its closure.
