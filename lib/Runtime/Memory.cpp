@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "nnc/IR/IR.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <algorithm>
@@ -191,8 +192,11 @@ ThreadCache &threadCache() {
 extern "C" {
 
 void *nnc_runtime_alloc(int64_t Bytes, int32_t Zero) {
-  if (Bytes < 0 || Bytes > INT64_MAX / 2)
+  if (Bytes < 0 || uint64_t(Bytes) > nnc::kMaxTemporaryBytes) {
+    nnc::setLastError("cannot allocate " + std::to_string(Bytes) +
+                      " bytes: larger than the limit of a temporary");
     return nullptr;
+  }
   int C = Bytes >= nnc::kCachedMinBytes ? classOf(Bytes) : -1;
   Header *H = C >= 0 ? threadCache().take(C) : nullptr;
   if (!H) {
@@ -220,6 +224,12 @@ void nnc_runtime_free(void *P) {
 }
 
 void *nnc_runtime_arena_acquire(void **Slot, int64_t Bytes) {
+  if (Bytes < 0 || uint64_t(Bytes) > nnc::kMaxTemporaryBytes) {
+    nnc::setLastError("the " + std::to_string(Bytes) +
+                      "-byte arena of the kernel's temporaries is larger than "
+                      "the limit of a temporary");
+    return nullptr;
+  }
   ArenaPool *Pool = poolOf(Slot);
   if (void *A = Pool->Last.exchange(nullptr, std::memory_order_acquire))
     return A;

@@ -11,8 +11,8 @@
 //     that uses it to the last (its Allocate moves down to the first use and
 //     its Free up to the last, which changes nothing else: its contents start
 //     zero-filled either way). One allocated inside a top-level `if` or block
-//     is live from that statement to its last use. Each Allocate of a buffer
-//     freed and allocated again is a range of its own. A use inside a
+//     is live from that statement to its last use. (A buffer has one
+//     Allocate: the verifier refuses a redeclaration.) A use inside a
 //     parallel loop covers the whole loop statement.
 //  2. Placement, greedy by size (TFLite's arena planner): the largest range
 //     first, each at the 64-byte aligned offset of the tightest gap left by
@@ -23,7 +23,8 @@
 // Not planned, and left to the stack or to the runtime's size-class cache
 // (nnc_runtime_alloc): temporaries whose size is not a constant, those
 // allocated inside a loop (one per iteration, or per thread in a parallel
-// loop), outputs that an external call declares, temporaries of at most
+// loop), outputs that an external call declares (they have no Allocate),
+// temporaries of at most
 // kMaxRegisterTempBytes (they stay in the stack frame, where LLVM can keep
 // them in registers), and what would take the arena past the size limit of
 // one temporary (kMaxTemporaryBytes) or past kMaxPlannedTemps temporaries.
@@ -38,9 +39,7 @@
 #include "nnc/Transforms/Passes.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace nnc {
 
@@ -57,7 +56,7 @@ int64_t alignUp(int64_t X) {
 
 /// Where the Allocates of the body are: for each, the top-level statement
 /// that holds it, whether it is that statement, and whether a loop encloses
-/// it. Also the buffers that external calls declare.
+/// it.
 class AllocateFinder : public IRVisitor {
 public:
   struct Site {
@@ -66,7 +65,6 @@ public:
     bool Direct, InLoop;
   };
   std::vector<Site> Sites;
-  std::unordered_set<const BufferNode *> Declared;
 
   void run(const std::vector<Stmt> &Stmts) {
     for (Top = 0; Top < Stmts.size(); ++Top) {
@@ -87,75 +85,11 @@ protected:
     IRVisitor::visitFor(Op);
     --Loops;
   }
-  void visitExternalCall(const ExternalCall *Op) override {
-    if (Op->DeclaresOut)
-      Declared.insert(Op->Out.Buf.get());
-    IRVisitor::visitExternalCall(Op);
-  }
 
 private:
   size_t Top = 0;
   unsigned Loops = 0;
 };
-
-/// One live range of a temporary: from Allocate Site, statements
-/// [First, Last] of the body.
-struct Range {
-  const AllocateFinder::Site *Site;
-  size_t First, Last;
-  /// The next Allocate of the buffer, or the end of the body.
-  size_t End;
-  int64_t Bytes;
-  int64_t Offset = -1;
-  bool overlapsInTime(const Range &O) const {
-    return First <= O.Last && O.First <= Last;
-  }
-};
-
-/// Best-fit placement, largest first. Returns the arena's size.
-int64_t place(std::vector<Range *> &Rs) {
-  std::stable_sort(Rs.begin(), Rs.end(), [](const Range *X, const Range *Y) {
-    return X->Bytes > Y->Bytes;
-  });
-  std::vector<const Range *> Placed, Live;
-  int64_t Size = 0;
-  for (Range *R : Rs) {
-    Live.clear();
-    for (const Range *P : Placed)
-      if (P->overlapsInTime(*R))
-        Live.push_back(P);
-    std::sort(Live.begin(), Live.end(), [](const Range *X, const Range *Y) {
-      return X->Offset < Y->Offset;
-    });
-    int64_t Need = alignUp(R->Bytes), Cur = 0, Best = -1;
-    int64_t BestGap = INT64_MAX;
-    for (const Range *P : Live) {
-      int64_t Gap = P->Offset - Cur;
-      if (Gap >= Need && Gap < BestGap) {
-        Best = Cur;
-        BestGap = Gap;
-      }
-      Cur = std::max(Cur, alignUp(P->Offset + P->Bytes));
-    }
-    R->Offset = Best >= 0 ? Best : Cur;
-    Size = std::max(Size, R->Offset + R->Bytes);
-    Placed.push_back(R);
-  }
-  return alignUp(Size);
-}
-
-/// The most bytes live at one statement.
-int64_t lowerBound(const std::vector<Range> &Rs, size_t NumStmts) {
-  std::vector<int64_t> Delta(NumStmts + 1, 0);
-  for (const Range &R : Rs) {
-    Delta[R.First] += R.Bytes;
-    Delta[R.Last + 1] -= R.Bytes;
-  }
-  int64_t Cur = 0, Max = 0;
-  for (int64_t D : Delta)
-    Max = std::max(Max, Cur += D);
-  return Max;
-}
 
 /// Gives nested Allocates their offsets.
 class SetOffsets : public IRMutator {
@@ -186,25 +120,18 @@ public:
     Finder.run(Stmts);
     if (Finder.Sites.empty())
       return nullptr;
-    std::vector<const BufferNode *> Order;
-    std::unordered_map<const BufferNode *, std::vector<const AllocateFinder::Site *>> ByBuf;
-    for (const AllocateFinder::Site &S : Finder.Sites) {
-      auto &V = ByBuf[S.A->Buf.get()];
-      if (V.empty())
-        Order.push_back(S.A->Buf.get());
-      V.push_back(&S);
-    }
     // Where each candidate is used, and freed at the top level.
-    std::unordered_map<const BufferNode *, std::vector<size_t>> Uses, Frees;
-    for (const BufferNode *B : Order)
-      if (eligible(B, ByBuf[B]))
-        Uses[B];
+    std::unordered_map<const BufferNode *, std::vector<size_t>> Uses;
+    std::unordered_map<const BufferNode *, size_t> Frees;
+    for (const AllocateFinder::Site &S : Finder.Sites)
+      if (eligible(S))
+        Uses[S.A->Buf.get()];
     if (Uses.empty())
       return nullptr;
     for (size_t J = 0; J < Stmts.size(); ++J) {
       if (auto *F = dyn_cast<Free>(Stmts[J])) {
         if (Uses.count(F->Buf.get()))
-          Frees[F->Buf.get()].push_back(J);
+          Frees[F->Buf.get()] = J;
         continue;
       }
       forEachBufferUsed(Stmts[J], /*Frees=*/false, [&](const BufferNode *B) {
@@ -213,57 +140,56 @@ public:
           It->second.push_back(J);
       });
     }
-    std::vector<Range> Ranges;
-    for (const BufferNode *B : Order) {
-      auto It = Uses.find(B);
+    // Slots[I] is the live range of the temporary Sites[I] allocates.
+    std::vector<const AllocateFinder::Site *> Sites;
+    std::vector<ArenaSlot> Slots;
+    for (const AllocateFinder::Site &S : Finder.Sites) {
+      auto It = Uses.find(S.A->Buf.get());
       if (It == Uses.end())
         continue;
-      const auto &Sites = ByBuf[B];
-      for (size_t I = 0; I < Sites.size(); ++I) {
-        size_t Begin = Sites[I]->Top;
-        size_t End = I + 1 < Sites.size() ? Sites[I + 1]->Top : Stmts.size();
-        auto Lo = std::lower_bound(It->second.begin(), It->second.end(),
-                                   Begin + (Sites[I]->Direct ? 1 : 0));
-        auto Hi = std::lower_bound(It->second.begin(), It->second.end(), End);
-        Range R{Sites[I], Begin, Begin, End, *constantStorageBytes(*B)};
-        if (Lo != Hi) {
-          R.First = Sites[I]->Direct ? *Lo : Begin;
-          R.Last = *(Hi - 1);
-        }
-        Ranges.push_back(R);
+      if (Slots.size() == kMaxPlannedTemps) {
+        remark(S.A->Loc, "temporary '" + S.A->Buf->Name +
+                             "' is not planned: only the first " +
+                             std::to_string(kMaxPlannedTemps) +
+                             " temporaries are");
+        continue;
       }
+      // Uses at or after the statement that holds the Allocate (the verifier
+      // allows none before it).
+      auto Lo = std::lower_bound(It->second.begin(), It->second.end(),
+                                 S.Top + (S.Direct ? 1 : 0));
+      ArenaSlot Slot{S.Top, S.Top, *constantStorageBytes(*S.A->Buf)};
+      if (Lo != It->second.end()) {
+        Slot.First = S.Direct ? *Lo : S.Top;
+        Slot.Last = It->second.back();
+      }
+      Sites.push_back(&S);
+      Slots.push_back(Slot);
     }
-    if (Ranges.size() > kMaxPlannedTemps) {
-      remark(K.Loc, std::to_string(Ranges.size()) +
-                        " temporaries: only the first " +
-                        std::to_string(kMaxPlannedTemps) + " are planned");
-      Ranges.resize(kMaxPlannedTemps);
+    int64_t Size = placeInArena(Slots);
+    // Past the size limit of one temporary, the largest stay unplanned.
+    while (Size > int64_t(kMaxTemporaryBytes)) {
+      size_t Big = std::max_element(Slots.begin(), Slots.end(),
+                                    [](const ArenaSlot &X, const ArenaSlot &Y) {
+                                      return X.Bytes < Y.Bytes;
+                                    }) -
+                   Slots.begin();
+      remark(Sites[Big]->A->Loc,
+             "temporary '" + Sites[Big]->A->Buf->Name +
+                 "' is not planned: the arena would exceed the size limit "
+                 "of a temporary");
+      Sites.erase(Sites.begin() + Big);
+      Slots.erase(Slots.begin() + Big);
+      Size = placeInArena(Slots);
     }
-    std::vector<Range *> ToPlace;
-    for (Range &R : Ranges)
-      ToPlace.push_back(&R);
-    int64_t Size = place(ToPlace);
-    // What does not fit under the limit of one temporary stays unplanned.
-    while (Size > int64_t(kMaxTemporaryBytes) && !Ranges.empty()) {
-      const Range &Big = **std::max_element(
-          ToPlace.begin(), ToPlace.end(),
-          [](const Range *X, const Range *Y) { return X->Bytes < Y->Bytes; });
-      remark(Big.Site->A->Loc,
-             "temporary '" + Big.Site->A->Buf->Name +
-                 "' is not planned: the arena would exceed the size limit");
-      Ranges.erase(Ranges.begin() + (&Big - Ranges.data()));
-      ToPlace.clear();
-      for (Range &R : Ranges)
-        ToPlace.push_back(&R);
-      Size = place(ToPlace);
-    }
-    if (Ranges.empty())
+    if (Slots.empty())
       return nullptr;
     int64_t Sum = 0;
-    for (const Range &R : Ranges) {
+    for (size_t I = 0; I < Slots.size(); ++I) {
+      const ArenaSlot &R = Slots[I];
       Sum += R.Bytes;
-      remark(R.Site->A->Loc,
-             "temporary '" + R.Site->A->Buf->Name + "' takes bytes [" +
+      remark(Sites[I]->A->Loc,
+             "temporary '" + Sites[I]->A->Buf->Name + "' takes bytes [" +
                  std::to_string(R.Offset) + ", " +
                  std::to_string(R.Offset + R.Bytes) +
                  ") of the arena, live from line " +
@@ -271,23 +197,22 @@ public:
                  std::to_string(Stmts[R.Last]->Loc.Line));
     }
     remark(K.Loc, "arena of " + std::to_string(Size) + " bytes for " +
-                      std::to_string(Ranges.size()) +
+                      std::to_string(Slots.size()) +
                       " temporaries: their sum is " + std::to_string(Sum) +
                       " bytes, the lower bound (most bytes live at once) " +
-                      std::to_string(lowerBound(Ranges, Stmts.size())));
-    return rewrite(Stmts, Ranges, Frees, Body.Loc);
+                      std::to_string(arenaLowerBound(Slots)));
+    return rewrite(Stmts, Sites, Slots, Frees, Body.Loc);
   }
 
 private:
-  /// Whether every Allocate of B can be planned; remarks why not.
-  bool eligible(const BufferNode *B,
-                const std::vector<const AllocateFinder::Site *> &Sites) {
-    SourceLoc L = Sites.front()->A->Loc;
+  /// Whether the temporary allocated at S can be planned; remarks why not.
+  bool eligible(const AllocateFinder::Site &S) {
+    const BufferNode &B = *S.A->Buf;
     auto Refuse = [&](const std::string &Why) {
-      remark(L, "temporary '" + B->Name + "' is not planned: " + Why);
+      remark(S.A->Loc, "temporary '" + B.Name + "' is not planned: " + Why);
       return false;
     };
-    auto Bytes = constantStorageBytes(*B);
+    auto Bytes = constantStorageBytes(B);
     if (!Bytes)
       return Refuse("its size is not a constant");
     if (*Bytes > int64_t(kMaxTemporaryBytes))
@@ -295,43 +220,39 @@ private:
     if (*Bytes <= kMaxRegisterTempBytes)
       return Refuse("it is small (" + std::to_string(*Bytes) +
                     " bytes) and stays on the stack");
-    for (const AllocateFinder::Site *S : Sites)
-      if (S->InLoop)
-        return Refuse("it is allocated inside a loop");
-    if (Finder.Declared.count(B))
-      return Refuse("an external call declares it");
+    if (S.InLoop)
+      return Refuse("it is allocated inside a loop");
     return true;
   }
 
   /// Moves each top-level Allocate down to its first use and its Free up to
   /// the last, and sets the offsets.
-  Stmt rewrite(const std::vector<Stmt> &Stmts, const std::vector<Range> &Rs,
-               const std::unordered_map<const BufferNode *, std::vector<size_t>> &Frees,
+  Stmt rewrite(const std::vector<Stmt> &Stmts,
+               const std::vector<const AllocateFinder::Site *> &Sites,
+               const std::vector<ArenaSlot> &Slots,
+               const std::unordered_map<const BufferNode *, size_t> &Frees,
                SourceLoc Loc) {
     std::vector<std::vector<Stmt>> Before(Stmts.size()), After(Stmts.size());
     std::vector<bool> Moved(Stmts.size(), false);
     std::unordered_map<const Allocate *, int64_t> Nested;
     std::vector<bool> HasNested(Stmts.size(), false);
-    for (const Range &R : Rs) {
-      const Allocate *A = R.Site->A;
-      if (!R.Site->Direct) {
+    for (size_t I = 0; I < Slots.size(); ++I) {
+      const ArenaSlot &R = Slots[I];
+      const Allocate *A = Sites[I]->A;
+      if (!Sites[I]->Direct) {
         Nested[A] = R.Offset;
-        HasNested[R.Site->Top] = true;
+        HasNested[Sites[I]->Top] = true;
         continue;
       }
-      Moved[R.Site->Top] = true;
+      Moved[Sites[I]->Top] = true;
       Before[R.First].push_back(
           Allocate::make(A->Buf, A->Loc, A->ZeroFill, R.Offset));
-      // The Free that ends this range, if it is at the top level.
+      // Its Free, if it is at the top level.
       auto F = Frees.find(A->Buf.get());
       if (F == Frees.end())
         continue;
-      auto It = std::upper_bound(F->second.begin(), F->second.end(),
-                                 R.Site->Top);
-      if (It == F->second.end() || *It >= R.End)
-        continue;
-      Moved[*It] = true;
-      After[R.Last].push_back(Stmts[*It]);
+      Moved[F->second] = true;
+      After[R.Last].push_back(Stmts[F->second]);
     }
     SetOffsets Setter(Nested);
     std::vector<Stmt> Out;
@@ -359,6 +280,61 @@ private:
 };
 
 } // namespace
+
+int64_t placeInArena(std::vector<ArenaSlot> &Slots) {
+  std::vector<ArenaSlot *> Order;
+  for (ArenaSlot &S : Slots)
+    Order.push_back(&S);
+  std::stable_sort(Order.begin(), Order.end(),
+                   [](const ArenaSlot *X, const ArenaSlot *Y) {
+                     return X->Bytes > Y->Bytes;
+                   });
+  auto Overlap = [](const ArenaSlot &X, const ArenaSlot &Y) {
+    return X.First <= Y.Last && Y.First <= X.Last;
+  };
+  std::vector<const ArenaSlot *> Placed, Live;
+  int64_t Size = 0;
+  for (ArenaSlot *S : Order) {
+    Live.clear();
+    for (const ArenaSlot *P : Placed)
+      if (Overlap(*P, *S))
+        Live.push_back(P);
+    std::sort(Live.begin(), Live.end(),
+              [](const ArenaSlot *X, const ArenaSlot *Y) {
+                return X->Offset < Y->Offset;
+              });
+    // The tightest gap between the live ones that S fits in, else above.
+    int64_t Need = alignUp(S->Bytes), Cur = 0, Best = -1;
+    int64_t BestGap = INT64_MAX;
+    for (const ArenaSlot *P : Live) {
+      int64_t Gap = P->Offset - Cur;
+      if (Gap >= Need && Gap < BestGap) {
+        Best = Cur;
+        BestGap = Gap;
+      }
+      Cur = std::max(Cur, alignUp(P->Offset + P->Bytes));
+    }
+    S->Offset = Best >= 0 ? Best : Cur;
+    Size = std::max(Size, S->Offset + S->Bytes);
+    Placed.push_back(S);
+  }
+  return alignUp(Size);
+}
+
+int64_t arenaLowerBound(const std::vector<ArenaSlot> &Slots) {
+  size_t End = 0;
+  for (const ArenaSlot &S : Slots)
+    End = std::max(End, S.Last + 2);
+  std::vector<int64_t> Delta(End, 0);
+  for (const ArenaSlot &S : Slots) {
+    Delta[S.First] += S.Bytes;
+    Delta[S.Last + 1] -= S.Bytes;
+  }
+  int64_t Cur = 0, Max = 0;
+  for (int64_t D : Delta)
+    Max = std::max(Max, Cur += D);
+  return Max;
+}
 
 bool planMemory(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags) {
   auto *Body = K.Body ? dyn_cast<Block>(K.Body) : nullptr;

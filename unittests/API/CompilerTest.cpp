@@ -3,6 +3,7 @@
 
 #include "nnc/Runtime/Runtime.h"
 
+#include <fstream>
 #include <thread>
 
 using namespace nnc;
@@ -302,6 +303,121 @@ TEST(Compiler, OneFunctionManyThreads) {
   for (auto &T : Ts)
     T.join();
   EXPECT_EQ(Failures, std::vector<int>(8, 0));
+}
+
+/// Two temporaries in the kernel's arena (plan-memory): u takes t's bytes
+/// once t is dead, so calls that shared an arena would mix their rows.
+const char *Planned = R"(
+kernel planned(in a: f32[64, 256], out y: f32[64, 256]) {
+  Allocate(t); // dtype=float, dims=[64ll, 256ll]
+  Allocate(u); // dtype=float, dims=[64ll, 256ll]
+  Allocate(v); // dtype=float, dims=[64ll, 256ll]
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    for (int64_t j = 0ll; j < 256ll; j++) {
+      t[i, j] = a[i, j] * 2.f;
+    }
+  }
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    for (int64_t j = 0ll; j < 256ll; j++) {
+      v[i, j] = t[63ll - i, j] + 1.f;
+    }
+  }
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    for (int64_t j = 0ll; j < 256ll; j++) {
+      u[i, j] = v[i, 255ll - j] * v[i, j];
+    }
+  }
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    for (int64_t j = 0ll; j < 256ll; j++) {
+      y[i, j] = u[63ll - i, j] - a[i, j];
+    }
+  }
+  Free(t);
+  Free(u);
+  Free(v);
+}
+)";
+
+TEST(Compiler, PlannedTemporariesFromManyThreads) {
+  CompileOptions O;
+  O.Threads = 2;
+  O.Grain = 1;
+  O.Remarks = {"plan-memory"};
+  std::vector<std::string> Remarks;
+  O.OnDiagnostic = [&](const std::string &Text) { Remarks.push_back(Text); };
+  Function F = compiled(Planned, O);
+  ASSERT_FALSE(Remarks.empty());
+  EXPECT_NE(Remarks.back().find(
+                "remark: arena of 131072 bytes for 3 temporaries: their sum "
+                "is 196608 bytes, the lower bound (most bytes live at once) "
+                "131072"),
+            std::string::npos)
+      << Remarks.back();
+  constexpr int64_t N = 64 * 256;
+  auto Input = [](int T) {
+    std::vector<float> A(N);
+    for (int64_t I = 0; I < N; ++I)
+      A[I] = float((I * 7 + T * 13) % 101) / 50.f;
+    return A;
+  };
+  // Serial calls first: the expected output of each thread's input.
+  std::vector<std::vector<float>> Want(8);
+  for (int T = 0; T < 8; ++T) {
+    std::vector<float> A = Input(T);
+    Want[T].assign(N, 0.f);
+    ASSERT_FALSE(!!F.call({BufferArg::of(A.data(), {64, 256}),
+                           BufferArg::of(Want[T].data(), {64, 256})}));
+  }
+  std::vector<std::thread> Ts;
+  std::vector<int> Failures(8);
+  for (int T = 0; T < 8; ++T)
+    Ts.emplace_back([&, T] {
+      std::vector<float> A = Input(T), Y(N);
+      for (int Rep = 0; Rep < 100; ++Rep) {
+        if (auto E = F.call({BufferArg::of(A.data(), {64, 256}),
+                             BufferArg::of(Y.data(), {64, 256})})) {
+          llvm::consumeError(std::move(E));
+          ++Failures[T];
+        }
+        Failures[T] += Y != Want[T];
+      }
+    });
+  for (auto &T : Ts)
+    T.join();
+  EXPECT_EQ(Failures, std::vector<int>(8, 0));
+}
+
+/// Resident memory of the process, in bytes.
+int64_t residentBytes() {
+  std::ifstream In("/proc/self/statm");
+  int64_t Pages = 0, Resident = 0;
+  In >> Pages >> Resident;
+  return Resident * 4096;
+}
+
+TEST(Compiler, CompileCallAndDropStaysFlat) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine";
+#endif
+  // Each round compiles the kernel afresh (no compile cache), calls it
+  // (its arena and the size-class cache fill), and drops it (both go).
+  auto Round = [] {
+    CompileOptions O;
+    O.Threads = 2;
+    Function F = compiled(Planned, O);
+    std::vector<float> A(64 * 256, 1.f), Y(64 * 256);
+    for (int I = 0; I < 3; ++I)
+      ASSERT_FALSE(!!F.call({BufferArg::of(A.data(), {64, 256}),
+                             BufferArg::of(Y.data(), {64, 256})}));
+  };
+  for (int I = 0; I < 10; ++I)
+    Round();
+  int64_t Before = residentBytes();
+  for (int I = 0; I < 100; ++I)
+    Round();
+  // 100 leaked arenas alone would be 13 MB; code and IR far more.
+  EXPECT_LT(residentBytes() - Before, int64_t(8) << 20);
+  EXPECT_EQ(cachedBytes(), 0);
 }
 
 TEST(Compiler, FunctionsOutliveTheirCompiler) {

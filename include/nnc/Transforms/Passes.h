@@ -89,6 +89,20 @@ bool streamStores(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 /// temporaries never live at the same time.
 bool planMemory(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 
+/// A temporary for arena placement: live over statements [First, Last],
+/// Bytes long; placeInArena sets Offset.
+struct ArenaSlot {
+  size_t First, Last;
+  int64_t Bytes;
+  int64_t Offset = -1;
+};
+/// Places Slots in one arena, greedy by size with best fit (plan-memory's
+/// placement): slots live at the same time never overlap; offsets are
+/// multiples of kArenaAlignment. Returns the arena's size.
+int64_t placeInArena(std::vector<ArenaSlot> &Slots);
+/// The most bytes live at one statement: no placement needs less.
+int64_t arenaLowerBound(const std::vector<ArenaSlot> &Slots);
+
 /// outline-parallel: every parallel loop becomes a task kernel over
 /// [begin, end) plus a ParallelCall that passes its closure.
 bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
