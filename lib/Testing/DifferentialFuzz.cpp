@@ -35,10 +35,22 @@ public:
     Cols = pick(1, 40);
     Symbolic = coin();
     Shift = pick(-Rows, Rows);
+    Hoisted.clear();
+    LiveTemps.clear();
+    std::ostringstream Nests;
+    int NumNests = pick(1, 4);
+    for (int N = 0; N < NumNests; ++N)
+      Nests << nest(N);
+    // Temporaries allocated at the top (plan-memory moves them down to
+    // their first use), and those still live at the end: freed there, or
+    // never (they live to the end of the kernel).
     std::ostringstream Body;
-    int Nests = pick(1, 4);
-    for (int N = 0; N < Nests; ++N)
-      Body << nest(N);
+    for (const std::string &A : Hoisted)
+      Body << A;
+    Body << Nests.str();
+    for (const std::string &T : LiveTemps)
+      if (coin())
+        Body << "  Free(" << T << ");\n";
     std::string RC = "[" + rows() + ", " + cols() + "]";
     std::ostringstream K;
     K << "kernel fuzz(\n    in x: f32" << RC << ",\n    in z: f32" << RC
@@ -157,6 +169,10 @@ private:
     std::string Flat = "[" + cols() + " * " + I + " + " + J + "]";
     std::vector<std::string> Leaves = {"x" + At, "z" + Flat, "row[" + J + "]",
                                        "col[" + I + "]", "w" + At};
+    // Temporaries of earlier nests still live: reading them here makes
+    // live ranges that overlap others'.
+    for (const std::string &T : LiveTemps)
+      Leaves.push_back(T + At);
     switch (pick(0, 8)) {
     case 0: // Elementwise with broadcasts.
       return loops(I, J, "y" + At + " = " + expr(3, Leaves) + ";");
@@ -187,7 +203,9 @@ private:
       return loops(I, J,
                    "w" + At + " = w[" + rows(1) + " - " + I + ", " + J +
                        "] + 1.f;");
-    case 6: { // A temporary, written (in full or not) then read in full.
+    case 6: { // A temporary, written (in full or not) then read in full;
+              // allocated here or at the top, freed here or left live for
+              // later nests to read.
       std::string T = "t" + std::to_string(N);
       std::string Value = expr(2, Leaves);
       std::string Write;
@@ -211,14 +229,21 @@ private:
         Write = loops(I, J, T + At + " = " + Value + ";");
         break;
       }
+      std::string Alloc = "  Allocate(" + T + "); // dtype=float, dims=[" +
+                          rows() + ", " + cols() + "]\n";
       std::ostringstream S;
-      S << "  Allocate(" << T << "); // dtype=float, dims=[" << rows() << ", "
-        << cols() << "]\n"
-        << Write
+      if (coin())
+        Hoisted.push_back(Alloc);
+      else
+        S << Alloc;
+      S << Write
         << loops(I + "b", J + "b",
                  "y[" + I + "b, " + J + "b] = " + T + "[" + I + "b, " + J +
-                     "b] * 2.f;")
-        << "  Free(" << T << ");\n";
+                     "b] * 2.f;");
+      if (pick(0, 2) == 0)
+        LiveTemps.push_back(T);
+      else
+        S << "  Free(" << T << ");\n";
       return S.str();
     }
     case 7: // Rows of v read S rows past the R it writes: independent when
@@ -240,6 +265,9 @@ private:
   std::mt19937_64 R;
   int Rows = 1, Cols = 1, Shift = 0;
   bool Symbolic = false;
+  /// Allocates placed at the top of the kernel; temporaries not freed by
+  /// their nest.
+  std::vector<std::string> Hoisted, LiveTemps;
 };
 
 /// The pipeline the fuzzers compile with at T threads: every parallel region
