@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -86,6 +87,18 @@ TEST(Arena, FailureIsANullAndAMessage) {
   EXPECT_NE(B, nullptr);
   nnc_runtime_arena_release(&Pool, B);
   nnc_runtime_arena_pool_destroy(&Pool);
+}
+
+TEST(Arena, LargeZeroFillsAreSplitOverTheThreads) {
+  // 4 MiB plus an odd tail, at 3 threads: parts of whole pages, all zero.
+  int64_t Bytes = (4 << 20) + 4100;
+  std::vector<unsigned char> Buf(Bytes + 2, 0xAB);
+  nnc_runtime_set_num_threads(3);
+  nnc_runtime_zero(Buf.data() + 1, Bytes);
+  nnc_runtime_set_num_threads(0);
+  EXPECT_EQ(Buf.front(), 0xAB);
+  EXPECT_EQ(Buf.back(), 0xAB);
+  EXPECT_EQ(std::count(Buf.begin() + 1, Buf.end() - 1, 0), Bytes);
 }
 
 TEST(SizeClassCache, ReusesFreedBlocksOfTheSameClass) {
