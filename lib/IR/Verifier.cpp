@@ -381,7 +381,9 @@ private:
     checkFreshName(Op->Var, Op->Loc, "loop variable");
     Scopes.emplace_back();
     Scopes.back()[Op->Var] = Op->VarType;
+    ++Loops;
     visit(Op->Body);
+    --Loops;
     Scopes.pop_back();
   }
 
@@ -434,6 +436,19 @@ private:
 
   void visitAllocate(const Allocate *Op) override {
     declareTemp(Op->Buf, Op->Loc);
+    // The plan-memory pass's placement: one arena per call of the kernel
+    // body, so never in a loop (one per iteration) or a task (per thread).
+    if (!Op->planned())
+      return;
+    std::string T = "temporary '" + Op->Buf->Name + "' is placed in the arena";
+    if (!constantStorageBytes(*Op->Buf))
+      error(Op->Loc, T + " but its size is not a constant");
+    if (Op->ArenaOffset % kArenaAlignment)
+      error(Op->Loc, T + " at an offset not a multiple of " +
+                         std::to_string(kArenaAlignment));
+    if (Loops || K.IsTask)
+      error(Op->Loc, T + " but allocated inside a " +
+                         (K.IsTask ? "task" : "loop"));
   }
 
   void release(const Buffer &B, SourceLoc L) {
@@ -591,6 +606,8 @@ private:
   std::vector<std::unordered_map<std::string, DType>> Scopes;
   std::unordered_map<std::string, Buffer> Declared;
   std::unordered_set<std::string> Live, Freed;
+  /// Loops around the statement being checked.
+  unsigned Loops = 0;
 };
 
 } // namespace

@@ -114,6 +114,38 @@ TEST(Verifier, RejectsUndeclaredVariablesInBuiltIR) {
   EXPECT_EQ(Diags.diagnostics().at(0).Message, "use of undeclared variable 'n'");
 }
 
+TEST(Verifier, ChecksArenaPlacements) {
+  // Only plan-memory places temporaries; a placement it could not have made
+  // is an error.
+  auto Check = [](const std::string &Dims, int64_t Offset, bool InLoop) {
+    Kernel K = test::parse("kernel k(out y: f32[4], N: i64) {\n  Allocate(t); "
+                           "// dtype=float, dims=[" + Dims + "]\n  y[0] = "
+                           "t[0];\n  Free(t);\n}\n")
+                   .Kernels[0];
+    auto &Stmts = cast<Block>(K.Body)->Stmts;
+    auto *A = cast<Allocate>(Stmts[0]);
+    Stmt Placed = Allocate::make(A->Buf, A->Loc, true, Offset);
+    std::vector<Stmt> Body = Stmts;
+    Body[0] = Placed;
+    if (InLoop)
+      Body = {For::make("i", DType::I64, IntImm::make(DType::I64, 0),
+                        IntImm::make(DType::I64, 1), Block::make(Body))};
+    K.Body = Block::make(Body);
+    DiagnosticEngine Diags;
+    bool Ok = verifyKernel(K, Diags);
+    return Ok ? std::string() : Diags.diagnostics().at(0).Message;
+  };
+  EXPECT_EQ(Check("256ll", 128, false), "");
+  EXPECT_EQ(Check("N", 0, false), "temporary 't' is placed in the arena but "
+                                   "its size is not a constant");
+  EXPECT_EQ(Check("256ll", 32, false),
+            "temporary 't' is placed in the arena at an offset not a "
+            "multiple of 64");
+  EXPECT_EQ(Check("256ll", 0, true),
+            "temporary 't' is placed in the arena but allocated inside a "
+            "loop");
+}
+
 TEST(Verifier, CapsTheNumberOfErrors) {
   std::string Text = "kernel k(in a: f32[4], out b: i32[4]) {\n";
   for (int I = 0; I < 50; ++I)
