@@ -1372,7 +1372,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   for (AllocaInst *Slot : HeapSlots)
     B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {B.getPtrTy()}),
                  {B.CreateLoad(B.getPtrTy(), Slot)});
-  if (Arena) // Null when acquiring it failed.
+  if (Arena) // The runtime ignores the null of a failed acquisition.
     B.CreateCall(runtimeFn("nnc_runtime_arena_release", B.getVoidTy(),
                            {B.getPtrTy(), B.getPtrTy()}),
                  {ArenaPool, Arena});

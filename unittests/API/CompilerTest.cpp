@@ -368,6 +368,13 @@ TEST(Compiler, PlannedTemporariesFromManyThreads) {
     ASSERT_FALSE(!!F.call({BufferArg::of(A.data(), {64, 256}),
                            BufferArg::of(Want[T].data(), {64, 256})}));
   }
+  // The raw entry finds the same pool.
+  {
+    std::vector<float> A = Input(3), Y(N);
+    void *Args[] = {A.data(), Y.data()};
+    EXPECT_EQ(F.callRaw(Args), 0);
+    EXPECT_EQ(Y, Want[3]);
+  }
   std::vector<std::thread> Ts;
   std::vector<int> Failures(8);
   for (int T = 0; T < 8; ++T)
