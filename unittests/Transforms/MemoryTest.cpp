@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 namespace {
 
@@ -58,7 +61,7 @@ TEST(Arena, ConcurrentCallersEachHoldTheirOwn) {
   std::atomic<int> Clashes{0};
   for (int T = 0; T < 8; ++T)
     Threads.emplace_back([&, T] {
-      for (int I = 0; I < 2000; ++I) {
+      for (int I = 0; I < 500; ++I) {
         auto *A = static_cast<int *>(nnc_runtime_arena_acquire(&Pool, 256));
         A[0] = T;
         std::this_thread::yield();
@@ -87,6 +90,33 @@ TEST(Arena, FailureIsANullAndAMessage) {
   EXPECT_NE(B, nullptr);
   nnc_runtime_arena_release(&Pool, B);
   nnc_runtime_arena_pool_destroy(&Pool);
+}
+
+TEST(Arena, OutOfMemoryIsANullAndTheNextCallSucceeds) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers' shadow memory needs the address space";
+#else
+  // With 256 MiB more address space than in use, a 1 GiB arena fails.
+  struct rlimit Old;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &Old), 0);
+  std::ifstream Statm("/proc/self/statm");
+  uint64_t Pages = 0;
+  Statm >> Pages;
+  struct rlimit Tight = Old;
+  Tight.rlim_cur = Pages * 4096 + (uint64_t(256) << 20);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &Tight), 0);
+  void *Pool = nullptr;
+  void *A = nnc_runtime_arena_acquire(&Pool, int64_t(1) << 30);
+  std::string Message = nnc_runtime_last_error();
+  void *B = nnc_runtime_arena_acquire(&Pool, 4096);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &Old), 0);
+  EXPECT_EQ(A, nullptr);
+  EXPECT_EQ(Message, "out of memory allocating the 1073741824-byte arena of "
+                     "the kernel's temporaries");
+  EXPECT_NE(B, nullptr);
+  nnc_runtime_arena_release(&Pool, B);
+  nnc_runtime_arena_pool_destroy(&Pool);
+#endif
 }
 
 TEST(Arena, LargeZeroFillsAreSplitOverTheThreads) {
