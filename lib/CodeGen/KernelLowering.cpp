@@ -1135,8 +1135,10 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
   if (ArenaOffset >= 0) {
     // Planned: the place the plan gave it in the arena (constant size).
     int64_t Elems = *constantStorageSize(DimEs, StrideEs);
-    BI.Base = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), Arena, ArenaOffset,
-                                           Buf->Name);
+    // In the entry block, after the arena: it dominates every use.
+    IRBuilder<> EB(EntryBlock);
+    BI.Base = EB.CreateConstInBoundsGEP1_64(EB.getInt8Ty(), Arena, ArenaOffset,
+                                            Buf->Name);
     BI.Extent = B.getInt64(Elems);
     if (ZeroFill)
       B.CreateCall(runtimeFn("nnc_runtime_zero", B.getVoidTy(),

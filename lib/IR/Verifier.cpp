@@ -202,7 +202,11 @@ private:
       return false;
     }
     if (B->isTemp() && !Live.count(B->Name)) {
-      error(L, Freed.count(B->Name)
+      auto Scope = ScopedTo.find(B->Name);
+      error(L, Scope != ScopedTo.end()
+                   ? "temporary '" + B->Name + "' is used outside " +
+                         Scope->second + " that allocates it"
+               : Freed.count(B->Name)
                    ? "temporary '" + B->Name + "' is used after its Free"
                    : "temporary '" + B->Name + "' is used before it is "
                                                "allocated");
@@ -382,7 +386,7 @@ private:
     Scopes.emplace_back();
     Scopes.back()[Op->Var] = Op->VarType;
     ++Loops;
-    visit(Op->Body);
+    scoped(Op->Body, "the loop");
     --Loops;
     Scopes.pop_back();
   }
@@ -412,10 +416,24 @@ private:
     if (!isIntegral(Op->C->Type))
       error(Op->C->Loc, "condition must be an integer or bool, not " +
                             typeStr(Op->C->Type));
-    if (Op->Then)
-      visit(Op->Then);
-    if (Op->Else)
-      visit(Op->Else);
+    scoped(Op->Then, "the branch of the if");
+    scoped(Op->Else, "the branch of the if");
+  }
+
+  /// Checks S, a loop body or a branch: the temporaries it allocates live
+  /// only inside it (compiled code has their storage there alone).
+  void scoped(const Stmt &S, const char *Where) {
+    if (!S)
+      return;
+    std::unordered_set<std::string> Outer = Live;
+    visit(S);
+    for (auto It = Live.begin(); It != Live.end();)
+      if (!Outer.count(*It)) {
+        ScopedTo[*It] = Where;
+        It = Live.erase(It);
+      } else {
+        ++It;
+      }
   }
 
   void declareTemp(const Buffer &B, SourceLoc L) {
@@ -608,6 +626,8 @@ private:
   std::unordered_set<std::string> Live, Freed;
   /// Loops around the statement being checked.
   unsigned Loops = 0;
+  /// Temporaries allocated in a loop body or a branch, which has ended.
+  std::unordered_map<std::string, const char *> ScopedTo;
 };
 
 } // namespace
