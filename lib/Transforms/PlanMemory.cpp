@@ -11,9 +11,10 @@
 //     that uses it to the last (its Allocate moves down to the first use and
 //     its Free up to the last, which changes nothing else: its contents start
 //     zero-filled either way). One allocated inside a top-level `if` or block
-//     is live from that statement to its last use. (A buffer has one
-//     Allocate: the verifier refuses a redeclaration.) A use inside a
-//     parallel loop covers the whole loop statement.
+//     is live from that statement to its last use (the verifier keeps a
+//     branch's temporaries in the branch). A buffer has one Allocate: the
+//     verifier refuses a redeclaration. A use inside a parallel loop covers
+//     the whole loop statement.
 //  2. Placement, greedy by size (TFLite's arena planner): the largest range
 //     first, each at the 64-byte aligned offset of the tightest gap left by
 //     the ranges already placed that are live at the same time (best fit),
