@@ -121,7 +121,31 @@ struct ConvEntry {
   memory::desc Src, Dst, Bias, Scratch;
   std::vector<memory::desc> Binary; // Post-op operands.
   std::string Impl;
+  /// The Add post-op run as oneDNN's `sum` (its operand is copied into the
+  /// destination first), or -1.
+  int SumAt = -1;
 };
+
+/// The Add post-op that can be oneDNN's `sum`: the only Add, whose operand
+/// has the output's strides over dense storage (so one copy pre-fills the
+/// destination); -1 if none.
+int sumCandidate(const std::vector<PostOp> &Ops, const Tensor &Out) {
+  int At = -1;
+  for (size_t I = 0; I < Ops.size(); ++I)
+    if (Ops[I].K == PostOpKind::Add) {
+      if (At >= 0)
+        return -1;
+      At = static_cast<int>(I);
+    }
+  if (At < 0 || Ops[At].OtherStrides != Out.Strides)
+    return -1;
+  int64_t Elems = 1, Span = 1;
+  for (size_t D = 0; D < Out.Sizes.size(); ++D) {
+    Elems *= Out.Sizes[D];
+    Span += (Out.Sizes[D] - 1) * Out.Strides[D];
+  }
+  return Elems == Span ? At : -1;
+}
 
 struct MatmulEntry {
   dnnl::matmul Prim;
@@ -134,13 +158,20 @@ std::map<std::string, std::shared_ptr<ConvEntry>> ConvCache;
 std::map<std::string, std::shared_ptr<MatmulEntry>> MatmulCache;
 CacheStats Stats;
 
+/// Post-ops as oneDNN attributes; the Add at index SumAt (if not -1) is
+/// oneDNN's `sum`, which adds what the destination holds before the call.
 dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops,
                              const Tensor &Out,
-                             std::vector<memory::desc> &Binary) {
+                             std::vector<memory::desc> &Binary, int SumAt) {
   dnnl::primitive_attr Attr;
   Attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops PO;
-  for (const PostOp &Op : Ops) {
+  for (size_t I = 0; I < Ops.size(); ++I) {
+    const PostOp &Op = Ops[I];
+    if (static_cast<int>(I) == SumAt) {
+      PO.append_sum(1.f);
+      continue;
+    }
     if (Op.K == PostOpKind::Add) {
       // The other tensor has the output's shape; its own strides.
       Tensor T = Out;
@@ -254,8 +285,27 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                              dnnl::prop_kind::forward_inference,
                              dnnl::algorithm::convolution_direct, E->Src, AnyW,
                              E->Dst, Strides, Dil, PadL, PadR);
-      auto Attr = attrFor(Ops, Out, E->Binary);
-      dnnl::convolution_forward::primitive_desc PD(Desc, Attr, engine());
+      dnnl::convolution_forward::primitive_desc PD(
+          Desc, attrFor(Ops, Out, E->Binary, -1), engine());
+      // With a residual add as `binary_add`, oneDNN 2.6 may leave its
+      // fastest implementation (brgconv on AVX-512: up to 2x slower,
+      // docs/performance.md); as `sum` it keeps it, at the cost of copying
+      // the residual into the destination first. So `sum` where it changes
+      // the implementation, `binary_add` where it does not (AVX2).
+      if (int SumAt = sumCandidate(Ops, Out); SumAt >= 0) {
+        try {
+          std::vector<memory::desc> SumBinary;
+          dnnl::convolution_forward::primitive_desc SumPD(
+              Desc, attrFor(Ops, Out, SumBinary, SumAt), engine());
+          if (std::string(SumPD.impl_info_str()) != PD.impl_info_str()) {
+            PD = SumPD;
+            E->Binary = std::move(SumBinary);
+            E->SumAt = SumAt;
+          }
+        } catch (const dnnl::error &) {
+          // No implementation with `sum`: binary_add it is.
+        }
+      }
       E->Prim = dnnl::convolution_forward(PD);
       E->Scratch = PD.scratchpad_desc();
       E->Impl = PD.impl_info_str();
@@ -275,14 +325,24 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
         {DNNL_ARG_DST, memory(E->Dst, engine(), Out.Data)}};
     if (Bias)
       Args.emplace(DNNL_ARG_BIAS, memory(E->Bias, engine(), Bias->Data));
-    for (size_t I = 0, B = 0; I < Ops.size(); ++I)
-      if (Ops[I].K == PostOpKind::Add) {
-        Args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(I)) |
-                         DNNL_ARG_SRC_1,
-                     memory(E->Binary[B], engine(),
-                            const_cast<float *>(Others[B])));
-        ++B;
+    for (size_t I = 0, B = 0, Other = 0; I < Ops.size(); ++I) {
+      if (Ops[I].K != PostOpKind::Add)
+        continue;
+      if (static_cast<int>(I) == E->SumAt) {
+        // `sum` adds the destination's contents: the operand, copied.
+        if (Others[Other] != Out.Data)
+          std::memcpy(Out.Data, Others[Other],
+                      E->Dst.get_size());
+        ++Other;
+        continue;
       }
+      Args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(I)) |
+                       DNNL_ARG_SRC_1,
+                   memory(E->Binary[B], engine(),
+                          const_cast<float *>(Others[Other])));
+      ++B;
+      ++Other;
+    }
     runWith(E->Prim, Args, E->Scratch);
     return 0;
   } catch (const dnnl::error &Ex) {
