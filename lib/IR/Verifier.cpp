@@ -425,15 +425,12 @@ private:
   void scoped(const Stmt &S, const char *Where) {
     if (!S)
       return;
-    std::unordered_set<std::string> Outer = Live;
+    TempScopes.emplace_back();
     visit(S);
-    for (auto It = Live.begin(); It != Live.end();)
-      if (!Outer.count(*It)) {
-        ScopedTo[*It] = Where;
-        It = Live.erase(It);
-      } else {
-        ++It;
-      }
+    for (const std::string &Name : TempScopes.back())
+      if (Live.erase(Name))
+        ScopedTo[Name] = Where;
+    TempScopes.pop_back();
   }
 
   void declareTemp(const Buffer &B, SourceLoc L) {
@@ -450,6 +447,8 @@ private:
     checkShape(*B, "temporary '" + B->Name + "'");
     Declared[B->Name] = B;
     Live.insert(B->Name);
+    if (!TempScopes.empty())
+      TempScopes.back().push_back(B->Name);
   }
 
   void visitAllocate(const Allocate *Op) override {
@@ -628,6 +627,8 @@ private:
   unsigned Loops = 0;
   /// Temporaries allocated in a loop body or a branch, which has ended.
   std::unordered_map<std::string, const char *> ScopedTo;
+  /// The temporaries declared in each loop body or branch being checked.
+  std::vector<std::vector<std::string>> TempScopes;
 };
 
 } // namespace
