@@ -308,6 +308,7 @@ public:
       JO.CacheDir = O.CacheDir;
       JO.Bounds = O.Bounds;
       JO.FPContract = O.FPContract;
+      JO.Reassociate = O.Reassociate;
       JO.Trace = O.Trace;
       auto J = KernelJIT::create(JO);
       if (!J)
@@ -390,6 +391,7 @@ llvm::Expected<Kernel> Compiler::pipeline(
   PO.Parallel.Threads = Threads;
   PO.Parallel.Grain = Opts.Grain;
   PO.Parallel.TrustParallel = Opts.TrustParallel;
+  PO.Parallel.Reassociate = Opts.Reassociate;
   PO.Parallel.Streaming = Opts.Streaming;
   PO.Parallel.StreamingThreshold = Opts.StreamingThreshold;
   PO.Parallel.Remarks = {RemarkPasses.begin(), RemarkPasses.end()};

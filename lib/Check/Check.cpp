@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <set>
 
 namespace nnc {
@@ -551,22 +553,48 @@ bool writeOutputs(const Kernel &K, const HostArgs &Args,
   return true;
 }
 
-Precision expectedPrecision(const Kernel &K, unsigned *ExternalCalls) {
+Precision expectedPrecision(const Compiler &C, const Kernel &K,
+                            unsigned *ExternalCalls) {
   struct Finder : IRVisitor {
     Precision P = Precision::Exact;
     unsigned Calls = 0;
+    void raise(Precision To) { P = std::max(P, To); }
     void visitIntrinsic(const Intrinsic *Op) override {
-      if (isApproximateIntrinsic(Op->Op) && P == Precision::Exact)
-        P = Precision::MathLibrary;
+      if (isApproximateIntrinsic(Op->Op))
+        raise(Precision::MathLibrary);
       IRVisitor::visitIntrinsic(Op);
     }
+    void visitStore(const Store *Op) override {
+      DType T = Op->Buf->Type;
+      if (Op->reduction() && (T == DType::F32 || T == DType::F64))
+        raise(Precision::Reassociated);
+      IRVisitor::visitStore(Op);
+    }
     void visitExternalCall(const ExternalCall *Op) override {
-      P = Precision::Accumulation;
+      raise(Precision::Accumulation);
       ++Calls;
       IRVisitor::visitExternalCall(Op);
     }
   } F;
-  F.visit(K.Body);
+  // The stores the compiler reassociates are those its reductions pass
+  // marks (Analysis/Reduction.h). A sum or product rounds differently in
+  // another order; Max and Min give the same value, but may pick the other
+  // zero of +0 and -0 (docs/LanguageReference.md, Reductions).
+  CompileOptions O = C.options();
+  std::optional<Kernel> Marked;
+  if (O.Reassociate &&
+      (!O.Passes || llvm::is_contained(*O.Passes, "reductions"))) {
+    // The same pipeline, quiet: C's remarks and printing are the caller's.
+    O.Remarks.clear();
+    O.PrintAfter.clear();
+    O.PrintAfterAll = false;
+    O.OnDiagnostic = nullptr;
+    if (auto L = Compiler(O).lower(K, "reductions"))
+      Marked = std::move(*L);
+    else
+      llvm::consumeError(L.takeError()); // compile() reports it.
+  }
+  F.visit(Marked ? Marked->Body : K.Body);
   if (ExternalCalls)
     *ExternalCalls = F.Calls;
   return F.P;
@@ -578,6 +606,8 @@ const char *precisionName(Precision P) {
     return "exactly";
   case Precision::MathLibrary:
     return "within the math-library tolerance";
+  case Precision::Reassociated:
+    return "within the reassociation tolerance";
   case Precision::Accumulation:
     return "within the accumulation tolerance";
   }
@@ -591,6 +621,20 @@ namespace {
 struct Tolerance {
   double Rel, Abs;
 };
+/// The distance from 1 to the next float of type T.
+double epsilonOf(DType T) {
+  switch (T) {
+  case DType::F64:
+    return 0x1p-52;
+  case DType::F16:
+    return 0x1p-10;
+  case DType::BF16:
+    return 0x1p-7;
+  default:
+    return 0x1p-23;
+  }
+}
+
 Tolerance toleranceFor(DType T, Precision P, unsigned Calls) {
   // External functions sum long products in another order than the
   // reference's double accumulation: the workloads' 1e-4 (f32) for each call
@@ -612,32 +656,57 @@ Tolerance toleranceFor(DType T, Precision P, unsigned Calls) {
   }
 }
 
-/// The buffers K accumulates into: a store whose value loads the element it
-/// writes (`r[i] = r[i] + ...`).
-std::set<const BufferNode *> accumulatedBuffers(const Kernel &K) {
+/// The buffers K accumulates into (`r[i] = r[i] + ...`, matchAccumulation),
+/// each with the length of its longest float sum or product: the product
+/// of the trip counts of the loops around the store that its address does
+/// not name. A trip count that cannot be evaluated from the scalar
+/// arguments (bounds on outer loop variables) counts as the largest
+/// buffer's element count, a bound on any loop that touches memory.
+std::map<const BufferNode *, double> accumulations(const Kernel &K,
+                                                  const HostArgs &Args) {
+  double Largest = 1;
+  for (const auto &B : Args.Buffers)
+    if (B)
+      Largest = std::max<double>(Largest, B->storageElems());
+  auto Lookup = [&](const std::string &Name) -> std::optional<int64_t> {
+    for (size_t I = 0; I < K.Params.size(); ++I)
+      if (!K.Params[I].isBuffer() && K.Params[I].Name == Name &&
+          !isFloat(Args.Types[I]))
+        return Args.Scalars[I].I;
+    return std::nullopt;
+  };
   struct Finder : IRVisitor {
-    std::set<const BufferNode *> Found;
+    std::map<const BufferNode *, double> Found;
+    std::vector<std::pair<const For *, double>> Loops;
+    void visitFor(const For *Op) override {
+      Loops.push_back({Op, TripCount(*Op)});
+      IRVisitor::visitFor(Op);
+      Loops.pop_back();
+    }
     void visitStore(const Store *Op) override {
-      struct SameElement : IRVisitor {
-        const Store *St;
-        bool Found = false;
-        void visitLoad(const Load *L) override {
-          if (L->Buf == St->Buf && L->Indices.size() == St->Indices.size()) {
-            bool Same = true;
-            for (size_t I = 0; I < L->Indices.size(); ++I)
-              Same &= equal(L->Indices[I], St->Indices[I]);
-            Found |= Same;
-          }
-          IRVisitor::visitLoad(L);
-        }
-      } S;
-      S.St = Op;
-      S.visit(Op->Value);
-      if (S.Found)
-        Found.insert(Op->Buf.get());
+      if (auto F = matchAccumulation(*Op)) {
+        std::set<std::string> Named;
+        for (const Expr &I : Op->Indices)
+          Named.merge(varsOf(I));
+        double N = 1;
+        if (isFloat(Op->Buf->Type) &&
+            (F->Op == BinOp::Add || F->Op == BinOp::Mul))
+          for (const auto &[L, Trip] : Loops)
+            if (!Named.count(L->Var))
+              N *= Trip;
+        double &Len = Found[Op->Buf.get()];
+        Len = std::max(Len, N);
+      }
       IRVisitor::visitStore(Op);
     }
+    std::function<double(const For &)> TripCount;
   } F;
+  F.TripCount = [&](const For &L) {
+    std::string Why;
+    auto Trip = evaluateSize(
+        Binary::make(BinOp::Sub, L.Stop, L.Start), Lookup, Why);
+    return Trip ? std::max<double>(0, *Trip) : Largest;
+  };
   F.visit(K.Body);
   return F.Found;
 }
@@ -667,9 +736,12 @@ bool compareOutputs(const Kernel &K, const HostArgs &Got,
                     const HostArgs &Ref, Precision Prec,
                     DiagnosticEngine &Diags, unsigned ExternalCalls) {
   bool Approximate = Prec != Precision::Exact;
-  std::set<const BufferNode *> Accumulated;
-  if (Prec == Precision::MathLibrary)
-    Accumulated = accumulatedBuffers(K);
+  std::map<const BufferNode *, double> Accumulated;
+  if (Prec != Precision::Exact)
+    Accumulated = accumulations(K, Ref);
+  double Longest = 0;
+  for (const auto &[Buf, N] : Accumulated)
+    Longest = std::max(Longest, N);
   for (size_t I = 0; I < K.Params.size(); ++I) {
     const Param &P = K.Params[I];
     if (!P.isBuffer() || P.Buf->Role == BufferRole::In)
@@ -677,14 +749,22 @@ bool compareOutputs(const Kernel &K, const HostArgs &Got,
     const HostBuffer &A = *Got.Buffers[I], &B = *Ref.Buffers[I];
     bool Fl = isFloat(A.type());
     Tolerance Tol = toleranceFor(A.type(), Prec, ExternalCalls);
+    auto Acc = Accumulated.find(P.Buf.get());
+    // Two orders of a sum of N terms each round within (N - 1) * eps of
+    // the sum of the terms' magnitudes (Higham, Accuracy and Stability of
+    // Numerical Algorithms, 4.2); the buffer's largest magnitude stands in
+    // for that sum. Values computed from a sum (a softmax's quotient) carry
+    // its error, so every float output gets the longest sum's tolerance.
+    bool Reassociated = Fl && Prec >= Precision::Reassociated;
+    if (Reassociated)
+      Tol.Rel = std::max(Tol.Rel, 2 * Longest * epsilonOf(A.type()));
     // Sums of products (external calls), and sums of math-library results
     // (whose terms LLVM may give to the vector library once it unrolls the
     // sum), are compared relative to the buffer's largest magnitude: where a
     // sum cancels, the rounding of its terms is large relative to the small
     // result.
     double Scale = 0;
-    if (Fl && (Prec == Precision::Accumulation ||
-               Accumulated.count(P.Buf.get())))
+    if (Fl && (Reassociated || Acc != Accumulated.end()))
       B.forEachOffset([&](int64_t Off) {
         double V = std::fabs(B.getDouble(Off));
         if (std::isfinite(V))

@@ -24,6 +24,7 @@
 #include "nnc/IR/Equality.h"
 #include "nnc/Analysis/Bounds.h"
 #include "nnc/Analysis/Dependence.h"
+#include "nnc/Analysis/Reduction.h"
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
@@ -51,6 +52,9 @@ namespace {
 
 /// Largest temporary placed on the stack.
 constexpr int64_t kMaxStackTempBytes = 64 * 1024;
+/// Vector accumulators of a reassociated reduction: enough to cover the
+/// latency of a vector add (3-4 cycles) at one or two adds per cycle.
+constexpr unsigned kReductionInterleave = 4;
 /// Most stack all the temporaries of one function may take; the rest go on
 /// the heap. OpenMP workers run tasks on stacks of a few MiB.
 constexpr int64_t kMaxStackBytes = 512 * 1024;
@@ -446,6 +450,9 @@ private:
   //===--- Statements ------------------------------------------------------===//
   void lower(const Stmt &S);
   void lowerFor(const For *Op);
+  bool reassociates(const Store *St, BinOp Op) const;
+  bool reducesInBody(const Stmt &Body) const;
+  void accumulate(const Store *St);
   std::vector<const Store *> streamedStores(const For &Op);
   void emitLoop(const For *Op, Value *Start, Value *Stop);
   void emitStreamingLoop(const For *Op, const std::vector<const Store *> &NT,
@@ -492,6 +499,15 @@ private:
   std::vector<std::unordered_map<std::string, Value *>> Scopes;
   std::unordered_map<const BufferNode *, BufInfo> Bufs;
   std::vector<AllocaInst *> HeapSlots;
+  /// Reduction stores whose element lives in a register (a slot mem2reg
+  /// promotes) while the loops it reduces over run, and the accumulator
+  /// loads that read the register instead of memory.
+  struct Accumulator {
+    AllocaInst *Slot;
+    Accumulation Form;
+  };
+  std::unordered_map<const Store *, Accumulator> Accs;
+  std::unordered_map<const ExprNode *, AllocaInst *> AccLoads;
   /// The arena of the planned temporaries and its pool (acquireArena), if
   /// the function has any.
   Value *Arena = nullptr;
@@ -571,6 +587,8 @@ Value *KernelLowering::lower(const Expr &E) {
     return lookupVar(cast<Var>(E)->Name);
   case ExprKind::Load: {
     auto *L = cast<Load>(E);
+    if (auto It = AccLoads.find(L); It != AccLoads.end())
+      return B.CreateLoad(It->second->getAllocatedType(), It->second);
     return loadElem(L->Type, address(L, L->Buf, L->Indices, L->Loc));
   }
   case ExprKind::Binary:
@@ -898,6 +916,8 @@ void KernelLowering::lower(const Stmt &S) {
     return lowerFor(cast<For>(S));
   case StmtKind::Store: {
     auto *St = cast<Store>(S);
+    if (Accs.count(St))
+      return accumulate(St);
     UnconditionalAccesses U;
     U.visit(St->Value);
     U.Keys.insert(accessKey(St->Buf, St->Indices));
@@ -939,6 +959,34 @@ void KernelLowering::lower(const Stmt &S) {
 void KernelLowering::lowerFor(const For *Op) {
   assert(!Op->Options.Parallel && "parallel loops are outlined before codegen");
   Value *Start = lower(Op->Start), *Stop = lower(Op->Stop);
+  // The marked reductions over this loop not yet in registers (an outer
+  // loop's promotion covers the inner loops).
+  std::vector<ReductionCheck> Promote;
+  for (ReductionCheck &C : checkReductions(*Op))
+    if (C.reduces() && C.S->reduction() && !Accs.count(C.S))
+      Promote.push_back(std::move(C));
+  BasicBlock *Done = nullptr;
+  std::vector<Value *> Addrs;
+  if (!Promote.empty()) {
+    // Only where the loop runs: its accumulators' addresses may be out of
+    // bounds when it does not.
+    Function *F = B.GetInsertBlock()->getParent();
+    BasicBlock *Runs = BasicBlock::Create(Ctx, Op->Var + ".acc", F);
+    Done = BasicBlock::Create(Ctx, Op->Var + ".acc.done", F);
+    bool S = isSigned(Op->VarType);
+    B.CreateCondBr(S ? B.CreateICmpSLT(Start, Stop) : B.CreateICmpULT(Start, Stop),
+                   Runs, Done);
+    B.SetInsertPoint(Runs);
+    for (const ReductionCheck &C : Promote) {
+      const Store *St = C.S;
+      DType T = St->Buf->Type;
+      Value *Addr = address(St, St->Buf, St->Indices, St->Loc);
+      AllocaInst *Slot = entryAlloca(regType(T), 1, St->Buf->Name + ".acc");
+      B.CreateStore(loadElem(T, Addr), Slot);
+      Addrs.push_back(Addr);
+      Accs[St] = {Slot, C.Form};
+    }
+  }
   ++LoopDepth;
   std::vector<const Store *> NT = streamedStores(*Op);
   if (NT.empty())
@@ -946,6 +994,75 @@ void KernelLowering::lowerFor(const For *Op) {
   else
     emitStreamingLoop(Op, NT, Start, Stop);
   --LoopDepth;
+  if (!Done)
+    return;
+  for (size_t I = 0; I < Promote.size(); ++I) {
+    const Store *St = Promote[I].S;
+    AllocaInst *Slot = Accs[St].Slot;
+    storeElem(St->Buf->Type, Addrs[I], B.CreateLoad(Slot->getAllocatedType(), Slot));
+    Accs.erase(St);
+  }
+  B.CreateBr(Done);
+  B.SetInsertPoint(Done);
+}
+
+/// Whether a reassociated reduction is in Body itself (not in a loop
+/// inside it).
+bool KernelLowering::reducesInBody(const Stmt &Body) const {
+  if (auto *Bl = dyn_cast<Block>(Body))
+    return std::any_of(Bl->Stmts.begin(), Bl->Stmts.end(),
+                       [&](const Stmt &S) { return reducesInBody(S); });
+  auto *St = dyn_cast<Store>(Body);
+  if (!St)
+    return false;
+  auto It = Accs.find(St);
+  return It != Accs.end() && reassociates(St, It->second.Form.Op);
+}
+
+/// Whether the accumulation of St may run in any order: a float sum,
+/// product, Max or Min in f32/f64 with CodeGenOptions::Reassociate (f16 and
+/// bf16 round at each step, so their order stays).
+bool KernelLowering::reassociates(const Store *St, BinOp) const {
+  DType T = St->Buf->Type;
+  return Opts.Reassociate && (T == DType::F32 || T == DType::F64);
+}
+
+/// A reduction store whose element is in a register (lowerFor): combines
+/// the register with the update. Reassociated: an fadd/fmul LLVM may
+/// reorder (`reassoc`), or llvm.maximum/minimum, which propagate NaN in any
+/// order as Max and Min do. Otherwise the store's own expression, with the
+/// register for the accumulator's load, so the result is bit-identical.
+void KernelLowering::accumulate(const Store *St) {
+  const Accumulator &A = Accs.at(St);
+  Type *Ty = A.Slot->getAllocatedType();
+  UnconditionalAccesses U;
+  U.visit(St->Value);
+  SafeAccesses = std::move(U.Keys);
+  Value *R;
+  if (reassociates(St, A.Form.Op)) {
+    Value *Acc = B.CreateLoad(Ty, A.Slot);
+    Value *G = lower(A.Form.Update);
+    switch (A.Form.Op) {
+    case BinOp::Add:
+    case BinOp::Mul: {
+      R = A.Form.Op == BinOp::Add ? B.CreateFAdd(Acc, G) : B.CreateFMul(Acc, G);
+      cast<Instruction>(R)->setHasAllowReassoc(true);
+      break;
+    }
+    default:
+      R = B.CreateBinaryIntrinsic(A.Form.Op == BinOp::Max
+                                      ? llvm::Intrinsic::maximum
+                                      : llvm::Intrinsic::minimum,
+                                  Acc, G);
+      break;
+    }
+  } else {
+    AccLoads[A.Form.Acc.get()] = A.Slot;
+    R = lower(St->Value);
+    AccLoads.erase(A.Form.Acc.get());
+  }
+  SafeAccesses.clear();
+  B.CreateStore(R, A.Slot);
 }
 
 /// The non-temporal stores that Op, an innermost loop, can align: those
@@ -958,7 +1075,7 @@ std::vector<const Store *> KernelLowering::streamedStores(const For &Op) {
         if (!Walk(C))
           return false;
     } else if (auto *St = dyn_cast<Store>(S)) {
-      if (St->NonTemporal)
+      if (St->nonTemporal())
         NT.push_back(St);
     } else if (isa<For>(S)) {
       return false; // Not innermost.
@@ -999,13 +1116,20 @@ void KernelLowering::emitLoop(const For *Op, Value *Start, Value *Stop) {
   BranchInst *Latch = B.CreateCondBr(
       S ? B.CreateICmpSLT(Next, Stop) : B.CreateICmpULT(Next, Stop), Body,
       Exit);
-  if (Op->Options.Vectorize) {
+  std::vector<Metadata *> Hints = {nullptr};
+  auto Hint = [&](const char *Name, Constant *V) {
+    Metadata *Ops[] = {MDString::get(Ctx, Name), ConstantAsMetadata::get(V)};
+    Hints.push_back(MDNode::get(Ctx, Ops));
+  };
+  if (Op->Options.Vectorize)
+    Hint("llvm.loop.vectorize.enable", ConstantInt::getTrue(Ctx));
+  // The JIT does not interleave loops (JIT.cpp); a reassociated reduction
+  // needs several vector accumulators to hide the add's latency.
+  if (reducesInBody(Op->Body))
+    Hint("llvm.loop.interleave.count", B.getInt32(kReductionInterleave));
+  if (Hints.size() > 1) {
     // A distinct self-referencing loop ID, as LLVM's loop metadata requires.
-    Metadata *Enable[] = {
-        MDString::get(Ctx, "llvm.loop.vectorize.enable"),
-        ConstantAsMetadata::get(ConstantInt::getTrue(Ctx))};
-    MDNode *ID = MDNode::getDistinct(
-        Ctx, {nullptr, MDNode::get(Ctx, Enable)});
+    MDNode *ID = MDNode::getDistinct(Ctx, Hints);
     ID->replaceOperandWith(0, ID);
     Latch->setMetadata(LLVMContext::MD_loop, ID);
   }

@@ -138,6 +138,14 @@ struct Flags {
       cl::values(clEnumValN(Contract::On, "on", "fuse"),
                  clEnumValN(Contract::Off, "off", "round every operation")),
       cl::cat(Cat)};
+  enum class OnOff { On, Off };
+  cl::opt<OnOff> Reassociate{
+      "reassociate", cl::init(OnOff::On),
+      cl::desc("Let float reductions run in another order: vector and "
+               "per-thread partial sums (default: on)"),
+      cl::values(clEnumValN(OnOff::On, "on", "reorder (as PyTorch does)"),
+                 clEnumValN(OnOff::Off, "off", "keep the program's order")),
+      cl::cat(Cat)};
   cl::opt<std::string> CacheDir{"cache-dir", cl::value_desc("dir"),
                                 cl::desc("Keep compiled kernels in DIR across "
                                          "runs"),
@@ -314,6 +322,7 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   C.CPU = F.MCPU;
   C.Features = F.MAttr;
   C.CacheDir = F.CacheDir;
+  C.Reassociate = F.Reassociate == Flags::OnOff::On;
   if (F.FPContract != Flags::Contract::Default)
     C.FPContract = F.FPContract == Flags::Contract::On;
   if (F.BoundsCheck && F.Unchecked)

@@ -126,7 +126,7 @@ bool equal(const Stmt &A, const Stmt &B) {
   }
   case StmtKind::Store: {
     const auto *X = cast<Store>(A), *Y = cast<Store>(B);
-    return X->NonTemporal == Y->NonTemporal &&
+    return X->Hint == Y->Hint &&
            equalBuffers(X->Buf, Y->Buf) &&
            equalExprs(X->Indices, Y->Indices) && equal(X->Value, Y->Value);
   }
@@ -245,6 +245,32 @@ size_t hashExpr(const Expr &E) {
   }
   }
   return H;
+}
+
+std::optional<Accumulation> matchAccumulation(const Store &S) {
+  auto *B = dyn_cast<Binary>(S.Value);
+  if (!B || S.Buf->Type == DType::Bool || B->Type != S.Buf->Type)
+    return std::nullopt;
+  switch (B->Op) {
+  case BinOp::Add:
+  case BinOp::Mul:
+  case BinOp::Max:
+  case BinOp::Min:
+    break;
+  default:
+    return std::nullopt;
+  }
+  auto IsAcc = [&](const Expr &E) {
+    auto *L = dyn_cast<Load>(E);
+    return L && L->Buf == S.Buf &&
+           equalLists(L->Indices, S.Indices,
+                      [](const Expr &X, const Expr &Y) { return equal(X, Y); });
+  };
+  if (IsAcc(B->A))
+    return Accumulation{B->Op, B->B, B->A};
+  if (IsAcc(B->B))
+    return Accumulation{B->Op, B->A, B->B};
+  return std::nullopt;
 }
 
 } // namespace nnc

@@ -489,10 +489,10 @@ Stmt For::make(std::string Var, DType VarType, Expr Start, Expr Stop,
 }
 
 Stmt Store::make(Buffer B, std::vector<Expr> Indices, Expr Value,
-                 SourceLoc L, bool NonTemporal) {
+                 SourceLoc L, StoreHint Hint) {
   assert(B && Value && "incomplete store");
   return std::make_shared<Store>(std::move(B), std::move(Indices),
-                                 std::move(Value), L, NonTemporal);
+                                 std::move(Value), L, Hint);
 }
 
 Stmt Let::make(std::string Name, DType T, Expr Value, SourceLoc L) {

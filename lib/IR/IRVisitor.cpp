@@ -278,7 +278,7 @@ Stmt IRMutator::mutateStore(const Store *Op, const Stmt &S) {
   Expr V = mutate(Op->Value);
   if (!Changed && V == Op->Value)
     return S;
-  return Store::make(Op->Buf, std::move(Idx), V, Op->Loc, Op->NonTemporal);
+  return Store::make(Op->Buf, std::move(Idx), V, Op->Loc, Op->Hint);
 }
 
 Stmt IRMutator::mutateLet(const Let *Op, const Stmt &S) {

@@ -296,9 +296,11 @@ public:
     case StmtKind::Store: {
       auto *St = cast<Store>(S);
       indent(Ind);
-      // Set by the stream-stores pass; the parser ignores the comment.
-      if (St->NonTemporal)
+      // Set by passes; the parser ignores the comment.
+      if (St->nonTemporal())
         OS << "/* nontemporal */ ";
+      else if (St->reduction())
+        OS << "/* reduction */ ";
       OS << St->Buf->Name;
       ExprPrinter(OS).printIndices(St->Indices);
       OS << " = ";

@@ -326,6 +326,7 @@ public:
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
        << "O" << Opts.OptLevel << " contract=" << Contract
+       << " reassociate=" << Opts.Reassociate
        << " trace=" << Opts.Trace << " bounds=" << static_cast<int>(Opts.Bounds) << '\n';
     printKernelWithTasks(OS, K);
     return OS.str();
@@ -352,6 +353,7 @@ public:
         nullptr);
     CodeGenOptions CG;
     CG.FPContract = Contract;
+    CG.Reassociate = Opts.Reassociate;
     CG.Trace = Opts.Trace;
     CG.Bounds = Opts.Bounds;
     LoweredKernel L = lowerKernel(K, Ctx, EntryName, CG);

@@ -363,7 +363,7 @@ bool checkRandomKernel(const FuzzKernel &FK, const FuzzTarget &Target,
       return Fail(What);
     if (!Run->Ok)
       return Fail("the compiled kernel failed");
-    if (!compareOutputs(K, *Run->Args, *Ref, expectedPrecision(K), Diags)) {
+    if (!compareOutputs(K, *Run->Args, *Ref, expectedPrecision(C, K), Diags)) {
       Diags.note({}, "at " + std::to_string(C.threads()) +
                          " threads; the kernel compiled was:\n" +
                          compiledIR(C, K));
@@ -649,7 +649,7 @@ bool checkHostileKernel(const FuzzKernel &H, const FuzzTarget &Target,
       return false;
     }
     if (RefOk &&
-        !compareOutputs(*K, *Run->Args, *Ref, expectedPrecision(*K), Diags))
+        !compareOutputs(*K, *Run->Args, *Ref, expectedPrecision(C, *K), Diags))
       return fail(Failure, Diags,
                   "mismatch at " + std::to_string(C.threads()) + " threads");
   }

@@ -282,7 +282,7 @@ protected:
     Stmt R = IRMutator::mutateStore(Op, S);
     auto *St = cast<Store>(R);
     return Store::make(buf(St->Buf), St->Indices, St->Value, St->Loc,
-                       St->NonTemporal);
+                       St->Hint);
   }
   Stmt mutateAllocate(const Allocate *Op, const Stmt &) override {
     return Allocate::make(buf(Op->Buf), Op->Loc, Op->ZeroFill,

@@ -36,6 +36,9 @@ std::vector<std::string> buildDefaultPipeline() {
       "fuse-conv-post-ops",
       // Which temporaries are written in full before being read.
       "elide-zero-fill",
+      // Which stores are reductions: code generation keeps them in
+      // registers, parallelize splits full reductions into partials.
+      "reductions",
       // Decide which loops run in parallel; needs the verified, serial IR.
       "parallelize",
       // Which stores bypass the caches; before outlining, while each loop

@@ -4,7 +4,7 @@
 // allocate) and evicts it later: an output far larger than the caches costs
 // three transfers per line where one is needed. A non-temporal store writes
 // the line straight to memory. The pass marks the stores that should be
-// non-temporal (Store::NonTemporal, printed `/* nontemporal */`); code
+// non-temporal (StoreHint::NonTemporal, printed `/* nontemporal */`); code
 // generation aligns their loops and emits the stores (docs/Runtime.md).
 //
 // A store can stream when (structure, checked in every mode but Off):
@@ -177,7 +177,7 @@ protected:
     if (!Chosen.count(Op))
       return S;
     return Store::make(Op->Buf, Op->Indices, Op->Value, Op->Loc,
-                       /*NonTemporal=*/true);
+                       StoreHint::NonTemporal);
   }
 
 private:

@@ -44,7 +44,7 @@ inline void expectSameResults(const Kernel &Ref, const Kernel &Test,
   ASSERT_TRUE(Want && !reportError(Interp.interpret(Ref, Want->args()), Diags))
       << Report();
   unsigned Calls = 0;
-  Precision Prec = expectedPrecision(Ref, &Calls);
+  Precision Prec = expectedPrecision(Interp, Ref, &Calls);
 
   auto Same = buildArgs(Test, Params, {}, 7, Diags);
   ASSERT_TRUE(Same && !reportError(Interp.interpret(Test, Same->args()), Diags))
@@ -62,7 +62,8 @@ inline void expectSameResults(const Kernel &Ref, const Kernel &Test,
     auto Got = buildArgs(Test, Params, {}, 7, Diags);
     ASSERT_TRUE(Got) << Report();
     ASSERT_FALSE(reportError(F->call(Got->args()), Diags)) << Report();
-    EXPECT_TRUE(compareOutputs(Ref, *Got, *Want, Prec, Diags, Calls))
+    EXPECT_TRUE(compareOutputs(Ref, *Got, *Want,
+                               expectedPrecision(C, Test, &Calls), Diags, Calls))
         << Report() << " at " << Threads << " threads";
   }
 }

@@ -137,7 +137,7 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   Compiler C;
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
-              "fuse-conv-post-ops, elide-zero-fill, parallelize, "
+              "fuse-conv-post-ops, elide-zero-fill, reductions, parallelize, "
               "stream-stores, plan-memory, outline-parallel)");
   CompileOptions Bad;
   Bad.CPU = "not-a-cpu";
@@ -628,19 +628,20 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
               "error: CompileOptions::Passes: unknown pass 'parallelise'; did "
               "you mean 'parallelize'? (known: elide-zero-fill, "
               "fuse-conv-post-ops, outline-parallel, parallelize, "
-              "plan-memory, stream-stores)");
+              "plan-memory, reductions, stream-stores)");
   O = {};
   O.PrintAfter = {"outline"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::PrintAfter: unknown pass 'outline' "
               "(known: elide-zero-fill, fuse-conv-post-ops, outline-parallel, "
-              "parallelize, plan-memory, stream-stores)");
+              "parallelize, plan-memory, reductions, stream-stores)");
   O = {};
   O.Remarks = {"outline-parallel"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::Remarks: no remarks from pass "
               "'outline-parallel' (known: elide-zero-fill, "
-              "fuse-conv-post-ops, parallelize, plan-memory, stream-stores)");
+              "fuse-conv-post-ops, parallelize, plan-memory, reductions, "
+              "stream-stores)");
   std::vector<float> X(4), Y(4);
   expectError(Compiler().interpret(K, {BufferArg::of(X.data(), {4}),
                                        BufferArg::of(Y.data(), {3}), 1.f,

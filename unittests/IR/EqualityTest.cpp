@@ -78,7 +78,7 @@ TEST(Equality, StatementsCompareEveryField) {
   Buffer B = BufferNode::make("b", DType::F32, {i64(4)}, BufferRole::Out);
   Stmt S = Store::make(B, {var("i")}, f32(1));
   EXPECT_TRUE(equal(S, Store::make(B, {var("i")}, f32(1))));
-  EXPECT_FALSE(equal(S, Store::make(B, {var("i")}, f32(1), {}, true)))
+  EXPECT_FALSE(equal(S, Store::make(B, {var("i")}, f32(1), {}, StoreHint::NonTemporal)))
       << "a non-temporal store is another statement";
   Stmt L = For::make("i", DType::I64, i64(0), i64(4), Block::make({S}));
   EXPECT_TRUE(

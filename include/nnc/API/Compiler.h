@@ -73,6 +73,13 @@ struct CompileOptions {
   /// Fuse `a * b + c` into one multiply-add; unset: when the target CPU has
   /// FMA. interpret() rounds the same way.
   std::optional<bool> FPContract;
+  /// Let float sums, products, Max and Min over a loop (reductions) run in
+  /// another order than the program's: vector partial accumulators, and
+  /// per-thread partials for a reduction of a whole nest. Like PyTorch's
+  /// own CPU reductions; a sum then differs from the program order's by
+  /// rounding (docs/LanguageReference.md, Reductions). Off keeps the order
+  /// bit for bit. Integer reductions are exact either way.
+  bool Reassociate = true;
   /// Compile in trace spans around top-level statements and parallel
   /// chunks, recorded between startTrace() and stopTrace().
   bool Trace = false;

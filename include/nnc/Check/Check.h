@@ -53,12 +53,18 @@ std::optional<HostArgs> buildArgs(const Kernel &K,
 enum class Precision {
   Exact,        ///< Bit for bit: integer and plain float arithmetic.
   MathLibrary,  ///< A vector math library computes some intrinsics.
+  /// Float sums and products reassociated (CompileOptions::Reassociate):
+  /// a tolerance that grows with the length of the sum.
+  Reassociated,
   Accumulation, ///< External calls (oneDNN) sum in another order.
 };
 
-/// The precision K's results can be compared at (docs/CommandLine.md), and
-/// the number of external calls, whose rounding differences compound.
-Precision expectedPrecision(const Kernel &K, unsigned *ExternalCalls = nullptr);
+/// The precision K's results, compiled by C, can be compared at
+/// (docs/CommandLine.md), and the number of external calls, whose rounding
+/// differences compound. A kernel is Reassociated when C's reductions pass
+/// marks an f32/f64 sum or product and C reassociates them.
+Precision expectedPrecision(const Compiler &C, const Kernel &K,
+                            unsigned *ExternalCalls = nullptr);
 const char *precisionName(Precision P);
 
 /// Compares the out/inout buffers of two runs of K: integers exactly; floats

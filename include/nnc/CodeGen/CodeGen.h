@@ -38,6 +38,10 @@ struct CodeGenOptions {
   /// fused multiply-add. The interpreter applies the same rule when asked,
   /// so results stay bit-identical. Nothing else is contracted.
   bool FPContract = false;
+  /// Let f32/f64 reductions (stores marked StoreHint::Reduction) run in
+  /// another order: vector partial accumulators LLVM combines at the end.
+  /// Off keeps the program's order, bit for bit.
+  bool Reassociate = true;
   /// Call nnc_trace_begin/end around each top-level statement.
   bool Trace = false;
   /// Which loads and stores are checked against their buffers; an access
@@ -82,7 +86,7 @@ LoweredKernel lowerKernel(const Kernel &K, llvm::LLVMContext &Ctx,
                           const CodeGenOptions &Opts);
 
 /// Metadata kind on the `llvm.ptrmask` calls from which lowered code
-/// addresses the non-temporal stores of a loop (Store::NonTemporal).
+/// addresses the non-temporal stores of a loop (StoreHint::NonTemporal).
 constexpr const char *kStreamMetadata = "nnc.stream";
 
 /// Runs after LLVM's vectorizer (at the end of the optimization pipeline):

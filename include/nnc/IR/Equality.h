@@ -19,6 +19,7 @@
 #include "nnc/IR/IR.h"
 
 #include <cstddef>
+#include <optional>
 
 namespace nnc {
 
@@ -37,6 +38,19 @@ struct ExprHash {
 struct ExprEqual {
   bool operator()(const Expr &A, const Expr &B) const { return equal(A, B); }
 };
+
+/// A store's accumulation, `A[x] = A[x] Op Update` (or `Update Op A[x]`),
+/// Op one of +, *, Max and Min in the element's type. Whether it reduces
+/// over a loop is Analysis/Reduction.h's question.
+struct Accumulation {
+  BinOp Op;
+  Expr Update;
+  /// The accumulator's load in the store's value (either operand).
+  Expr Acc;
+};
+
+/// The accumulation S makes, if its value has that form.
+std::optional<Accumulation> matchAccumulation(const Store &S);
 
 } // namespace nnc
 

@@ -411,21 +411,35 @@ public:
   static bool classof(const StmtNode *S) { return S->Kind == StmtKind::For; }
 };
 
+/// How code generation emits a store; set by passes, printed as a comment
+/// the parser ignores.
+enum class StoreHint : uint8_t {
+  None,
+  /// Set by the stream-stores pass: the value is written around the caches
+  /// (a non-temporal store) where code generation can align the loop.
+  /// Printed as `/* nontemporal */`.
+  NonTemporal,
+  /// Set by the reductions pass: the store accumulates into one element
+  /// over its loop (Analysis/Reduction.h); code generation keeps the
+  /// element in a register across the outermost loop it reduces over.
+  /// Printed as `/* reduction */`.
+  Reduction,
+};
+
 /// `Buf[Indices] = Value;` with the indexing rules of Load.
 class Store final : public StmtNode {
 public:
   const Buffer Buf;
   const std::vector<Expr> Indices;
   const Expr Value;
-  /// Set by the stream-stores pass: the value is written around the caches
-  /// (a non-temporal store) where code generation can align the loop.
-  /// Printed as `/* nontemporal */`, a comment the parser ignores.
-  const bool NonTemporal;
-  Store(Buffer B, std::vector<Expr> I, Expr V, SourceLoc L, bool NT)
+  const StoreHint Hint;
+  Store(Buffer B, std::vector<Expr> I, Expr V, SourceLoc L, StoreHint H)
       : StmtNode(StmtKind::Store, L), Buf(std::move(B)), Indices(std::move(I)),
-        Value(std::move(V)), NonTemporal(NT) {}
+        Value(std::move(V)), Hint(H) {}
   static Stmt make(Buffer B, std::vector<Expr> Indices, Expr Value,
-                   SourceLoc L = {}, bool NonTemporal = false);
+                   SourceLoc L = {}, StoreHint Hint = StoreHint::None);
+  bool nonTemporal() const { return Hint == StoreHint::NonTemporal; }
+  bool reduction() const { return Hint == StoreHint::Reduction; }
   static bool classof(const StmtNode *S) { return S->Kind == StmtKind::Store; }
 };
 

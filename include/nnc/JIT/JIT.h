@@ -44,6 +44,8 @@ struct JITOptions {
   std::string Features;
   /// Fuse multiply-adds (see CodeGenOptions); default: if the target has FMA.
   std::optional<bool> FPContract;
+  /// Reorder float reductions (CodeGenOptions::Reassociate).
+  bool Reassociate = true;
   /// Directory of the persistent compile cache; empty for none.
   std::string CacheDir;
   /// Record trace spans around top-level statements (see Runtime.h).

@@ -5,6 +5,7 @@
 //
 //   fuse-conv-post-ops  fold elementwise loops after convolutions into them
 //   elide-zero-fill     skip zero-filling temporaries written in full first
+//   reductions          mark stores that accumulate over their loop
 //   parallelize         mark loop nests without loop-carried dependence parallel
 //   stream-stores       write outputs larger than the caches around them
 //   plan-memory         lay out constant-size temporaries in one arena
@@ -61,6 +62,9 @@ struct PassOptions {
   /// In Auto mode, a nest streams when the bytes it touches exceed this;
   /// 0 means the host's cache share for Threads (cacheShare in Host.h).
   uint64_t StreamingThreshold = 0;
+  /// Float reductions may be computed in another order than the program's
+  /// (vector partial sums, per-thread partials): CompileOptions::Reassociate.
+  bool Reassociate = true;
   /// Passes that explain their decisions as remarks ("parallelize",
   /// "fuse-conv-post-ops", "elide-zero-fill").
   std::set<std::string> Remarks;
@@ -80,8 +84,12 @@ bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
 /// elide-zero-fill: marks the Allocates whose temporary is written in full
 /// before any read not to be zero-filled.
 bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+/// reductions: marks the stores that reduce over their loop
+/// (StoreHint::Reduction, Analysis/Reduction.h).
+bool markReductions(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+
 /// stream-stores: marks the stores whose values are written around the
-/// caches (Store::NonTemporal).
+/// caches (StoreHint::NonTemporal).
 bool streamStores(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 
 /// plan-memory: gives each constant-size temporary of the kernel body an

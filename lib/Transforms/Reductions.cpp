@@ -1,0 +1,102 @@
+//===- Reductions.cpp - Mark the stores that reduce over their loop -------===//
+//
+// Pass `reductions`. Finds the stores of the form `A[x] = A[x] op g` (op +,
+// *, Max, Min) that accumulate into one element over the loop around them
+// (Analysis/Reduction.h) and marks them (StoreHint::Reduction, printed
+// `/* reduction */`). Code generation keeps a marked store's element in a
+// register across the outermost loop it reduces over, and with
+// PassOptions::Reassociate lets LLVM vectorize the accumulation with several
+// partial sums; the parallelize pass splits a nest whose only dependence is
+// such a reduction into per-chunk partials (rfactor).
+//
+// A store with the form that does not reduce over its innermost loop keeps
+// its order and stays in memory; the remark says why (its address depends
+// on the loop, the accumulator is used by another statement in the loop,
+// the store is under an `if`, or its update reads the accumulator).
+//
+// Before:                                  After:
+//   for (int64_t j = 0ll; j < 128ll; j++)    for (int64_t j = 0ll; j < 128ll; j++) {
+//     s[i] = (s[i]) + (x[i, j]);               /* reduction */ s[i] = (s[i]) + (x[i, j]);
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/Analysis/Reduction.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/Transforms/Passes.h"
+
+namespace nnc {
+
+namespace {
+
+const char *opName(BinOp Op) {
+  switch (Op) {
+  case BinOp::Add:
+    return "+";
+  case BinOp::Mul:
+    return "*";
+  case BinOp::Max:
+    return "Max";
+  default:
+    return "Min";
+  }
+}
+
+class Marker : public IRMutator {
+public:
+  Marker(const PassOptions &O, DiagnosticEngine &D) : Opts(O), Diags(D) {}
+
+protected:
+  Stmt mutateFor(const For *Op, const Stmt &S) override {
+    for (const ReductionCheck &C : checkReductions(*Op)) {
+      if (!C.Innermost)
+        continue;
+      std::string What = "store to '" + C.S->Buf->Name + "'";
+      if (C.reduces()) {
+        Marked.insert(C.S);
+        remark(C.S->Loc, What + " is a " + opName(C.Form.Op) +
+                             " reduction over loop '" + Op->Var + "'" +
+                             orderNote(C));
+      } else {
+        remark(C.S->Loc, What + " is not a reduction over loop '" + Op->Var +
+                             "': " + C.Why);
+      }
+    }
+    return IRMutator::mutateFor(Op, S);
+  }
+  Stmt mutateStore(const Store *Op, const Stmt &S) override {
+    if (!Marked.count(Op))
+      return S;
+    return Store::make(Op->Buf, Op->Indices, Op->Value, Op->Loc,
+                       StoreHint::Reduction);
+  }
+
+private:
+  void remark(SourceLoc L, const std::string &Msg) {
+    if (Opts.remarks("reductions"))
+      Diags.remark(L, Msg);
+  }
+  std::string orderNote(const ReductionCheck &C) const {
+    DType T = C.S->Buf->Type;
+    if (reassociatesExactly(C.Form.Op, T))
+      return " (exact in any order)";
+    if (T != DType::F32 && T != DType::F64)
+      return " (kept in order: " + std::string(dtypeName(T)) +
+             " rounds at each step)";
+    return Opts.Reassociate ? " (reassociated)"
+                            : " (kept in order: --reassociate=off)";
+  }
+
+  const PassOptions &Opts;
+  DiagnosticEngine &Diags;
+  std::set<const Store *> Marked;
+};
+
+} // namespace
+
+bool markReductions(Kernel &K, const PassOptions &Opts,
+                    DiagnosticEngine &Diags) {
+  if (K.Body)
+    K.Body = Marker(Opts, Diags).mutate(K.Body);
+  return true;
+}
+
+} // namespace nnc
