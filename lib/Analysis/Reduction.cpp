@@ -61,7 +61,7 @@ protected:
   void visitStore(const Store *Op) override {
     Uses[Op->Buf.get()].push_back({Op, true, Op->Loc});
     if (auto F = matchAccumulation(*Op)) {
-      Candidates.push_back({Op, *F, LoopDepth == 0, ""});
+      Candidates.push_back({Op, *F, Loops, ""});
       if (!Ifs.empty())
         Conditional[Op] = Ifs.back();
       // The accumulator's own load is part of the store.
@@ -73,9 +73,9 @@ protected:
     IRVisitor::visitStore(Op);
   }
   void visitFor(const For *Op) override {
-    ++LoopDepth;
+    Loops.push_back(Op->Var);
     IRVisitor::visitFor(Op);
-    --LoopDepth;
+    Loops.pop_back();
   }
   void visitCond(const Cond *Op) override {
     visit(Op->C);
@@ -103,7 +103,7 @@ protected:
   }
 
 private:
-  unsigned LoopDepth = 0;
+  std::vector<std::string> Loops;
   std::vector<SourceLoc> Ifs;
 };
 

@@ -1,7 +1,9 @@
 //===- DifferentialFuzz.cpp - Random kernels, JIT against interpreter -----===//
 //
 // generateRandomKernel writes a random but valid kernel: elementwise nests,
-// broadcasts, row reductions, shifted (truly dependent) and reversed nests,
+// broadcasts, reductions (sums, products, maxima and minima, of rows or of
+// whole nests, with terms under selects), shifted (truly dependent) and
+// reversed nests,
 // rows shifted by a parameter (versioned at run time),
 // flat indices and temporaries, over random small shapes, constant or
 // symbolic, with row loops whole or split (tail or mask). runDifferentialFuzz
@@ -179,15 +181,8 @@ private:
     case 1: // Flat store, in-place update.
       return loops(I, J, "w" + Flat + " = (w" + Flat + ") * 0.5f + " +
                              expr(2, Leaves) + ";");
-    case 2: { // Row reduction.
-      std::ostringstream S;
-      S << "  for (int64_t " << I << " = 0ll; " << I << " < " << rows() << "; "
-        << I << "++) {\n    r[" << I << "] = 0.f;\n    for (int64_t " << J
-        << " = 0ll; " << J << " < " << cols() << "; " << J << "++) {\n"
-        << "      r[" << I << "] = r[" << I << "] + " << expr(2, Leaves)
-        << ";\n    }\n  }\n";
-      return S.str();
-    }
+    case 2: // A reduction (reductions pass; rfactor when it is whole).
+      return reduction(I, J, Leaves);
     case 3: // A true dependence: each row reads the row before.
       if (Rows < 2)
         return "";
@@ -260,6 +255,42 @@ private:
                        ";",
                    0, 1);
     }
+  }
+
+  /// A reduction into r: a row sum, product, maximum or minimum (the
+  /// update plain, or a select that skips some terms), or the same over the
+  /// whole nest into r[0] (multi-level, split into per-thread partials).
+  std::string reduction(const std::string &I, const std::string &J,
+                        const std::vector<std::string> &Leaves) {
+    static const struct {
+      const char *Init, *Before, *After;
+    } Ops[] = {{"0.f", "r[@] + ", ""},
+               {"1.f", "r[@] * (1.f + 0.25f * ", ")"},
+               {"NEG_INFINITY", "Max(r[@], ", ", 1)"},
+               {"POS_INFINITY", "Min(r[@], ", ", 1)"}};
+    const auto &Op = Ops[pick(0, 3)];
+    std::string Term = expr(2, Leaves);
+    if (coin()) // A conditional term, as a select.
+      Term = "(" + expr(1, Leaves, false) + ")<(" + expr(1, Leaves, false) +
+             ") ? (" + Term + ") : " + Op.Init;
+    bool Whole = pick(0, 2) == 0;
+    std::string At = Whole ? "0ll" : I;
+    auto Subst = [&](std::string T) {
+      T.replace(T.find('@'), 1, At);
+      return T;
+    };
+    std::string Update = "r[" + At + "] = " + Subst(Op.Before) + "(" + Term +
+                         ")" + Op.After + ";";
+    std::ostringstream S;
+    if (Whole) {
+      S << "  r[0ll] = " << Op.Init << ";\n" << loops(I, J, Update);
+      return S.str();
+    }
+    S << "  for (int64_t " << I << " = 0ll; " << I << " < " << rows() << "; "
+      << I << "++) {\n    r[" << I << "] = " << Op.Init
+      << ";\n    for (int64_t " << J << " = 0ll; " << J << " < " << cols()
+      << "; " << J << "++) {\n      " << Update << "\n    }\n  }\n";
+    return S.str();
   }
 
   std::mt19937_64 R;

@@ -34,6 +34,7 @@
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
+#include "nnc/Support/Error.h"
 #include "nnc/Transforms/LoopTransforms.h"
 #include "nnc/Transforms/Passes.h"
 
@@ -224,7 +225,11 @@ public:
       if (auto *F = dyn_cast<For>(N))
         N = decide(*F, N);
       Changed |= N != S;
-      Out.push_back(N);
+      // An rfactored nest is several statements.
+      if (auto *B = dyn_cast<Block>(N))
+        Out.insert(Out.end(), B->Stmts.begin(), B->Stmts.end());
+      else
+        Out.push_back(N);
     }
     if (Changed)
       K.Body = Block::make(std::move(Out), Body->Loc);
@@ -406,6 +411,8 @@ private:
         remark(F.Loc, Name + " not parallelized: " + R.describe());
         return S;
       }
+      if (Stmt V = rfactored(F, Work))
+        return V;
       if (Stmt V = versioned(F, S))
         return V;
       remark(F.Loc, Name + " not parallelized: " + R.describe());
@@ -444,6 +451,40 @@ private:
              toString(grainExpr(F, Opts.Grain));
     remark(F.Loc, Why);
     return withParallel(F);
+  }
+
+  /// A nest whose only dependence is a reduction over its outer loop F (a
+  /// sum of a whole tensor, a dot product) runs as per-thread partials
+  /// combined after it (rfactorLoop): as many partials as threads, each at
+  /// least a grain of work. A Block of the new statements, or null (a
+  /// remark says why when it reduces).
+  Stmt rfactored(const For &F, std::optional<int64_t> Work) {
+    int64_t Parts = Threads;
+    if (Work)
+      Parts = std::min<int64_t>(Parts, *Work / std::max<int64_t>(1, Opts.Grain));
+    std::set<std::string> Names = Used;
+    auto R = rfactorLoop(K, F, std::max<int64_t>(Parts, 2), Opts.Reassociate,
+                         Names);
+    if (!R) {
+      DiagnosticEngine Why;
+      reportError(R.takeError(), Why);
+      const std::string &Msg = Why.diagnostics().front().Message;
+      if (Msg != "it reduces into no element")
+        remark(F.Loc, "loop '" + F.Var + "' not split into partials: " + Msg);
+      return nullptr;
+    }
+    if (Parts < 2) {
+      remark(F.Loc, "loop '" + F.Var + "' not split into partials: less "
+                    "work than two grains (" + std::to_string(*Work) +
+                    " innermost iterations, grain " +
+                    std::to_string(Opts.Grain) + ")");
+      return nullptr;
+    }
+    Used = std::move(Names);
+    remark(F.Loc, "loop '" + F.Var + "' parallelized as a reduction: " +
+                      std::to_string(Parts) + " partials, one per thread, "
+                      "combined after it (rfactor); trip count " + tripText(F));
+    return Block::make(std::move(*R), F.Loc);
   }
 
   /// The integer scalar parameters S reads.

@@ -46,16 +46,25 @@ public:
 
 protected:
   Stmt mutateFor(const For *Op, const Stmt &S) override {
+    // Loops are visited outermost first: a store is marked, and its remark
+    // names the loops, at the outermost loop it reduces over; one that does
+    // not reduce over its innermost loop gets the reason.
     for (const ReductionCheck &C : checkReductions(*Op)) {
-      if (!C.Innermost)
+      if (Marked.count(C.S))
         continue;
       std::string What = "store to '" + C.S->Buf->Name + "'";
       if (C.reduces()) {
         Marked.insert(C.S);
+        std::vector<std::string> Loops = {Op->Var};
+        Loops.insert(Loops.end(), C.Inner.begin(), C.Inner.end());
+        std::string Names;
+        for (const std::string &L : Loops)
+          Names += (Names.empty() ? "'" : ", '") + L + "'";
         remark(C.S->Loc, What + " is a " + opName(C.Form.Op) +
-                             " reduction over loop '" + Op->Var + "'" +
+                             " reduction over loop" +
+                             (Loops.size() > 1 ? "s " : " ") + Names +
                              orderNote(C));
-      } else {
+      } else if (C.Inner.empty()) {
         remark(C.S->Loc, What + " is not a reduction over loop '" + Op->Var +
                              "': " + C.Why);
       }

@@ -38,8 +38,9 @@ namespace nnc {
 struct ReductionCheck {
   const Store *S = nullptr;
   Accumulation Form;
-  /// Directly in L: not inside a loop nested in L.
-  bool Innermost = false;
+  /// The loops nested in L around S, outermost first (empty: S is directly
+  /// in L).
+  std::vector<std::string> Inner;
   /// Empty if S reduces over L; otherwise why not ("its address depends on
   /// 'j'", "'s' is also read at 7:12 in the loop").
   std::string Why;

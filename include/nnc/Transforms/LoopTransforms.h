@@ -22,6 +22,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,31 @@ llvm::Expected<Stmt> vectorizeLoop(const Kernel &K, const std::string &L);
 /// its iterations independent.
 llvm::Expected<Stmt> parallelizeLoop(const Kernel &K, const std::string &L,
                                      bool Trusted = false);
+
+/// rfactor (as Halide's): splits the reductions over loop L, a top-level
+/// statement of K, into Parts partial results computed concurrently.
+/// `A[x] = A[x] op g` in L (a store the reductions pass marked, reducing
+/// over L) becomes, for each such store,
+///
+///   Allocate(A_part); // dims=[Parts]
+///   for (int64_t L_part = 0ll; L_part < Parts; L_part++) /* parallel */ {
+///     A_part[L_part] = <identity of op>;
+///     for (int64_t L_in = 0ll; L_in < T / Parts; L_in++) {
+///       T L = start + L_part * (T / Parts) + L_in;      // T: L's trip count
+///       ... A_part[L_part] = A_part[L_part] op g ...
+///   for (int64_t L_combine = 0ll; L_combine < Parts; L_combine++)
+///     A[x] = A[x] op A_part[L_combine];
+///   for (L = start + Parts * (T / Parts); L < stop; L++) ... // the rest
+///   Free(A_part);
+///
+/// Legal when every iteration of L is independent of the others once the
+/// reductions are set aside (the dependence analysis decides, with each
+/// reduction store replaced by a store to its own element), and when each
+/// reduction may be reordered: integer ones always, f32/f64 ones when
+/// Reassociate is set. The error says why not. Used takes the new names.
+llvm::Expected<std::vector<Stmt>> rfactorLoop(const Kernel &K, const For &L,
+                                              int64_t Parts, bool Reassociate,
+                                              std::set<std::string> &Used);
 
 /// Replaces every load of temporary Buf by the expression its one store
 /// computes, and removes that store's loop nest and the temporary. Needs:
