@@ -309,6 +309,7 @@ public:
       JO.Bounds = O.Bounds;
       JO.FPContract = O.FPContract;
       JO.Reassociate = O.Reassociate;
+      JO.Math = O.Math;
       JO.Trace = O.Trace;
       auto J = KernelJIT::create(JO);
       if (!J)

@@ -880,12 +880,21 @@ Value *KernelLowering::lowerIntrinsic(const Intrinsic *Op) {
     R = B.CreateFRem(A[0], A[1]);
     break;
   case IntrinsicOp::Sigmoid: {
-    Value *E = callMath(Single ? "expf" : "exp", {B.CreateFNeg(A[0])}, Ty);
+    if (Opts.Math == VectorMath::Inline && (R = emitInlineMath(B, Op->Op, A[0])))
+      break;
+    // e = exp(-|x|) never overflows: 1 / (1 + e) for x >= 0, e / (1 + e)
+    // below, which keeps the denormal results of x < -87 (f32).
+    Value *E = callMath(Single ? "expf" : "exp",
+                        {B.CreateFNeg(Unary(llvm::Intrinsic::fabs))}, Ty);
     Value *One = ConstantFP::get(Ty, 1.0);
-    R = B.CreateFDiv(One, B.CreateFAdd(One, E));
+    Value *Num = B.CreateSelect(
+        B.CreateFCmpOLT(A[0], ConstantFP::get(Ty, 0.0)), E, One);
+    R = B.CreateFDiv(Num, B.CreateFAdd(One, E));
     break;
   }
   default: {
+    if (Opts.Math == VectorMath::Inline && (R = emitInlineMath(B, Op->Op, A[0])))
+      break;
     std::string Name = intrinsicName(Op->Op);
     R = callMath(Single ? Name + "f" : Name, A, Ty);
     break;

@@ -146,6 +146,18 @@ struct Flags {
       cl::values(clEnumValN(OnOff::On, "on", "reorder (as PyTorch does)"),
                  clEnumValN(OnOff::Off, "off", "keep the program's order")),
       cl::cat(Cat)};
+  cl::opt<VectorMath> Math{
+      "vector-math", cl::init(VectorMath::Inline),
+      cl::desc("How transcendentals (exp, tanh, ...) are computed "
+               "(default: inline)"),
+      cl::values(clEnumValN(VectorMath::Inline, "inline",
+                            "inline polynomials for f32 exp, expm1, log, "
+                            "tanh, sigmoid; libmvec for the rest"),
+                 clEnumValN(VectorMath::Libmvec, "libmvec",
+                            "glibc's vector math library"),
+                 clEnumValN(VectorMath::Libm, "libm",
+                            "one scalar libm call per element")),
+      cl::cat(Cat)};
   cl::opt<std::string> CacheDir{"cache-dir", cl::value_desc("dir"),
                                 cl::desc("Keep compiled kernels in DIR across "
                                          "runs"),
@@ -323,6 +335,7 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   C.Features = F.MAttr;
   C.CacheDir = F.CacheDir;
   C.Reassociate = F.Reassociate == Flags::OnOff::On;
+  C.Math = F.Math;
   if (F.FPContract != Flags::Contract::Default)
     C.FPContract = F.FPContract == Flags::Contract::On;
   if (F.BoundsCheck && F.Unchecked)

@@ -327,6 +327,7 @@ public:
        << "features=" << Features << '\n'
        << "O" << Opts.OptLevel << " contract=" << Contract
        << " reassociate=" << Opts.Reassociate
+       << " math=" << static_cast<int>(Opts.Math)
        << " trace=" << Opts.Trace << " bounds=" << static_cast<int>(Opts.Bounds) << '\n';
     printKernelWithTasks(OS, K);
     return OS.str();
@@ -354,6 +355,7 @@ public:
     CodeGenOptions CG;
     CG.FPContract = Contract;
     CG.Reassociate = Opts.Reassociate;
+    CG.Math = Opts.Math;
     CG.Trace = Opts.Trace;
     CG.Bounds = Opts.Bounds;
     LoweredKernel L = lowerKernel(K, Ctx, EntryName, CG);
@@ -388,8 +390,9 @@ public:
     PassBuilder PB(&TM, PTO);
     TargetLibraryInfoImpl TLII(TM.getTargetTriple());
     const MCSubtargetInfo &STI = *TM.getMCSubtargetInfo();
-    addVectorMathFunctions(TLII, STI.checkFeatures("+avx2"),
-                           STI.checkFeatures("+avx512f"));
+    if (Opts.Math != VectorMath::Libm)
+      addVectorMathFunctions(TLII, STI.checkFeatures("+avx2"),
+                             STI.checkFeatures("+avx512f"));
     FAM.registerPass([&] { return TargetLibraryAnalysis(TLII); });
     PB.registerModuleAnalyses(MAM);
     PB.registerCGSCCAnalyses(CGAM);

@@ -22,6 +22,7 @@
 #define NNC_API_COMPILER_H
 
 #include "nnc/CodeGen/BoundsChecking.h"
+#include "nnc/CodeGen/VectorMath.h"
 #include "nnc/IR/Equality.h"
 #include "nnc/IR/IR.h"
 #include "nnc/Support/CompileTimes.h"
@@ -80,6 +81,10 @@ struct CompileOptions {
   /// rounding (docs/LanguageReference.md, Reductions). Off keeps the order
   /// bit for bit. Integer reductions are exact either way.
   bool Reassociate = true;
+  /// How transcendentals are computed: inline polynomials (f32 exp, expm1,
+  /// log, tanh, sigmoid; the default), glibc's libmvec, or scalar libm
+  /// calls (docs/Runtime.md, Vector math).
+  VectorMath Math = VectorMath::Inline;
   /// Compile in trace spans around top-level statements and parallel
   /// chunks, recorded between startTrace() and stopTrace().
   bool Trace = false;

@@ -16,8 +16,10 @@
 #define NNC_CODEGEN_CODEGEN_H
 
 #include "nnc/CodeGen/BoundsChecking.h"
+#include "nnc/CodeGen/VectorMath.h"
 #include "nnc/IR/IR.h"
 
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
@@ -42,6 +44,8 @@ struct CodeGenOptions {
   /// another order: vector partial accumulators LLVM combines at the end.
   /// Off keeps the program's order, bit for bit.
   bool Reassociate = true;
+  /// Where transcendentals' code comes from.
+  VectorMath Math = VectorMath::Inline;
   /// Call nnc_trace_begin/end around each top-level statement.
   bool Trace = false;
   /// Which loads and stores are checked against their buffers; an access
@@ -104,6 +108,11 @@ public:
 /// Registers the vector variants of the math functions that lowered kernels
 /// call (glibc's libmvec): SSE always, AVX2 and AVX-512 when the target has
 /// them, so the loop vectorizer replaces scalar calls by vector calls.
+/// The inline f32 code of intrinsic Op at X (VectorMath::Inline;
+/// InlineMath.cpp), or null where Op or X's type has none.
+llvm::Value *emitInlineMath(llvm::IRBuilder<> &B, IntrinsicOp Op,
+                            llvm::Value *X);
+
 void addVectorMathFunctions(llvm::TargetLibraryInfoImpl &TLII, bool HasAVX2,
                             bool HasAVX512);
 

@@ -46,6 +46,8 @@ struct JITOptions {
   std::optional<bool> FPContract;
   /// Reorder float reductions (CodeGenOptions::Reassociate).
   bool Reassociate = true;
+  /// Where transcendentals' code comes from (CodeGenOptions::Math).
+  VectorMath Math = VectorMath::Inline;
   /// Directory of the persistent compile cache; empty for none.
   std::string CacheDir;
   /// Record trace spans around top-level statements (see Runtime.h).
