@@ -1,7 +1,7 @@
 //===- InlineMath.cpp - f32 transcendentals as straight-line LLVM IR ------===//
 //
 // With VectorMath::Inline, code generation expands the f32 intrinsics exp,
-// expm1, log, tanh and sigmoid into polynomial code: no calls and no
+// expm1, log, tanh, sigmoid and erf into polynomial code: no calls and no
 // branches (selects only), so LLVM's loop vectorizer turns each into vector
 // code of the host's width (16 lanes with AVX-512, 8 with AVX2), and no
 // vector registers are spilled around a library call. Multiply-adds are
@@ -12,8 +12,8 @@
 // log(x < 0) = NaN, tanh(+-inf) = +-1), -0 stays -0 where libm keeps it
 // (expm1, tanh), overflow gives inf and underflow denormals or 0. The
 // reductions are Cody and Waite's (x = n ln2 + r, |r| <= ln2 / 2, with ln2
-// split in two) and the polynomials Cephes' (exp, log) or Taylor's
-// (expm1 near 0). bench/nnc-ulp measures every function over all 2^32
+// split in two) and the polynomials Cephes' (exp, log), Taylor's (expm1
+// near 0) or least-squares fits (erf). bench/nnc-ulp measures every function over all 2^32
 // inputs against an f64 reference; docs/performance.md has the table.
 //
 //===----------------------------------------------------------------------===//
@@ -84,6 +84,35 @@ public:
     Value *E = exp(B.CreateFNeg(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, X)));
     Value *Num = B.CreateSelect(B.CreateFCmpOLT(X, f(0.f)), E, f(1.f));
     return keepNaN(X, B.CreateFDiv(Num, B.CreateFAdd(f(1.f), E)));
+  }
+
+  Value *erf(Value *X) {
+    // Least-squares fits made for this file (relative error below 4e-11
+    // and 5e-9 in f64): erf(a) = a P(a^2) for a = |x| <= 1, with P in
+    // w = 2 a^2 - 1; erf(a) = 1 - exp(-a^2) Q(a) for 1 < a < 3.925, with Q
+    // (erfc(a) exp(a^2)) in w = (a - 2.4625) / 1.4625; 1 beyond, where
+    // erf rounds to 1.
+    Value *A = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, X);
+    Value *T = B.CreateFMul(A, A);
+    Value *PA = horner(fma(T, f(2.f), f(-1.f)),
+                       {-7.528182522e-08f, 1.231624879e-06f, -1.753733704e-05f,
+                        2.175120171e-04f, -2.285485389e-03f, 1.985249855e-02f,
+                        -1.405360848e-01f, 9.654687643e-01f});
+    Value *Near = B.CreateFMul(A, PA);
+    Value *AB = B.CreateSelect(B.CreateFCmpOGT(A, f(3.925f)), f(3.925f), A);
+    Value *W = B.CreateFMul(B.CreateFSub(AB, f(2.4625f)), f(1.f / 1.4625f));
+    Value *Q = horner(W, {1.018747753e-05f, -3.049635416e-05f, 5.111390783e-05f,
+                          -1.281855948e-04f, 3.660343355e-04f, -9.226466063e-04f,
+                          2.222739626e-03f, -5.235497374e-03f, 1.193648111e-02f,
+                          -2.622098103e-02f, 5.531081185e-02f, -1.115185097e-01f,
+                          2.136298865e-01f});
+    Value *E = exp(B.CreateFNeg(B.CreateFMul(AB, AB)));
+    Value *Far = fma(B.CreateFNeg(E), Q, f(1.f));
+    Value *Y = B.CreateSelect(B.CreateFCmpOLE(A, f(1.f)), Near,
+                              B.CreateSelect(B.CreateFCmpOGE(A, f(3.925f)),
+                                             f(1.f), Far));
+    Y = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, Y, X);
+    return keepNaN(X, Y);
   }
 
   Value *log(Value *X) {
@@ -193,6 +222,8 @@ llvm::Value *emitInlineMath(llvm::IRBuilder<> &B, IntrinsicOp Op,
     return M.tanh(X);
   case IntrinsicOp::Sigmoid:
     return M.sigmoid(X);
+  case IntrinsicOp::Erf:
+    return M.erf(X);
   default:
     return nullptr;
   }

@@ -152,7 +152,7 @@ struct Flags {
                "(default: inline)"),
       cl::values(clEnumValN(VectorMath::Inline, "inline",
                             "inline polynomials for f32 exp, expm1, log, "
-                            "tanh, sigmoid; libmvec for the rest"),
+                            "tanh, sigmoid, erf; libmvec for the rest"),
                  clEnumValN(VectorMath::Libmvec, "libmvec",
                             "glibc's vector math library"),
                  clEnumValN(VectorMath::Libm, "libm",

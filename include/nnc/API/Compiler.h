@@ -82,7 +82,7 @@ struct CompileOptions {
   /// bit for bit. Integer reductions are exact either way.
   bool Reassociate = true;
   /// How transcendentals are computed: inline polynomials (f32 exp, expm1,
-  /// log, tanh, sigmoid; the default), glibc's libmvec, or scalar libm
+  /// log, tanh, sigmoid, erf; the default), glibc's libmvec, or scalar libm
   /// calls (docs/Runtime.md, Vector math).
   VectorMath Math = VectorMath::Inline;
   /// Compile in trace spans around top-level statements and parallel

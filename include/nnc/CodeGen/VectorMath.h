@@ -13,7 +13,7 @@ namespace nnc {
 
 /// How compiled code computes transcendental intrinsics (exp, tanh, ...).
 enum class VectorMath : uint8_t {
-  /// f32 exp, expm1, log, tanh and sigmoid as inline polynomial code,
+  /// f32 exp, expm1, log, tanh, sigmoid and erf as inline polynomial code,
   /// which the loop vectorizer widens (InlineMath.cpp); the others as
   /// Libmvec. The default.
   Inline,
