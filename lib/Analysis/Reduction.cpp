@@ -152,6 +152,19 @@ std::vector<ReductionCheck> checkReductions(const For &L) {
   return std::move(W.Candidates);
 }
 
+const char *reductionOpName(BinOp Op) {
+  switch (Op) {
+  case BinOp::Add:
+    return "+";
+  case BinOp::Mul:
+    return "*";
+  case BinOp::Max:
+    return "Max";
+  default:
+    return "Min";
+  }
+}
+
 Expr reductionIdentity(BinOp Op, DType T, SourceLoc L) {
   bool Low = Op == BinOp::Max; // The identity of Max is the lowest value.
   if (isFloat(T)) {

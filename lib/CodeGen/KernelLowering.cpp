@@ -450,7 +450,7 @@ private:
   //===--- Statements ------------------------------------------------------===//
   void lower(const Stmt &S);
   void lowerFor(const For *Op);
-  bool reassociates(const Store *St, BinOp Op) const;
+  bool reassociates(const Store *St) const;
   bool reducesInBody(const Stmt &Body) const;
   void accumulate(const Store *St);
   std::vector<const Store *> streamedStores(const For &Op);
@@ -1025,13 +1025,13 @@ bool KernelLowering::reducesInBody(const Stmt &Body) const {
   if (!St)
     return false;
   auto It = Accs.find(St);
-  return It != Accs.end() && reassociates(St, It->second.Form.Op);
+  return It != Accs.end() && reassociates(St);
 }
 
 /// Whether the accumulation of St may run in any order: a float sum,
 /// product, Max or Min in f32/f64 with CodeGenOptions::Reassociate (f16 and
 /// bf16 round at each step, so their order stays).
-bool KernelLowering::reassociates(const Store *St, BinOp) const {
+bool KernelLowering::reassociates(const Store *St) const {
   DType T = St->Buf->Type;
   return Opts.Reassociate && (T == DType::F32 || T == DType::F64);
 }
@@ -1048,7 +1048,7 @@ void KernelLowering::accumulate(const Store *St) {
   U.visit(St->Value);
   SafeAccesses = std::move(U.Keys);
   Value *R;
-  if (reassociates(St, A.Form.Op)) {
+  if (reassociates(St)) {
     Value *Acc = B.CreateLoad(Ty, A.Slot);
     Value *G = lower(A.Form.Update);
     switch (A.Form.Op) {

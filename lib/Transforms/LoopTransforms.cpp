@@ -748,19 +748,6 @@ protected:
   }
 };
 
-const char *reductionOpName(BinOp Op) {
-  switch (Op) {
-  case BinOp::Add:
-    return "+";
-  case BinOp::Mul:
-    return "*";
-  case BinOp::Max:
-    return "Max";
-  default:
-    return "Min";
-  }
-}
-
 /// `Acc op Update` in the operand order of Form's store.
 Expr accumulate(const Accumulation &Form, const Store &S, Expr Acc,
                 Expr Update) {

@@ -27,19 +27,6 @@ namespace nnc {
 
 namespace {
 
-const char *opName(BinOp Op) {
-  switch (Op) {
-  case BinOp::Add:
-    return "+";
-  case BinOp::Mul:
-    return "*";
-  case BinOp::Max:
-    return "Max";
-  default:
-    return "Min";
-  }
-}
-
 class Marker : public IRMutator {
 public:
   Marker(const PassOptions &O, DiagnosticEngine &D) : Opts(O), Diags(D) {}
@@ -60,7 +47,7 @@ protected:
         std::string Names;
         for (const std::string &L : Loops)
           Names += (Names.empty() ? "'" : ", '") + L + "'";
-        remark(C.S->Loc, What + " is a " + opName(C.Form.Op) +
+        remark(C.S->Loc, What + " is a " + reductionOpName(C.Form.Op) +
                              " reduction over loop" +
                              (Loops.size() > 1 ? "s " : " ") + Names +
                              orderNote(C));

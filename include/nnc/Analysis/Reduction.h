@@ -51,6 +51,9 @@ struct ReductionCheck {
 /// checked against L. One walk of L.
 std::vector<ReductionCheck> checkReductions(const For &L);
 
+/// How remarks name Op: "+", "*", "Max" or "Min".
+const char *reductionOpName(BinOp Op);
+
 /// The identity of Op on element type T (0, 1, -inf or the least integer,
 /// +inf or the greatest integer).
 Expr reductionIdentity(BinOp Op, DType T, SourceLoc L = {});
