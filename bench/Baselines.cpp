@@ -1,5 +1,6 @@
 // See Baselines.h; compile flags are set in bench/CMakeLists.txt.
 #include "Baselines.h"
+#include "PolyMath.h"
 
 #include <cmath>
 

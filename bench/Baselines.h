@@ -20,6 +20,8 @@
   void tanh(const float *X, float *Y, int64_t N);                              \
   void geluTanh(const float *X, float *Y, int64_t N);                          \
   void siluMul(const float *X, const float *G, float *Y, int64_t N);           \
+  void geluTanhPoly(const float *X, float *Y, int64_t N);                      \
+  void siluMulPoly(const float *X, const float *G, float *Y, int64_t N);       \
   }
 
 NNC_BASELINE_DECLS(baseline)

@@ -274,11 +274,13 @@ BENCHMARK(unaryCxx<scalar_libm::tanh>)->Name("BM_Tanh_ScalarLibm")->Unit(benchma
 BENCHMARK(BM_GeluTanh_NNC)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(unaryCxx<baseline::geluTanh>)->Name("BM_GeluTanh_Cxx")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(unaryCxx<baseline_fastmath::geluTanh>)->Name("BM_GeluTanh_CxxFastMath")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(unaryCxx<baseline::geluTanhPoly>)->Name("BM_GeluTanh_CxxPoly")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(unaryCxx<scalar_libm::geluTanh>)->Name("BM_GeluTanh_ScalarLibm")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK(BM_SiluMul_NNC)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(siluCxx<baseline::siluMul>)->Name("BM_SiluMul_Cxx")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(siluCxx<baseline_fastmath::siluMul>)->Name("BM_SiluMul_CxxFastMath")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(siluCxx<baseline::siluMulPoly>)->Name("BM_SiluMul_CxxPoly")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(siluCxx<scalar_libm::siluMul>)->Name("BM_SiluMul_ScalarLibm")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK(BM_CompileGelu2D_Cold)->Unit(benchmark::kMillisecond);

@@ -1,31 +1,12 @@
 // The reductions of BenchReductions.cpp as a user writes them by hand with
 // OpenMP: rows split over threads with `omp parallel for`, the row loops
-// vectorized with `omp simd reduction`, and an inline polynomial exp (the
-// Cephes expf polynomial, 1-2 ulp on the softmax's range). Compiled with
-// -O3 -march=native -fopenmp, linked against libomp.
+// vectorized with `omp simd reduction`, and an inline polynomial exp
+// (PolyMath.h). Compiled with -O3 -march=native -fopenmp, linked against
+// libomp.
 #include "ReductionBaselines.h"
-
+#include "PolyMath.h"
 
 namespace hand {
-namespace {
-
-inline float expPoly(float X) {
-  X = X < -87.3f ? -87.3f : X > 88.3f ? 88.3f : X;
-  float N = __builtin_rintf(X * 1.44269504f); // (GCC 12 vectorizes rint, not floor)
-  float R = X - N * 0.693359375f;
-  R = R + N * 2.12194440e-4f;
-  float P = 1.9875691500e-4f;
-  P = P * R + 1.3981999507e-3f;
-  P = P * R + 8.3334519073e-3f;
-  P = P * R + 4.1665795894e-2f;
-  P = P * R + 1.6666665459e-1f;
-  P = P * R + 5.0000001201e-1f;
-  P = P * R * R + R + 1.f;
-  int32_t Bits = (static_cast<int32_t>(N) + 127) << 23;
-  return P * __builtin_bit_cast(float, Bits);
-}
-
-} // namespace
 
 void softmax(const float *X, float *Y, int64_t Rows, int64_t Cols,
              int Threads) {
@@ -41,11 +22,11 @@ void softmax(const float *X, float *Y, int64_t Rows, int64_t Cols,
     float S = 0.f;
 #pragma omp simd reduction(+ : S)
     for (int64_t J = 0; J < Cols; ++J)
-      S += expPoly(Row[J] - Max);
+      S += polymath::exp(Row[J] - Max);
     const float Inv = 1.f / S;
 #pragma omp simd
     for (int64_t J = 0; J < Cols; ++J)
-      Out[J] = expPoly(Row[J] - Max) * Inv;
+      Out[J] = polymath::exp(Row[J] - Max) * Inv;
   }
 }
 
@@ -63,7 +44,7 @@ void softmaxFused(const float *X, float *Y, int64_t Rows, int64_t Cols,
     float S = 0.f;
 #pragma omp simd reduction(+ : S)
     for (int64_t J = 0; J < Cols; ++J) {
-      float E = expPoly(Row[J] - Max);
+      float E = polymath::exp(Row[J] - Max);
       Out[J] = E;
       S += E;
     }
