@@ -75,6 +75,7 @@ int main(int Argc, char **Argv) {
       Status = 1;
     }
     std::printf("\n");
+    std::fflush(stdout); // A line per function as it ends (minutes apart).
   }
   return Status;
 }

@@ -23,6 +23,12 @@ llvm::Error makeError(std::string Message) {
 
 std::string errorText(llvm::Error E) { return llvm::toString(std::move(E)); }
 
+std::string errorMessage(llvm::Error E) {
+  DiagnosticEngine Diags;
+  reportError(std::move(E), Diags);
+  return Diags.diagnostics().empty() ? "" : Diags.diagnostics().front().Message;
+}
+
 bool reportError(llvm::Error E, DiagnosticEngine &Diags) {
   if (!E)
     return false;

@@ -3,7 +3,7 @@
 // generateRandomKernel writes a random but valid kernel: elementwise nests,
 // broadcasts, reductions (sums, products, maxima and minima, of rows or of
 // whole nests, with terms under selects), shifted (truly dependent) and
-// reversed nests,
+// reversed nests, nests reading the rows a reduction made (fused with it),
 // rows shifted by a parameter (versioned at run time),
 // flat indices and temporaries, over random small shapes, constant or
 // symbolic, with row loops whole or split (tail or mask). runDifferentialFuzz
@@ -39,6 +39,7 @@ public:
     Shift = pick(-Rows, Rows);
     Hoisted.clear();
     LiveTemps.clear();
+    RowsReduced = false;
     std::ostringstream Nests;
     int NumNests = pick(1, 4);
     for (int N = 0; N < NumNests; ++N)
@@ -175,6 +176,10 @@ private:
     // live ranges that overlap others'.
     for (const std::string &T : LiveTemps)
       Leaves.push_back(T + At);
+    // Rows an earlier nest reduced: reading them, a nest may fuse with that
+    // one (fuse-loops).
+    if (RowsReduced)
+      Leaves.push_back("r[" + I + "]");
     switch (pick(0, 8)) {
     case 0: // Elementwise with broadcasts.
       return loops(I, J, "y" + At + " = " + expr(3, Leaves) + ";");
@@ -286,16 +291,27 @@ private:
       S << "  r[0ll] = " << Op.Init << ";\n" << loops(I, J, Update);
       return S.str();
     }
+    RowsReduced = true;
     S << "  for (int64_t " << I << " = 0ll; " << I << " < " << rows() << "; "
       << I << "++) {\n    r[" << I << "] = " << Op.Init
       << ";\n    for (int64_t " << J << " = 0ll; " << J << " < " << cols()
       << "; " << J << "++) {\n      " << Update << "\n    }\n  }\n";
+    if (coin()) { // A consumer of the rows right after: fuse-loops fuses it.
+      std::string Ic = I + "c", Jc = J + "c";
+      S << "  for (int64_t " << Ic << " = 0ll; " << Ic << " < " << rows()
+        << "; " << Ic << "++) {\n    for (int64_t " << Jc << " = 0ll; " << Jc
+        << " < " << cols() << "; " << Jc << "++) {\n      y[" << Ic << ", "
+        << Jc << "] = x[" << Ic << ", " << Jc << "] - r[" << Ic
+        << "];\n    }\n  }\n";
+    }
     return S.str();
   }
 
   std::mt19937_64 R;
   int Rows = 1, Cols = 1, Shift = 0;
   bool Symbolic = false;
+  /// An earlier nest reduced into the rows of r.
+  bool RowsReduced = false;
   /// Allocates placed at the top of the kernel; temporaries not freed by
   /// their nest.
   std::vector<std::string> Hoisted, LiveTemps;

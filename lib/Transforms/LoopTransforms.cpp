@@ -539,25 +539,49 @@ llvm::Expected<Stmt> fuseLoops(const Kernel &K, const std::string &First,
   if (SA->Parent != SB->Parent || SB->Index != SA->Index + 1)
     return makeError(What + ": '" + Second +
                      "' is not the statement right after '" + First + "'");
-  const For &A = *SA->Loop, &B = *SB->Loop;
+  auto Fused = fuseAdjacentLoops(K, *SA->Loop, *SB->Loop, enclosing(SA->Outer));
+  if (!Fused)
+    return makeError(What + ": " + errorMessage(Fused.takeError()));
+  return replace(K.Body, {{SA->Node.get(), {*Fused}}, {SB->Node.get(), {}}});
+}
+
+llvm::Expected<Stmt> fuseAdjacentLoops(const Kernel &K, const For &A,
+                                       const For &B,
+                                       const std::vector<EnclosingLoop> &Outer) {
   auto Range = [](const For &L) {
     return "[" + toString(L.Start) + ", " + toString(L.Stop) + ")";
   };
   if (A.VarType != B.VarType || Range(A) != Range(B))
-    return makeError(What + ": their ranges differ (" + Range(A) + " and " +
-                     Range(B) + ")");
+    return makeError("their ranges differ (" + Range(A) + " and " + Range(B) +
+                     ")");
+  // B's body goes into A's, in A's variable: neither may rebind a name of
+  // the other at the top of the body, nor B's body bind A's variable.
+  if (A.Var != B.Var && boundNames(B.Body).count(A.Var))
+    return makeError("'" + A.Var + "' is bound inside '" + B.Var + "'");
+  auto TopNames = [](const Stmt &Body) {
+    std::set<std::string> N;
+    for (const Stmt &S : stmtsOf(Body))
+      if (auto *L = dyn_cast<Let>(S))
+        N.insert(L->Name);
+      else if (auto *Al = dyn_cast<Allocate>(S))
+        N.insert(Al->Buf->Name);
+    return N;
+  };
+  std::set<std::string> First = TopNames(A.Body);
+  for (const std::string &N : TopNames(B.Body))
+    if (First.count(N))
+      return makeError("both bodies bind '" + N + "'");
   Stmt SecondBody =
       substitute(B.Body, {{B.Var, Var::make(A.VarType, A.Var, A.Loc)}});
-  DependenceResult R = analyzeFusion(K, A, SecondBody, enclosing(SA->Outer));
+  DependenceResult R = analyzeFusion(K, A, SecondBody, Outer);
   if (!R.independent())
-    return makeError(What + ": " + R.describe());
+    return makeError(R.describe());
   std::vector<Stmt> Body = stmtsOf(A.Body), More = stmtsOf(SecondBody);
   Body.insert(Body.end(), More.begin(), More.end());
   LoopOptions Opts;
   Opts.Vectorize = A.Options.Vectorize && B.Options.Vectorize;
-  Stmt Fused = For::make(A.Var, A.VarType, A.Start, A.Stop,
-                         Block::make(std::move(Body), A.Loc), Opts, A.Loc);
-  return replace(K.Body, {{SA->Node.get(), {Fused}}, {SB->Node.get(), {}}});
+  return For::make(A.Var, A.VarType, A.Start, A.Stop,
+                   Block::make(std::move(Body), A.Loc), Opts, A.Loc);
 }
 
 Stmt flattenBand(const std::vector<const For *> &Band,

@@ -466,9 +466,7 @@ private:
     auto R = rfactorLoop(K, F, std::max<int64_t>(Parts, 2), Opts.Reassociate,
                          Names);
     if (!R) {
-      DiagnosticEngine Why;
-      reportError(R.takeError(), Why);
-      const std::string &Msg = Why.diagnostics().front().Message;
+      std::string Msg = errorMessage(R.takeError());
       if (Msg != "it reduces into no element")
         remark(F.Loc, "loop '" + F.Var + "' not split into partials: " + Msg);
       return nullptr;

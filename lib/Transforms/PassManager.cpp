@@ -39,6 +39,9 @@ std::vector<std::string> buildDefaultPipeline() {
       // Which stores are reductions: code generation keeps them in
       // registers, parallelize splits full reductions into partials.
       "reductions",
+      // A row reduction and its consumers into one pass through memory;
+      // needs the reductions marked, before the passes that look at nests.
+      "fuse-loops",
       // Decide which loops run in parallel; needs the verified, serial IR.
       "parallelize",
       // Which stores bypass the caches; before outlining, while each loop

@@ -137,7 +137,8 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   Compiler C;
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
-              "fuse-conv-post-ops, elide-zero-fill, reductions, parallelize, "
+              "fuse-conv-post-ops, elide-zero-fill, reductions, fuse-loops, "
+              "parallelize, "
               "stream-stores, plan-memory, outline-parallel)");
   CompileOptions Bad;
   Bad.CPU = "not-a-cpu";
@@ -627,21 +628,22 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
   expectError(Compiler(O).compile(K).takeError(),
               "error: CompileOptions::Passes: unknown pass 'parallelise'; did "
               "you mean 'parallelize'? (known: elide-zero-fill, "
-              "fuse-conv-post-ops, outline-parallel, parallelize, "
-              "plan-memory, reductions, stream-stores)");
+              "fuse-conv-post-ops, fuse-loops, outline-parallel, "
+              "parallelize, plan-memory, reductions, stream-stores)");
   O = {};
   O.PrintAfter = {"outline"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::PrintAfter: unknown pass 'outline' "
-              "(known: elide-zero-fill, fuse-conv-post-ops, outline-parallel, "
-              "parallelize, plan-memory, reductions, stream-stores)");
+              "(known: elide-zero-fill, fuse-conv-post-ops, fuse-loops, "
+              "outline-parallel, parallelize, plan-memory, reductions, "
+              "stream-stores)");
   O = {};
   O.Remarks = {"outline-parallel"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::Remarks: no remarks from pass "
               "'outline-parallel' (known: elide-zero-fill, "
-              "fuse-conv-post-ops, parallelize, plan-memory, reductions, "
-              "stream-stores)");
+              "fuse-conv-post-ops, fuse-loops, parallelize, plan-memory, "
+              "reductions, stream-stores)");
   std::vector<float> X(4), Y(4);
   expectError(Compiler().interpret(K, {BufferArg::of(X.data(), {4}),
                                        BufferArg::of(Y.data(), {3}), 1.f,

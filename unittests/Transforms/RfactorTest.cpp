@@ -32,12 +32,6 @@ Marked marked(const std::string &Text) {
   return R;
 }
 
-std::string messageOf(llvm::Error E) {
-  DiagnosticEngine D;
-  reportError(std::move(E), D);
-  return D.diagnostics().front().Message;
-}
-
 const char *Sum = "kernel k(in x: f32[N], out s: f32[1], N: i64) {\n"
                   "  for (int64_t i = 0ll; i < N; i++) {\n"
                   "    s[0ll] = s[0ll] + x[i];\n  }\n}\n";
@@ -76,27 +70,27 @@ TEST(Rfactor, NoRestWhenThePartsDivideTheTripCount) {
 TEST(Rfactor, RefusesWhatItMayNotReorderOrSplit) {
   std::set<std::string> Used;
   Marked M = marked(Sum);
-  EXPECT_EQ(messageOf(rfactorLoop(M.K, *M.Loop, 2, false, Used).takeError()),
+  EXPECT_EQ(errorMessage(rfactorLoop(M.K, *M.Loop, 2, false, Used).takeError()),
             "the + reduction into 's' keeps its order (--reassociate=off)");
-  EXPECT_EQ(messageOf(rfactorLoop(M.K, *M.Loop, 1, true, Used).takeError()),
+  EXPECT_EQ(errorMessage(rfactorLoop(M.K, *M.Loop, 1, true, Used).takeError()),
             "fewer than two partials");
   Marked H = marked("kernel k(in x: bf16[64], out s: bf16[1]) {\n"
                     "  for (int64_t i = 0ll; i < 64ll; i++) {\n"
                     "    s[0ll] = s[0ll] + x[i];\n  }\n}\n");
-  EXPECT_EQ(messageOf(rfactorLoop(H.K, *H.Loop, 2, true, Used).takeError()),
+  EXPECT_EQ(errorMessage(rfactorLoop(H.K, *H.Loop, 2, true, Used).takeError()),
             "the + reduction into 's' keeps its order: bf16 rounds at each "
             "step");
   Marked D = marked("kernel k(inout y: f32[64], out s: f32[1]) {\n"
                     "  for (int64_t i = 1ll; i < 64ll; i++) {\n"
                     "    y[i] = y[i - 1ll] * 0.5f;\n"
                     "    s[0ll] = s[0ll] + y[i];\n  }\n}\n");
-  EXPECT_EQ(messageOf(rfactorLoop(D.K, *D.Loop, 2, true, Used).takeError())
+  EXPECT_EQ(errorMessage(rfactorLoop(D.K, *D.Loop, 2, true, Used).takeError())
                 .rfind("loop-carried dependence on 'y'", 0),
             0u);
   Marked E = marked("kernel k(in x: f32[64], out y: f32[64]) {\n"
                     "  for (int64_t i = 0ll; i < 64ll; i++) {\n"
                     "    y[i] = x[i];\n  }\n}\n");
-  EXPECT_EQ(messageOf(rfactorLoop(E.K, *E.Loop, 2, true, Used).takeError()),
+  EXPECT_EQ(errorMessage(rfactorLoop(E.K, *E.Loop, 2, true, Used).takeError()),
             "it reduces into no element");
 }
 

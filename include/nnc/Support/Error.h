@@ -49,6 +49,10 @@ llvm::Error makeError(std::string Message);
 /// The message of an error, consuming it (for tests and logs).
 std::string errorText(llvm::Error E);
 
+/// The message of E's first diagnostic, without its severity and location
+/// (to wrap in another message), consuming it.
+std::string errorMessage(llvm::Error E);
+
 /// Reports E's diagnostics (or its message) to Diags, consuming it; true if
 /// there was an error.
 bool reportError(llvm::Error E, DiagnosticEngine &Diags);

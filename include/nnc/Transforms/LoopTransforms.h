@@ -17,6 +17,7 @@
 #ifndef NNC_TRANSFORMS_LOOPTRANSFORMS_H
 #define NNC_TRANSFORMS_LOOPTRANSFORMS_H
 
+#include "nnc/Analysis/Dependence.h"
 #include "nnc/IR/IR.h"
 
 #include "llvm/Support/Error.h"
@@ -69,6 +70,12 @@ llvm::Expected<Stmt> interchangeLoops(const Kernel &K, const std::string &A,
 /// loop is not marked parallel.
 llvm::Expected<Stmt> fuseLoops(const Kernel &K, const std::string &First,
                                const std::string &Second);
+/// fuseLoops on the loops themselves: A, and B right after it, nested in
+/// Outer; the fused loop, or why not ("their ranges differ (...)", the
+/// dependence).
+llvm::Expected<Stmt> fuseAdjacentLoops(const Kernel &K, const For &A,
+                                       const For &B,
+                                       const std::vector<EnclosingLoop> &Outer = {});
 
 /// One loop over all the iterations of Band (perfectly nested, rectangular
 /// loops, outermost first), named Name, from 0 to the product of the trip

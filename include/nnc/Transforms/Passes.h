@@ -6,6 +6,7 @@
 //   fuse-conv-post-ops  fold elementwise loops after convolutions into them
 //   elide-zero-fill     skip zero-filling temporaries written in full first
 //   reductions          mark stores that accumulate over their loop
+//   fuse-loops          fuse a row reduction with the nests that consume it
 //   parallelize         mark loop nests without loop-carried dependence parallel
 //   stream-stores       write outputs larger than the caches around them
 //   plan-memory         lay out constant-size temporaries in one arena
@@ -84,6 +85,10 @@ bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
 /// elide-zero-fill: marks the Allocates whose temporary is written in full
 /// before any read not to be zero-filled.
 bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+/// fuse-loops: fuses each top-level loop into the one before it where it
+/// reads what that one reduces into, fusing is legal and the fused loop
+/// stays parallel.
+bool fuseLoopNests(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 /// reductions: marks the stores that reduce over their loop
 /// (StoreHint::Reduction, Analysis/Reduction.h).
 bool markReductions(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
