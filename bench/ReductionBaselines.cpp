@@ -8,17 +8,23 @@
 
 namespace hand {
 
+namespace {
+float rowMax(const float *Row, int64_t Cols) {
+  float M = -__builtin_inff();
+#pragma omp simd reduction(max : M)
+  for (int64_t J = 0; J < Cols; ++J)
+    M = Row[J] > M ? Row[J] : M;
+  return M;
+}
+} // namespace
+
 void softmax(const float *X, float *Y, int64_t Rows, int64_t Cols,
              int Threads) {
 #pragma omp parallel for num_threads(Threads) schedule(static)
   for (int64_t I = 0; I < Rows; ++I) {
     const float *Row = X + I * Cols;
     float *Out = Y + I * Cols;
-    float M = -__builtin_inff();
-#pragma omp simd reduction(max : M)
-    for (int64_t J = 0; J < Cols; ++J)
-      M = Row[J] > M ? Row[J] : M;
-    const float Max = M; // Not the reduction's variable: GCC vectorizes.
+    const float Max = rowMax(Row, Cols);
     float S = 0.f;
 #pragma omp simd reduction(+ : S)
     for (int64_t J = 0; J < Cols; ++J)
@@ -36,11 +42,7 @@ void softmaxFused(const float *X, float *Y, int64_t Rows, int64_t Cols,
   for (int64_t I = 0; I < Rows; ++I) {
     const float *Row = X + I * Cols;
     float *Out = Y + I * Cols;
-    float M = -__builtin_inff();
-#pragma omp simd reduction(max : M)
-    for (int64_t J = 0; J < Cols; ++J)
-      M = Row[J] > M ? Row[J] : M;
-    const float Max = M; // Not the reduction's variable: GCC vectorizes.
+    const float Max = rowMax(Row, Cols);
     float S = 0.f;
 #pragma omp simd reduction(+ : S)
     for (int64_t J = 0; J < Cols; ++J) {

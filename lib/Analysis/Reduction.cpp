@@ -31,15 +31,6 @@ bool readsBuffer(const Expr &E, const BufferNode *B) {
   return F.Found;
 }
 
-bool readsMemory(const Expr &E) {
-  struct Finder : IRVisitor {
-    bool Found = false;
-    void visitLoad(const Load *) override { Found = true; }
-  } F;
-  F.visit(E);
-  return F.Found;
-}
-
 /// One walk of a loop body: accesses by buffer, stores under an `if`, and
 /// the stores with the reduction form.
 class BodyWalker : public IRVisitor {

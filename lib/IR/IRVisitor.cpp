@@ -438,6 +438,15 @@ std::set<std::string> varsOf(const Expr &E) {
   return std::move(V.Names);
 }
 
+bool readsMemory(const Expr &E) {
+  struct Finder : IRVisitor {
+    bool Found = false;
+    void visitLoad(const Load *) override { Found = true; }
+  } F;
+  F.visit(E);
+  return F.Found;
+}
+
 std::set<std::string> namesBoundIn(const Stmt &S) {
   struct Binder : IRVisitor {
     std::set<std::string> Names;

@@ -84,21 +84,11 @@ Expr i64(const Expr &E) {
   return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
 }
 
-/// Whether E reads memory.
-bool hasLoad(const Expr &E) {
-  struct Finder : IRVisitor {
-    bool Found = false;
-    void visitLoad(const Load *) override { Found = true; }
-  } F;
-  F.visit(E);
-  return F.Found;
-}
-
 } // namespace
 
 Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden) {
   auto Visible = [&](const Expr &E) {
-    if (hasLoad(E))
+    if (readsMemory(E))
       return false;
     for (const std::string &V : varsOf(E))
       if (Hidden.count(V))

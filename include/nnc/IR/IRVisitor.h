@@ -92,6 +92,8 @@ protected:
 
 /// The names of the variables E reads (loop variables, lets, scalars).
 std::set<std::string> varsOf(const Expr &E);
+/// Whether E loads from a buffer.
+bool readsMemory(const Expr &E);
 /// The scalar names bound anywhere inside S: loop variables and lets.
 std::set<std::string> namesBoundIn(const Stmt &S);
 /// Every name S binds: loop variables, lets and temporaries (allocated or
