@@ -9,6 +9,8 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-19 libclang-rt-19-dev
+  python3-dev pybind11-dev python3-numpy python3-pytest
+  python3-torch python3-torchvision
 )
 
 missing=()

@@ -115,18 +115,87 @@ struct Marshalled {
       Strides; ///< Buffers only.
 };
 
+llvm::Error argumentError(const Kernel &K, const std::vector<ParamInfo> &Params,
+                          size_t I, const std::string &Why) {
+  return makeError("argument " + std::to_string(I) + " ('" + Params[I].Name +
+                   "') of kernel '" + K.Name + "': " + Why);
+}
+
+/// Checks and converts the scalar arguments of Args (the buffers in it are
+/// skipped) into M, and their integer values into Ints, by parameter index.
+llvm::Error marshalScalars(const Kernel &K, const std::vector<ParamInfo> &Params,
+                           llvm::ArrayRef<Arg> Args, Marshalled &M,
+                           llvm::MutableArrayRef<int64_t> Ints) {
+  size_t N = Params.size();
+  if (Args.size() != N)
+    return makeError("kernel '" + K.Name + "' takes " + std::to_string(N) +
+                     " arguments, " + std::to_string(Args.size()) + " given");
+  for (size_t I = 0; I < N; ++I) {
+    const ParamInfo &P = Params[I];
+    if (P.IsBuffer)
+      continue;
+    const Arg &A = Args[I];
+    if (A.isBuffer())
+      return argumentError(K, Params, I,
+                           "a " + std::string(dtypeName(P.Type)) +
+                               " scalar is expected, not a buffer");
+    if (A.isFloat() && isIntegral(P.Type))
+      return argumentError(K, Params, I,
+                           "an integer (" + std::string(dtypeName(P.Type)) +
+                               ") is expected, not a floating-point value");
+    ScalarValue V = convertScalar(A.isFloat() ? DType::F64 : DType::I64,
+                                  P.Type, {A.intValue(), A.floatValue()});
+    storeScalar(P.Type, &M.Slots[I], V);
+    M.Ptrs[I] = &M.Slots[I];
+    M.Scalars[I] = V;
+    Ints[I] = V.I;
+  }
+  return llvm::Error::success();
+}
+
+/// The shape and strides of buffer parameter I at the scalars' values Ints.
+llvm::Error evalShape(const Kernel &K, const std::vector<ParamInfo> &Params,
+                      size_t I, llvm::ArrayRef<int64_t> Ints,
+                      llvm::SmallVectorImpl<int64_t> &Shape,
+                      llvm::SmallVectorImpl<int64_t> &Strides) {
+  const ParamInfo &P = Params[I];
+  size_t Rank = P.Dims.size();
+  Shape.resize(Rank);
+  Strides.resize(Rank);
+  for (size_t D = 0; D < Rank; ++D) {
+    std::string Why;
+    auto Dim = P.Dims[D].Const ? P.Dims[D].Const
+                               : evalExtent(P.Dims[D].E, K, Ints, Why);
+    auto Str = P.Strides[D].Const
+                   ? P.Strides[D].Const
+                   : (Dim ? evalExtent(P.Strides[D].E, K, Ints, Why)
+                          : std::nullopt);
+    if (!Dim || !Str)
+      return argumentError(K, Params, I,
+                           "its size cannot be evaluated" +
+                               (Why.empty() ? "" : ": it " + Why));
+    if (*Dim < 0)
+      return argumentError(K, Params, I,
+                           "its size " + std::to_string(*Dim) +
+                               " is negative");
+    if (*Str < 0)
+      return argumentError(K, Params, I,
+                           "its stride " + std::to_string(*Str) +
+                               " is negative");
+    Shape[D] = *Dim;
+    Strides[D] = *Str;
+  }
+  return llvm::Error::success();
+}
+
 /// Checks Args against K's parameters (count, kinds, dtypes, shapes and
 /// strides after evaluating symbolic sizes, overlap of written buffers) and
 /// fills M.
 llvm::Error marshal(const Kernel &K, const std::vector<ParamInfo> &Params,
                     llvm::ArrayRef<Arg> Args, Marshalled &M) {
   size_t N = Params.size();
-  if (Args.size() != N)
-    return makeError("kernel '" + K.Name + "' takes " + std::to_string(N) +
-                     " arguments, " + std::to_string(Args.size()) + " given");
   auto Bad = [&](size_t I, const std::string &Why) {
-    return makeError("argument " + std::to_string(I) + " ('" +
-                     Params[I].Name + "') of kernel '" + K.Name + "': " + Why);
+    return argumentError(K, Params, I, Why);
   };
   llvm::SmallVector<int64_t, 16> Ints(N);
   struct ByteRange {
@@ -136,24 +205,8 @@ llvm::Error marshal(const Kernel &K, const std::vector<ParamInfo> &Params,
   };
   llvm::SmallVector<ByteRange, 8> Ranges;
   // Scalars first: buffer sizes may depend on them.
-  for (size_t I = 0; I < N; ++I) {
-    const ParamInfo &P = Params[I];
-    if (P.IsBuffer)
-      continue;
-    const Arg &A = Args[I];
-    if (A.isBuffer())
-      return Bad(I, "a " + std::string(dtypeName(P.Type)) +
-                        " scalar is expected, not a buffer");
-    if (A.isFloat() && isIntegral(P.Type))
-      return Bad(I, "an integer (" + std::string(dtypeName(P.Type)) +
-                        ") is expected, not a floating-point value");
-    ScalarValue V = convertScalar(A.isFloat() ? DType::F64 : DType::I64,
-                                  P.Type, {A.intValue(), A.floatValue()});
-    storeScalar(P.Type, &M.Slots[I], V);
-    M.Ptrs[I] = &M.Slots[I];
-    M.Scalars[I] = V;
-    Ints[I] = V.I;
-  }
+  if (llvm::Error E = marshalScalars(K, Params, Args, M, Ints))
+    return E;
   for (size_t I = 0; I < N; ++I) {
     const ParamInfo &P = Params[I];
     if (!P.IsBuffer)
@@ -168,26 +221,8 @@ llvm::Error marshal(const Kernel &K, const std::vector<ParamInfo> &Params,
     size_t Rank = P.Dims.size();
     llvm::SmallVector<int64_t, 4> &Want = M.Shapes[I],
                                   &WantStrides = M.Strides[I];
-    Want.resize(Rank);
-    WantStrides.resize(Rank);
-    for (size_t D = 0; D < Rank; ++D) {
-      std::string Why;
-      auto Dim = P.Dims[D].Const ? P.Dims[D].Const
-                                 : evalExtent(P.Dims[D].E, K, Ints, Why);
-      auto Str = P.Strides[D].Const
-                     ? P.Strides[D].Const
-                     : (Dim ? evalExtent(P.Strides[D].E, K, Ints, Why)
-                            : std::nullopt);
-      if (!Dim || !Str)
-        return Bad(I, "its size cannot be evaluated" +
-                          (Why.empty() ? "" : ": it " + Why));
-      if (*Dim < 0)
-        return Bad(I, "its size " + std::to_string(*Dim) + " is negative");
-      if (*Str < 0)
-        return Bad(I, "its stride " + std::to_string(*Str) + " is negative");
-      Want[D] = *Dim;
-      WantStrides[D] = *Str;
-    }
+    if (llvm::Error E = evalShape(K, Params, I, Ints, Want, WantStrides))
+      return E;
     if (B.Shape.size() != Rank || !std::equal(Want.begin(), Want.end(),
                                               B.Shape.begin()))
       return Bad(I, "shape " + shapeText(Want) + " is expected, not " +
@@ -280,6 +315,21 @@ llvm::Expected<BoundCall> Function::bind(llvm::ArrayRef<Arg> Args) const {
   if (llvm::Error E = marshal(S->K, S->Params, Args, *M))
     return E;
   return BoundCall(*this, std::move(M));
+}
+
+llvm::Expected<BufferShape> Function::bufferShape(size_t I,
+                                                  llvm::ArrayRef<Arg> Args) const {
+  if (I >= S->Params.size() || !S->Params[I].IsBuffer)
+    return makeError("kernel '" + S->K.Name + "' has no buffer parameter " +
+                     std::to_string(I));
+  Marshalled M(S->Params.size());
+  llvm::SmallVector<int64_t, 16> Ints(S->Params.size());
+  if (llvm::Error E = marshalScalars(S->K, S->Params, Args, M, Ints))
+    return E;
+  BufferShape R;
+  if (llvm::Error E = evalShape(S->K, S->Params, I, Ints, R.Shape, R.Strides))
+    return E;
+  return R;
 }
 
 int32_t BoundCall::runRaw() const {

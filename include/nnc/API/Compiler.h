@@ -172,6 +172,11 @@ class CompiledKernel;
 class KernelJIT;
 class BoundCall;
 
+/// The shape and strides (in elements) a buffer parameter has in a call.
+struct BufferShape {
+  llvm::SmallVector<int64_t, 4> Shape, Strides;
+};
+
 /// A compiled kernel. Copies share the code; calls may run concurrently.
 class Function {
 public:
@@ -187,6 +192,12 @@ public:
   /// data, or a pointer to scalar i in its parameter's type. Returns 0 or an
   /// error status (describe it with statusError).
   int32_t callRaw(void **Args) const;
+  /// The shape and strides buffer parameter I must have when the kernel's
+  /// scalars have the values in Args (a whole call's arguments: its
+  /// buffers are not looked at, so outputs can be placeholders until they
+  /// are allocated). The scalars are checked as call() checks them.
+  llvm::Expected<BufferShape> bufferShape(size_t I,
+                                          llvm::ArrayRef<Arg> Args) const;
   /// The error for a non-zero status of callRaw.
   llvm::Error statusError(int32_t Status) const;
 

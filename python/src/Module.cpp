@@ -1,0 +1,797 @@
+//===- Module.cpp - The nncjit Python extension (_nncjit) ------------------===//
+//
+// Python bindings of the embedded API (include/nnc/API/Compiler.h): parse,
+// print, lower, remarks, llvm_ir and compile. A compiled kernel is called
+// with NumPy arrays (buffer protocol) or torch tensors (DLPack), zero-copy;
+// the arguments are checked by Function::call, so a bad one raises
+// nncjit.Error with the same message the C++ API and the tool give. The GIL
+// is released while a kernel runs. docs/python.md is the user's guide.
+//
+//===----------------------------------------------------------------------===//
+#include "nnc/API/Compiler.h"
+#include "nnc/IR/IR.h"
+#include "nnc/IR/Printer.h"
+#include "nnc/Support/Error.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <fstream>
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+using namespace nnc;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+/// nncjit.Error: every error of the compiler, the argument checks and the
+/// kernels themselves (set up in PYBIND11_MODULE).
+py::handle ErrorType;
+
+[[noreturn]] void raise(const std::string &Message) {
+  PyErr_SetString(ErrorType.ptr(), Message.c_str());
+  throw py::error_already_set();
+}
+
+/// Raises E as nncjit.Error with the text the tool prints for it.
+[[noreturn]] void raise(llvm::Error E) { raise(errorMessage(std::move(E))); }
+
+template <class T> T unwrap(llvm::Expected<T> V) {
+  if (!V)
+    raise(V.takeError());
+  return std::move(*V);
+}
+
+void check(llvm::Error E) {
+  if (E)
+    raise(std::move(E));
+}
+
+//===----------------------------------------------------------------------===//
+// Sources: text, a path, a parsed module or a kernel
+//===----------------------------------------------------------------------===//
+
+/// A parsed .nnc module (nncjit.Module).
+struct PyModule {
+  std::shared_ptr<const Module> M;
+};
+
+/// One kernel's IR (nncjit.Kernel), as parsed or lowered.
+struct PyKernel {
+  std::shared_ptr<const Kernel> K;
+};
+
+std::string readFile(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  if (!In)
+    raise("cannot read '" + Path + "': " + std::strerror(errno));
+  std::stringstream S;
+  S << In.rdbuf();
+  return S.str();
+}
+
+/// A str is a path when it names an existing file and holds no newline or
+/// brace (kernel text always has both); an os.PathLike is always a path.
+bool isPath(py::handle Src, std::string &Path) {
+  py::module_ Os = py::module_::import("os");
+  if (py::isinstance(Src, Os.attr("PathLike"))) {
+    Path = py::str(Os.attr("fspath")(Src));
+    return true;
+  }
+  if (!py::isinstance<py::str>(Src))
+    return false;
+  Path = Src.cast<std::string>();
+  return Path.find_first_of("\n{") == std::string::npos &&
+         py::cast<bool>(Os.attr("path").attr("isfile")(Path));
+}
+
+PyModule parseSource(py::handle Src, const std::string &Name) {
+  std::string Path;
+  if (isPath(Src, Path))
+    return {std::make_shared<Module>(
+        unwrap(parseText(readFile(Path), Name.empty() ? Path : Name)))};
+  if (!py::isinstance<py::str>(Src))
+    raise("expected .nnc text, a path, an nncjit.Module or an nncjit.Kernel, "
+          "not " +
+          std::string(py::str(Src.get_type().attr("__name__"))));
+  return {std::make_shared<Module>(unwrap(parseText(
+      Src.cast<std::string>(), Name.empty() ? "<string>" : Name)))};
+}
+
+/// The kernel a source means: Src itself when it is a Kernel, else its
+/// kernel named KernelName (or its only one).
+std::shared_ptr<const Kernel> kernelOf(py::handle Src,
+                                       const std::string &KernelName) {
+  if (py::isinstance<PyKernel>(Src))
+    return Src.cast<PyKernel &>().K;
+  PyModule M = py::isinstance<PyModule>(Src) ? Src.cast<PyModule>()
+                                             : parseSource(Src, "");
+  const Kernel *K = unwrap(selectKernel(*M.M, KernelName));
+  // Share the module's storage: the kernel lives as long as the module.
+  return std::shared_ptr<const Kernel>(M.M, K);
+}
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+template <class E>
+E enumValue(const char *Option, const std::string &Value,
+            std::initializer_list<std::pair<const char *, E>> Values) {
+  std::string Known;
+  for (const auto &[Name, V] : Values) {
+    if (Value == Name)
+      return V;
+    Known += (Known.empty() ? "" : ", ") + std::string(Name);
+  }
+  raise("unknown value '" + Value + "' for " + Option + "; expected one of: " +
+        Known);
+}
+
+/// CompileOptions from the keyword arguments of compile(), lower(),
+/// remarks() and llvm_ir(); an unknown keyword is an error.
+CompileOptions compileOptions(const py::kwargs &Kw) {
+  CompileOptions O;
+  for (const auto &[KeyH, V] : Kw) {
+    std::string Key = py::str(KeyH);
+    if (V.is_none() && Key != "fp_contract")
+      continue;
+    if (Key == "opt_level") {
+      int L = V.cast<int>();
+      if (L < 0 || L > 3)
+        raise("opt_level must be 0 to 3, not " + std::to_string(L));
+      O.OptLevel = static_cast<unsigned>(L);
+    } else if (Key == "threads") {
+      long T = V.cast<long>();
+      if (T < 0 || T > static_cast<long>(kMaxThreads))
+        raise("threads must be 0 (the process default) to " +
+              std::to_string(kMaxThreads) + ", not " + std::to_string(T));
+      O.Threads = static_cast<unsigned>(T);
+    } else if (Key == "parallel") {
+      O.Parallel = enumValue<ParallelMode>(
+          "parallel", V.cast<std::string>(),
+          {{"all", ParallelMode::All},
+           {"outputs", ParallelMode::Outputs},
+           {"none", ParallelMode::None}});
+    } else if (Key == "grain") {
+      O.Grain = V.cast<int64_t>();
+      if (O.Grain < 1)
+        raise("grain must be at least 1, not " + std::to_string(O.Grain));
+    } else if (Key == "trust_parallel") {
+      O.TrustParallel = V.cast<bool>();
+    } else if (Key == "cpu") {
+      O.CPU = V.cast<std::string>();
+    } else if (Key == "features") {
+      O.Features = V.cast<std::string>();
+    } else if (Key == "cache_dir") {
+      O.CacheDir = py::str(py::module_::import("os").attr("fspath")(V));
+    } else if (Key == "bounds") {
+      O.Bounds = enumValue<BoundsChecking>("bounds", V.cast<std::string>(),
+                                           {{"unproven", BoundsChecking::Unproven},
+                                            {"all", BoundsChecking::All},
+                                            {"none", BoundsChecking::None}});
+    } else if (Key == "streaming") {
+      O.Streaming = enumValue<StreamingStores>(
+          "streaming", V.cast<std::string>(),
+          {{"auto", StreamingStores::Auto},
+           {"off", StreamingStores::Off},
+           {"always", StreamingStores::Always}});
+    } else if (Key == "streaming_threshold") {
+      O.StreamingThreshold = V.cast<uint64_t>();
+    } else if (Key == "fp_contract") {
+      if (!V.is_none())
+        O.FPContract = V.cast<bool>();
+    } else if (Key == "reassociate") {
+      O.Reassociate = V.cast<bool>();
+    } else if (Key == "vector_math") {
+      O.Math = enumValue<VectorMath>("vector_math", V.cast<std::string>(),
+                                     {{"inline", VectorMath::Inline},
+                                      {"libmvec", VectorMath::Libmvec},
+                                      {"libm", VectorMath::Libm}});
+    } else if (Key == "passes") {
+      O.Passes = V.cast<std::vector<std::string>>();
+    } else {
+      raise("unknown compile option '" + Key +
+            "'; the options are: opt_level, threads, parallel, grain, "
+            "trust_parallel, cpu, features, cache_dir, bounds, streaming, "
+            "streaming_threshold, fp_contract, reassociate, vector_math, "
+            "passes");
+    }
+  }
+  return O;
+}
+
+//===----------------------------------------------------------------------===//
+// Arguments: NumPy arrays, torch tensors (DLPack) and numbers
+//===----------------------------------------------------------------------===//
+
+// The DLPack ABI (dmlc/dlpack, v0.x), as torch and NumPy export it.
+struct DLDevice {
+  int32_t DeviceType, DeviceId;
+};
+struct DLDataType {
+  uint8_t Code, Bits;
+  uint16_t Lanes;
+};
+struct DLTensor {
+  void *Data;
+  DLDevice Device;
+  int32_t NDim;
+  DLDataType DType;
+  int64_t *Shape, *Strides;
+  uint64_t ByteOffset;
+};
+struct DLManagedTensor {
+  DLTensor Tensor;
+  void *ManagerCtx;
+  void (*Deleter)(DLManagedTensor *);
+};
+constexpr int32_t kDLCPU = 1;
+enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+
+std::optional<DType> dtypeOfDLPack(DLDataType T) {
+  if (T.Lanes != 1)
+    return std::nullopt;
+  switch (T.Code) {
+  case kDLFloat:
+    return T.Bits == 16 ? DType::F16
+           : T.Bits == 32 ? DType::F32
+           : T.Bits == 64 ? std::optional(DType::F64)
+                          : std::nullopt;
+  case kDLBfloat:
+    return T.Bits == 16 ? std::optional(DType::BF16) : std::nullopt;
+  case kDLInt:
+    return T.Bits == 8 ? DType::I8
+           : T.Bits == 16 ? DType::I16
+           : T.Bits == 32 ? DType::I32
+           : T.Bits == 64 ? std::optional(DType::I64)
+                          : std::nullopt;
+  case kDLUInt:
+    return T.Bits == 8 ? std::optional(DType::U8) : std::nullopt;
+  case kDLBool:
+    return T.Bits == 8 ? std::optional(DType::Bool) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// The DType of a buffer-protocol format ("f", "<i8"...) and item size.
+std::optional<DType> dtypeOfFormat(const char *Format, Py_ssize_t ItemSize) {
+  const char *F = Format ? Format : "B";
+  if (*F == '@' || *F == '=' || *F == '<' || *F == '!' || *F == '>') {
+    if (*F == '>' || *F == '!')
+      return std::nullopt; // Big-endian data.
+    ++F;
+  }
+  if (F[0] == 0 || F[1] != 0)
+    return std::nullopt;
+  switch (F[0]) {
+  case '?':
+    return DType::Bool;
+  case 'b':
+    return DType::I8;
+  case 'B':
+    return DType::U8;
+  case 'e':
+    return DType::F16;
+  case 'f':
+    return DType::F32;
+  case 'd':
+    return DType::F64;
+  case 'h':
+  case 'i':
+  case 'l':
+  case 'q':
+    return ItemSize == 2   ? DType::I16
+           : ItemSize == 4 ? DType::I32
+           : ItemSize == 8 ? std::optional(DType::I64)
+                           : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string typeName(py::handle O) {
+  return py::str(O.get_type().attr("__name__"));
+}
+
+/// Holds what a call's buffers borrow from Python (buffer views, DLPack
+/// tensors) and gives it back when the call is over.
+class Borrowed {
+public:
+  Borrowed() = default;
+  Borrowed(const Borrowed &) = delete;
+  ~Borrowed() {
+    for (Py_buffer &V : Views)
+      PyBuffer_Release(&V);
+    for (DLManagedTensor *T : Tensors)
+      if (T->Deleter)
+        T->Deleter(T);
+  }
+  std::vector<Py_buffer> Views;
+  std::vector<DLManagedTensor *> Tensors;
+};
+
+/// Describes one parameter as the error messages name it.
+struct ParamDesc {
+  std::string Name;
+  bool IsBuffer, Written;
+  DType Type;
+};
+
+[[noreturn]] void argError(const Kernel &K, size_t I, const ParamDesc &P,
+                           const std::string &Why) {
+  raise("argument " + std::to_string(I) + " ('" + P.Name + "') of kernel '" +
+        K.Name + "': " + Why);
+}
+
+/// torch, when the process has imported it, else nullptr.
+PyObject *torchModule() {
+  static PyObject *Torch = nullptr;
+  if (!Torch) {
+    PyObject *M = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+    if (M && PyObject_HasAttrString(M, "_C"))
+      Torch = M;
+  }
+  return Torch;
+}
+
+bool isTorchTensor(py::handle O) {
+  static PyObject *Tensor = nullptr;
+  if (!Tensor) {
+    PyObject *Torch = torchModule();
+    if (!Torch)
+      return false;
+    Tensor = PyObject_GetAttrString(Torch, "Tensor");
+  }
+  return PyObject_TypeCheck(O.ptr(), reinterpret_cast<PyTypeObject *>(Tensor));
+}
+
+/// A DLPack capsule of O: through torch._C._to_dlpack for a tensor that
+/// torch can export as is, else through O.__dlpack__().
+py::object dlpackOf(const Kernel &K, size_t I, const ParamDesc &P,
+                    py::handle O) {
+  if (isTorchTensor(O)) {
+    // Never freed: Python may be gone when static destructors run.
+    static py::object &ToDLPack = *new py::object(
+        py::reinterpret_borrow<py::object>(torchModule()).attr("_C").attr(
+            "_to_dlpack"));
+    try {
+      return ToDLPack(O);
+    } catch (py::error_already_set &) {
+      // Not a plain CPU tensor: explained below.
+    }
+    std::string Device = py::str(O.attr("device"));
+    if (Device != "cpu")
+      argError(K, I, P,
+               "it is on device '" + Device +
+                   "'; nnc-jit kernels take CPU memory");
+    if (py::cast<bool>(O.attr("requires_grad"))) {
+      if (P.Written)
+        argError(K, I, P,
+                 "the kernel writes it, and it requires grad (autograd "
+                 "would not see the write)");
+      return dlpackOf(K, I, P, O.attr("detach")());
+    }
+  }
+  try {
+    return O.attr("__dlpack__")();
+  } catch (py::error_already_set &E) {
+    argError(K, I, P, std::string("it cannot be shared: ") + E.what());
+  }
+}
+
+/// Converts one Python argument to an Arg of parameter I; IsTorch is set
+/// when it came through DLPack (a torch tensor, or another DLPack array).
+Arg toArg(const Kernel &K, size_t I, const ParamDesc &P, py::handle O,
+          Borrowed &B, bool &IsTorch) {
+  if (!P.IsBuffer) {
+    if (PyBool_Check(O.ptr()) || PyLong_Check(O.ptr())) {
+      int Overflow = 0;
+      long long V = PyLong_AsLongLongAndOverflow(O.ptr(), &Overflow);
+      if (Overflow)
+        argError(K, I, P, "the integer does not fit in 64 bits");
+      return Arg(static_cast<int64_t>(V));
+    }
+    if (PyFloat_Check(O.ptr()))
+      return Arg(PyFloat_AS_DOUBLE(O.ptr()));
+    // NumPy scalars and 0-dim arrays of numbers.
+    if (py::hasattr(O, "dtype") && py::hasattr(O, "item") &&
+        py::len(O.attr("shape")) == 0)
+      return toArg(K, I, P, O.attr("item")(), B, IsTorch);
+    argError(K, I, P,
+             "a " + std::string(dtypeName(P.Type)) +
+                 " scalar is expected, not " + typeName(O));
+  }
+  if (PyObject_CheckBuffer(O.ptr())) {
+    Py_buffer V;
+    int Flags = P.Written ? PyBUF_RECORDS : PyBUF_RECORDS_RO;
+    if (PyObject_GetBuffer(O.ptr(), &V, Flags) != 0) {
+      PyErr_Clear();
+      if (P.Written &&
+          PyObject_GetBuffer(O.ptr(), &V, PyBUF_RECORDS_RO) == 0) {
+        PyBuffer_Release(&V);
+        argError(K, I, P, "the kernel writes it, and it is read-only");
+      }
+      argError(K, I, P, "its memory cannot be read as an array");
+    }
+    B.Views.push_back(V);
+    std::optional<DType> T = dtypeOfFormat(V.format, V.itemsize);
+    if (!T)
+      argError(K, I, P,
+               "element type " + std::string(dtypeName(P.Type)) +
+                   " is expected, not the buffer format '" +
+                   (V.format ? V.format : "B") + "'");
+    BufferArg A;
+    A.Data = V.buf;
+    A.Type = *T;
+    for (int D = 0; D < V.ndim; ++D) {
+      A.Shape.push_back(V.shape[D]);
+      if (V.strides[D] % V.itemsize != 0)
+        argError(K, I, P,
+                 "its stride of " + std::to_string(V.strides[D]) +
+                     " bytes is not a whole number of elements");
+      A.Strides.push_back(V.strides[D] / V.itemsize);
+    }
+    return Arg(std::move(A));
+  }
+  if (isTorchTensor(O) || py::hasattr(O, "__dlpack__")) {
+    IsTorch = true;
+    py::object Capsule = dlpackOf(K, I, P, O);
+    auto *T = static_cast<DLManagedTensor *>(
+        PyCapsule_GetPointer(Capsule.ptr(), "dltensor"));
+    if (!T) {
+      PyErr_Clear();
+      argError(K, I, P, "its __dlpack__ gave no DLPack tensor");
+    }
+    // The tensor is ours now: the capsule must not free it again.
+    PyCapsule_SetName(Capsule.ptr(), "used_dltensor");
+    B.Tensors.push_back(T);
+    const DLTensor &D = T->Tensor;
+    if (D.Device.DeviceType != kDLCPU)
+      argError(K, I, P, "it is not in CPU memory (DLPack device type " +
+                            std::to_string(D.Device.DeviceType) + ")");
+    std::optional<DType> Ty = dtypeOfDLPack(D.DType);
+    // torch exports bool tensors as 8-bit unsigned integers.
+    if (Ty == DType::U8 && P.Type == DType::Bool && py::hasattr(O, "dtype") &&
+        std::string(py::str(O.attr("dtype"))) == "torch.bool")
+      Ty = DType::Bool;
+    if (!Ty)
+      argError(K, I, P,
+               "element type " + std::string(dtypeName(P.Type)) +
+                   " is expected, not DLPack type code " +
+                   std::to_string(D.DType.Code) + " of " +
+                   std::to_string(D.DType.Bits) + " bits");
+    BufferArg A;
+    A.Data = static_cast<char *>(D.Data) + D.ByteOffset;
+    A.Type = *Ty;
+    A.Shape.assign(D.Shape, D.Shape + D.NDim);
+    if (D.Strides)
+      A.Strides.assign(D.Strides, D.Strides + D.NDim);
+    return Arg(std::move(A));
+  }
+  argError(K, I, P,
+           "a " + std::string(dtypeName(P.Type)) +
+               " buffer (a NumPy array or a torch tensor) is expected, not " +
+               typeName(O));
+}
+
+//===----------------------------------------------------------------------===//
+// Compiled kernels
+//===----------------------------------------------------------------------===//
+
+const char *numpyDType(DType T) {
+  switch (T) {
+  case DType::Bool:
+    return "bool";
+  case DType::I8:
+    return "int8";
+  case DType::U8:
+    return "uint8";
+  case DType::I16:
+    return "int16";
+  case DType::I32:
+    return "int32";
+  case DType::I64:
+    return "int64";
+  case DType::F16:
+    return "float16";
+  case DType::BF16:
+    return "bfloat16"; // torch only
+  case DType::F32:
+    return "float32";
+  case DType::F64:
+    return "float64";
+  }
+  return "float32";
+}
+
+/// nncjit.Function: a compiled kernel, callable.
+class PyFunction {
+public:
+  PyFunction(Function F) : F(std::move(F)) {
+    for (const Param &P : this->F.kernel().Params) {
+      ParamDesc D{P.Name, P.isBuffer(), P.isBuffer() && P.Buf->isWritable(),
+                  P.isBuffer() ? P.Buf->Type : P.Type};
+      if (D.Written && P.Buf->Role == BufferRole::Out)
+        Outputs.push_back(Params.size());
+      Params.push_back(std::move(D));
+    }
+  }
+
+  const Function &function() const { return F; }
+
+  /// Calls the kernel. Args are every parameter in order, or every one but
+  /// the `out` buffers, which are then allocated; keywords name parameters.
+  /// Returns the out buffers (one, or a tuple).
+  py::object call(const py::args &Pos, const py::kwargs &Kw) const {
+    const Kernel &K = F.kernel();
+    size_t N = Params.size();
+    std::vector<py::object> Given(N);
+    size_t Count = Pos.size() + Kw.size();
+    bool Allocate = Count == N - Outputs.size() && !Outputs.empty() &&
+                    Count != N;
+    if (Count != N && !Allocate)
+      raise("kernel '" + K.Name + "' takes " + std::to_string(N) +
+            " arguments" +
+            (Outputs.empty() ? ""
+                             : " (or " + std::to_string(N - Outputs.size()) +
+                                   " without its outputs)") +
+            ", " + std::to_string(Count) + " given");
+    // Positional arguments fill the parameters in order, skipping the
+    // outputs when they are to be allocated.
+    size_t Next = 0;
+    for (py::handle O : Pos) {
+      while (Allocate && isOutput(Next))
+        ++Next;
+      Given[Next++] = py::reinterpret_borrow<py::object>(O);
+    }
+    for (const auto &[KeyH, V] : Kw) {
+      std::string Key = py::str(KeyH);
+      size_t I = 0;
+      while (I < N && Params[I].Name != Key)
+        ++I;
+      if (I == N)
+        raise("kernel '" + K.Name + "' has no parameter '" + Key + "'");
+      if (Given[I] || (Allocate && isOutput(I)))
+        raise("argument '" + Key + "' of kernel '" + K.Name +
+              "' is given twice or is an output to allocate");
+      Given[I] = py::reinterpret_borrow<py::object>(V);
+    }
+    Borrowed B;
+    std::vector<Arg> Args;
+    Args.reserve(N);
+    bool AnyTorch = false;
+    for (size_t I = 0; I < N; ++I) {
+      if (!Given[I]) {
+        Args.emplace_back(BufferArg{}); // An output, allocated below.
+        continue;
+      }
+      Args.push_back(toArg(K, I, Params[I], Given[I], B, AnyTorch));
+    }
+    if (Allocate)
+      for (size_t I : Outputs) {
+        BufferShape S = unwrap(F.bufferShape(I, Args));
+        Given[I] = allocate(Params[I].Type, S, AnyTorch);
+        bool Ignored;
+        Args[I] = toArg(K, I, Params[I], Given[I], B, Ignored);
+      }
+    llvm::Error E = llvm::Error::success();
+    {
+      py::gil_scoped_release NoGIL;
+      E = F.call(Args);
+    }
+    check(std::move(E));
+    if (Outputs.empty())
+      return py::none();
+    if (Outputs.size() == 1)
+      return Given[Outputs[0]];
+    py::tuple R(Outputs.size());
+    for (size_t J = 0; J < Outputs.size(); ++J)
+      R[J] = Given[Outputs[J]];
+    return std::move(R);
+  }
+
+  /// The parameters, as (name, kind, dtype, shape) tuples; kind is "in",
+  /// "out", "inout" or "scalar", and shape holds ints and the text of
+  /// symbolic sizes.
+  py::list params() const {
+    py::list L;
+    for (const Param &P : F.kernel().Params) {
+      if (!P.isBuffer()) {
+        L.append(py::make_tuple(P.Name, "scalar", dtypeName(P.Type),
+                                py::none()));
+        continue;
+      }
+      py::list Shape;
+      for (const Expr &D : P.Buf->Dims) {
+        if (auto C = evaluateConstant(D))
+          Shape.append(*C);
+        else
+          Shape.append(toString(D));
+      }
+      L.append(py::make_tuple(P.Name, roleSpelling(P.Buf->Role),
+                              dtypeName(P.Buf->Type), py::tuple(Shape)));
+    }
+    return L;
+  }
+
+private:
+  bool isOutput(size_t I) const {
+    return std::find(Outputs.begin(), Outputs.end(), I) != Outputs.end();
+  }
+
+  /// A new array for an output: a torch tensor when an argument was one,
+  /// else a NumPy array, with the strides the kernel declares.
+  static py::object allocate(DType T, const BufferShape &S, bool Torch) {
+    size_t Rank = S.Shape.size();
+    py::tuple Shape(Rank), Strides(Rank);
+    bool RowMajor = true;
+    int64_t Row = 1, Span = 1;
+    for (size_t D = Rank; D-- > 0;) {
+      Shape[D] = S.Shape[D];
+      RowMajor &= S.Shape[D] <= 1 || S.Strides[D] == Row;
+      Row *= S.Shape[D];
+      Strides[D] = Torch ? S.Strides[D] : S.Strides[D] * dtypeSize(T);
+      Span = S.Shape[D] == 0 ? 0 : Span + (S.Shape[D] - 1) * S.Strides[D];
+    }
+    if (Torch) {
+      static py::object &Empty = *new py::object(
+          py::reinterpret_borrow<py::object>(torchModule()).attr(
+              "empty_strided"));
+      py::object Type =
+          py::reinterpret_borrow<py::object>(torchModule()).attr(numpyDType(T));
+      return Empty(Shape, Strides, py::arg("dtype") = Type);
+    }
+    if (T == DType::BF16)
+      raise("a bf16 output cannot be a NumPy array; pass a torch tensor");
+    static py::object &Np = *new py::object(py::module_::import("numpy"));
+    if (RowMajor)
+      return Np.attr("empty")(Shape, numpyDType(T));
+    return Np.attr("lib").attr("stride_tricks").attr("as_strided")(
+        Np.attr("empty")(Span, numpyDType(T)), Shape, Strides);
+  }
+
+  Function F;
+  std::vector<ParamDesc> Params;
+  std::vector<size_t> Outputs;
+};
+
+/// Compilers by options, so that repeated compile() calls with the same
+/// options share one JIT (and its cache of compiled kernels).
+std::shared_ptr<Compiler> compilerFor(const CompileOptions &O) {
+  static std::mutex Mu;
+  // Never freed: kernels may still run from other threads at exit.
+  static auto &Cache = *new std::vector<std::shared_ptr<Compiler>>();
+  std::lock_guard<std::mutex> L(Mu);
+  for (const auto &C : Cache) {
+    const CompileOptions &P = C->options();
+    if (P.OptLevel == O.OptLevel && P.Parallel == O.Parallel &&
+        P.Threads == O.Threads && P.Grain == O.Grain &&
+        P.TrustParallel == O.TrustParallel && P.CPU == O.CPU &&
+        P.Features == O.Features && P.CacheDir == O.CacheDir &&
+        P.Bounds == O.Bounds && P.Streaming == O.Streaming &&
+        P.StreamingThreshold == O.StreamingThreshold &&
+        P.FPContract == O.FPContract && P.Reassociate == O.Reassociate &&
+        P.Math == O.Math && P.Passes == O.Passes)
+      return C;
+  }
+  if (Cache.size() == 16)
+    Cache.erase(Cache.begin());
+  Cache.push_back(std::make_shared<Compiler>(O));
+  return Cache.back();
+}
+
+} // namespace
+
+PYBIND11_MODULE(_nncjit, m) {
+  m.doc() = "nnc-jit: a JIT compiler for fused CPU kernels (docs/python.md)";
+  // Never freed, as the other Python objects held in statics.
+  auto *Error = new py::exception<std::exception>(m, "Error");
+  ErrorType = *Error;
+
+  py::class_<PyModule>(m, "Module", "A parsed .nnc file: its kernels.")
+      .def_property_readonly(
+          "kernels",
+          [](const PyModule &M) {
+            py::list L;
+            for (const Kernel &K : M.M->Kernels)
+              if (!K.IsTask)
+                L.append(K.Name);
+            return L;
+          },
+          "The names of its kernels (tasks aside).")
+      .def(
+          "kernel",
+          [](const PyModule &M, const std::string &Name) {
+            return PyKernel{kernelOf(py::cast(M), Name)};
+          },
+          py::arg("name") = "", "Its kernel named NAME, or its only one.")
+      .def("__str__", [](const PyModule &M) { return toText(*M.M); });
+
+  py::class_<PyKernel>(m, "Kernel", "One kernel's IR.")
+      .def_property_readonly("name",
+                             [](const PyKernel &K) { return K.K->Name; })
+      .def("__str__", [](const PyKernel &K) { return toText(*K.K); });
+
+  py::class_<PyFunction>(m, "Function",
+                         "A compiled kernel. Call it with its arguments.")
+      .def("__call__", &PyFunction::call)
+      .def_property_readonly(
+          "name", [](const PyFunction &F) { return F.function().name(); })
+      .def_property_readonly("params", &PyFunction::params)
+      .def_property_readonly("kernel", [](const PyFunction &F) {
+        return PyKernel{std::make_shared<Kernel>(F.function().kernel())};
+      });
+
+  m.def(
+      "parse",
+      [](py::handle Src, const std::string &Name) {
+        return parseSource(Src, Name);
+      },
+      py::arg("source"), py::arg("name") = "",
+      "Parses .nnc text or a file; NAME is the file name diagnostics show.");
+  m.def(
+      "compile",
+      [](py::handle Src, const std::string &KernelName, py::kwargs Kw) {
+        auto K = kernelOf(Src, KernelName);
+        auto C = compilerFor(compileOptions(Kw));
+        llvm::Expected<Function> F = [&] {
+          py::gil_scoped_release NoGIL;
+          return C->compile(*K);
+        }();
+        return PyFunction(unwrap(std::move(F)));
+      },
+      py::arg("source"), py::arg("kernel") = "",
+      "Compiles a kernel; the keywords are CompileOptions (docs/python.md).");
+  m.def(
+      "lower",
+      [](py::handle Src, const std::string &UpTo, const std::string &KernelName,
+         py::kwargs Kw) {
+        auto K = kernelOf(Src, KernelName);
+        Compiler C(compileOptions(Kw));
+        return PyKernel{std::make_shared<Kernel>(unwrap(C.lower(*K, UpTo)))};
+      },
+      py::arg("source"), py::arg("upto") = "", py::arg("kernel") = "",
+      "The kernel after the IR pipeline, or after the pass UPTO.");
+  m.def(
+      "remarks",
+      [](py::handle Src, const std::string &KernelName, py::kwargs Kw) {
+        auto K = kernelOf(Src, KernelName);
+        Compiler C(compileOptions(Kw));
+        return unwrap(C.remarks(*K));
+      },
+      py::arg("source"), py::arg("kernel") = "",
+      "What the passes did and why, one remark per line.");
+  m.def(
+      "llvm_ir",
+      [](py::handle Src, bool Optimized, const std::string &KernelName,
+         py::kwargs Kw) {
+        auto K = kernelOf(Src, KernelName);
+        Compiler C(compileOptions(Kw));
+        return unwrap(C.llvmIR(*K, Optimized));
+      },
+      py::arg("source"), py::arg("optimized") = true, py::arg("kernel") = "",
+      "The kernel's LLVM IR, optimized or as lowered.");
+  m.def(
+      "print",
+      [](py::handle Src) -> std::string {
+        if (py::isinstance<PyKernel>(Src))
+          return toText(*Src.cast<PyKernel &>().K);
+        if (py::isinstance<PyFunction>(Src))
+          return toText(Src.cast<PyFunction &>().function().kernel());
+        PyModule M = py::isinstance<PyModule>(Src) ? Src.cast<PyModule>()
+                                                   : parseSource(Src, "");
+        return toText(*M.M);
+      },
+      py::arg("source"), "The .nnc text of a module, kernel or function.");
+}
