@@ -1,1 +1,631 @@
-"""placeholder"""
+"""Runs a PyTorch model's fusion groups on nnc-jit (docs/python.md).
+
+    import torch, torchvision, nncjit.torch
+    model = torchvision.models.resnet18().eval()
+    x = torch.randn(1, 3, 224, 224)
+    fast = nncjit.torch.optimize(torch.jit.script(model), [x])
+    y = fast(x)
+
+How it works:
+
+1. The module is frozen (if it is not yet) and its in-place ops are made
+   functional (`_jit_pass_remove_mutation`), so that the fuser can take the
+   activations and residual adds.
+2. PyTorch's NNC fuser (TensorExpr, profiling executor, CPU fusion) runs
+   the frozen graph on the example inputs and forms its fusion groups
+   (`prim::TensorExprGroup`), each behind a type check with a fallback.
+3. For each group, `torch._C._te.TensorExprKernel` gives NNC's codegen
+   statement. It is written as a `.nnc` kernel with a signature: the
+   group's inputs, its outputs and its constant tensors are parameters.
+   NNC's prepacked oneDNN convolutions, whose weights are opaque, become
+   `nnc_aten_conv2d` with their weight and bias as inputs; a ReLU that
+   PyTorch folded into the prepacked context becomes an explicit loop, which
+   nnc-jit's fuse-conv-post-ops pass folds back into the convolution.
+   `Alias(a, b)` (NNC's memory reuse) becomes a temporary of its own that
+   nnc-jit's memory planner places.
+4. nnc-jit compiles each kernel; with `check=True` (the default) it runs it
+   on the inputs the group saw and compares the result with PyTorch's.
+5. The optimized graph is rewritten so that each group calls the operator
+   `nncjit::run_group` (registered with `torch.library`), and runs as a
+   TorchScript function without further graph optimization. Everything
+   outside the groups runs as PyTorch runs it. A group nnc-jit cannot take
+   is reported (`OptimizedModule.report`, and a warning) and runs its
+   PyTorch ops.
+"""
+import json
+import os
+import re
+import time
+import warnings
+
+import torch as _torch
+
+from . import _nncjit
+
+__all__ = ["optimize", "export", "OptimizedModule", "GroupReport"]
+
+_DTYPES = {
+    _torch.float32: "f32", _torch.float64: "f64", _torch.float16: "f16",
+    _torch.bfloat16: "bf16", _torch.int64: "i64", _torch.int32: "i32",
+    _torch.int16: "i16", _torch.int8: "i8", _torch.uint8: "u8",
+    _torch.bool: "bool",
+}
+_SCALAR_TYPES = {
+    "Float": _torch.float32, "Double": _torch.float64, "Half": _torch.float16,
+    "BFloat16": _torch.bfloat16, "Long": _torch.int64, "Int": _torch.int32,
+    "Short": _torch.int16, "Char": _torch.int8, "Byte": _torch.uint8,
+    "Bool": _torch.bool,
+}
+# Ops that PyTorch's FuseConvWithEltwise folds into a prepacked convolution.
+_CONV_POST_OPS = {"aten::relu": "relu"}
+
+
+class GroupReport:
+    """What happened to one fusion group."""
+
+    def __init__(self, index, ops):
+        self.index = index
+        self.ops = ops
+        self.kernel = None       # the .nnc text, once written
+        self.on_nncjit = False
+        self.reason = ""         # why it runs in PyTorch
+        self.max_abs_diff = None  # against PyTorch, on the example inputs
+
+    def __repr__(self):
+        where = "nnc-jit" if self.on_nncjit else "PyTorch (%s)" % self.reason
+        return "<group %d: %s; %s>" % (self.index, " ".join(self.ops[:6]) +
+                                       (" ..." if len(self.ops) > 6 else ""),
+                                       where)
+
+
+class _Unsupported(Exception):
+    """A group that cannot be written as a .nnc kernel."""
+
+
+def _sanitize(name):
+    # torch/csrc/jit/tensorexpr/kernel.cpp, sanitizeName().
+    out = []
+    for i, c in enumerate(name):
+        if c.isalpha() or c == "_" or (i > 0 and c.isdigit()):
+            out.append(c)
+        else:
+            if i == 0:
+                out.append("v")
+            out.append("_")
+    return "".join(out)
+
+
+def _layout(sizes, strides):
+    """The .nnc layout of a tensor: '', ' channels_last' or explicit strides."""
+    sizes, strides = list(sizes), list(strides)
+    row, contiguous = 1, True
+    for s, st in zip(reversed(sizes), reversed(strides)):
+        contiguous &= s <= 1 or st == row
+        row *= s
+    if contiguous:
+        return ""
+    if len(sizes) == 4:
+        n, c, h, w = sizes
+        want = [h * w * c, 1, w * c, c]
+        if all(s <= 1 or st == w_ for s, st, w_ in zip(sizes, strides, want)):
+            return " channels_last"
+    return " strides [%s]" % ", ".join("%dll" % s for s in strides)
+
+
+def _decl(role, name, dtype, sizes, strides):
+    if dtype not in _DTYPES:
+        raise _Unsupported("%s has element type %s" % (name, dtype))
+    return "%s %s: %s[%s]%s" % (role, name, _DTYPES[dtype],
+                                ", ".join(str(s) for s in sizes),
+                                _layout(sizes, strides))
+
+
+def _tensor_type(v):
+    """(dtype, sizes, strides) of a graph value with a complete tensor type."""
+    t = v.type()
+    if not isinstance(t, _torch._C.TensorType):
+        raise _Unsupported("input %%%s is a %s, not a tensor" %
+                           (v.debugName(), t))
+    sizes, strides = t.sizes(), t.strides()
+    if sizes is None or strides is None or t.scalarType() is None:
+        raise _Unsupported("%%%s has no complete type" % v.debugName())
+    return _SCALAR_TYPES[t.scalarType()], sizes, strides
+
+
+class _Group:
+    """One fusion group: its .nnc kernel and how to call it."""
+
+    def __init__(self, index, node, name):
+        self.index = index
+        self.subgraph = node.g("Subgraph")
+        self.name = name
+        self.ops = [n.kind() for n in self.subgraph.nodes()
+                    if n.kind() not in ("prim::Constant", "prim::ListConstruct")]
+        self.report = GroupReport(index, self.ops)
+        self.num_outputs = node.outputsSize()
+        self.constants = []      # tensors passed after the inputs
+        self.fallback = _torch._C._create_function_from_graph(
+            "nncjit_group_%d_fallback" % index, self.subgraph.copy())
+        self.function = None
+        self.recorded = None     # (inputs, outputs) seen on the example inputs
+
+    def run_fallback(self, inputs):
+        with _torch.jit.optimized_execution(False):
+            r = self.fallback(*inputs)
+        return [r] if isinstance(r, _torch.Tensor) else list(r)
+
+    def __call__(self, inputs):
+        if self.function is None:
+            return self.run_fallback(inputs)
+        r = self.function(*inputs, *self.constants)
+        return [r] if isinstance(r, _torch.Tensor) else list(r)
+
+    # -- writing the kernel ------------------------------------------------
+    def write(self):
+        pre = self.subgraph.copy()
+        post = self.subgraph.copy()
+        stmt = _codegen_stmt(post)
+        params, body = [], stmt.strip()
+        if not (body.startswith("{") and body.endswith("}")):
+            raise _Unsupported("NNC's statement is not a block")
+        body = body[1:-1].strip("\n")
+        inputs = []
+        for v in pre.inputs():
+            dtype, sizes, strides = _tensor_type(v)
+            name = "t" + _sanitize(v.debugName())
+            if not re.search(r"\b%s\b" % re.escape(name), body):
+                raise _Unsupported("input %s is not in NNC's statement" % name)
+            inputs.append(name)
+            params.append(_decl("in", name, dtype, sizes, strides))
+        body, conv_params = self._rewrite_convolutions(pre, post, body)
+        body, temps = _rewrite_temporaries(body)
+        # The outputs: the buffers written that are neither inputs nor
+        # temporaries nor constants, matched to the graph's outputs.
+        written = []
+        for m in re.finditer(r"^\s*(\w+)(?:\[|\(dtype=| = )", body, re.M):
+            b = m.group(1)
+            if b not in written and b not in temps and b not in inputs and \
+                    not b.startswith("const_") and b not in ("for", "if"):
+                written.append(b)
+        outs = [_tensor_type(v) for v in pre.outputs()]
+        if len(written) != len(outs):
+            raise _Unsupported("%d buffers are written for %d outputs" %
+                               (len(written), len(outs)))
+        for name, (dtype, sizes, strides) in zip(written, outs):
+            params.append(_decl("out", name, dtype, sizes, strides))
+        params += conv_params
+        # Tensor constants of the group (folded weights, ...).
+        for name in dict.fromkeys(re.findall(r"\bconst_\w+", body)):
+            if any(p.split()[1].rstrip(":") == name for p in params):
+                continue
+            t = self._constant(post, name)
+            self.constants.append(t)
+            params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
+        self.kernel = "// fusion group %d: %s\nkernel %s(\n    %s) {\n%s\n}\n" % (
+            self.index, " ".join(k.split("::")[-1] for k in self.ops),
+            self.name, ",\n    ".join(params), body)
+        self.report.kernel = self.kernel
+        return self.kernel
+
+    def _constant(self, post, name):
+        found = [n.output().toIValue() for n in post.nodes()
+                 if n.kind() == "prim::Constant" and
+                 isinstance(n.output().type(), _torch._C.TensorType) and
+                 "const_" + _sanitize(n.output().debugName()) == name]
+        if len(found) != 1:
+            raise _Unsupported("constant %s is %s" % (
+                name, "ambiguous" if found else "not in the graph"))
+        return found[0]
+
+    def _rewrite_convolutions(self, pre, post, body):
+        """nnc_mkldnn_prepacked_conv_run -> nnc_aten_conv2d on the weights."""
+        calls = list(re.finditer(
+            r"^(\s*)(\w+)(%s) = nnc_mkldnn_prepacked_conv_run\("
+            r"buf_args=\{(\w+(?:%s)?), (\w+)(?:%s)?\}, args=\{\}\);?$"
+            % (_DESC, _DESC, _DESC), body, re.M))
+        if body.count("nnc_mkldnn_prepacked_conv_run") != len(calls):
+            raise _Unsupported("a prepacked convolution call has an unknown form")
+        if not calls:
+            return body, []
+        runs = post.findAllNodes("mkldnn_prepacked::conv2d_run")
+        convs = [n for n in pre.nodes()
+                 if n.kind() in ("aten::conv2d", "aten::_convolution")]
+        if not (len(calls) == len(runs) == len(convs)):
+            raise _Unsupported("%d prepacked calls, %d conv2d_run nodes, "
+                               "%d convolutions" %
+                               (len(calls), len(runs), len(convs)))
+        # Which convolutions PyTorch fused a post-op into: those whose only
+        # use is one; the ops that vanished from the graph must be exactly
+        # these.
+        fused = []
+        for c in convs:
+            uses = c.output().uses()
+            k = uses[0].user.kind() if len(uses) == 1 else None
+            fused.append(_CONV_POST_OPS.get(k))
+        count = lambda g, k: sum(1 for n in g.nodes() if n.kind() == k)
+        for kind, op in _CONV_POST_OPS.items():
+            if count(pre, kind) - count(post, kind) != fused.count(op):
+                raise _Unsupported("cannot tell which convolutions PyTorch "
+                                   "fused a %s into" % op)
+        params, out, last = [], [], 0
+        for i, (m, run, conv, post_op) in enumerate(zip(calls, runs, convs, fused)):
+            state = run.inputsAt(1).toIValue().__getstate__()[0]
+            weight, bias, stride, padding, dilation, groups = state[:6]
+            w_shape = list(conv.inputsAt(1).type().sizes() or [])
+            if list(weight.shape) != w_shape:
+                raise _Unsupported("convolution %d's weight is %s, not %s" %
+                                   (i, list(weight.shape), w_shape))
+            wname = "const_conv%d_weight" % i
+            self.constants.append(weight)
+            params.append(_decl("in", wname, weight.dtype, weight.shape,
+                                weight.stride()))
+            bufs = [m.group(4), wname]
+            if bias is not None:
+                bname = "const_conv%d_bias" % i
+                self.constants.append(bias)
+                params.append(_decl("in", bname, bias.dtype, bias.shape,
+                                    bias.stride()))
+                bufs.append(bname)
+            args = ", ".join("%dll" % a for a in
+                             list(stride) + list(padding) + list(dilation) + [groups])
+            indent, buf = m.group(1), m.group(2)
+            text = "%s%s%s = nnc_aten_conv2d(buf_args={%s}, args={%s})" % (
+                indent, buf, m.group(3), ", ".join(bufs), args)
+            if post_op == "relu":
+                numel = 1
+                for s in run.output().type().sizes():
+                    numel *= s
+                v = "conv_relu_%d" % i
+                text += ("\n%s// ReLU that PyTorch folded into the prepacked "
+                         "convolution\n%sfor (int64_t %s = 0ll; %s < %dll; %s++) {\n"
+                         "%s  %s[%s] = (%s[%s])<0.f ? 0.f : (%s[%s]);\n%s}") % (
+                    indent, indent, v, v, numel, v, indent, buf, v, buf, v,
+                    buf, v, indent)
+            out.append(body[last:m.start()])
+            out.append(text)
+            last = m.end()
+        out.append(body[last:])
+        return "".join(out), params
+
+
+# A buffer's full description in an ExternalCall (its strides may hold
+# parentheses, never brackets).
+_DESC = r"\(dtype=\w+, sizes=\[[^\]]*\], strides=\[[^\]]*\]\)"
+
+
+def _rewrite_temporaries(body):
+    """Drops FreeExt and turns Alias(a, b) into a temporary `a` of its own.
+    Returns the body and the names of its temporaries."""
+    body = re.sub(r"^\s*FreeExt\(bufs=\{[^}]*\}\);\n?", "", body, flags=re.M)
+    frees = []
+
+    def alias(m):
+        a = m.group(2)
+        d = re.search(r"\b%s\(dtype=(\w+), sizes=\[([^\]]*)\]" % re.escape(a), body)
+        if not d:
+            raise _Unsupported("Alias(%s, %s): %s has no description" %
+                               (a, m.group(3), a))
+        frees.append("%sFree(%s);" % (m.group(1), a))
+        return "%sAllocate(%s); // dtype=%s, dims=[%s]" % (
+            m.group(1), a, d.group(1), d.group(2))
+    body = re.sub(r"^(\s*)Alias\((\w+),\s*(\w+)\);", alias, body, flags=re.M)
+    if frees:
+        body = body.rstrip("\n") + "\n" + "\n".join(frees)
+    temps = set(re.findall(r"\bAllocate\((\w+)\)", body))
+    return body, temps
+
+
+class _FuserState:
+    """Switches PyTorch's NNC fuser on for a capture, and back afterwards."""
+
+    def __enter__(self):
+        C = _torch._C
+        self.saved = (C._jit_set_profiling_executor(True),
+                      C._get_graph_executor_optimize(True),
+                      C._jit_can_fuse_on_cpu(), C._jit_texpr_fuser_enabled(),
+                      C._jit_get_te_must_use_llvm_cpu(),
+                      C._jit_texpr_fallback_allowed())
+        C._jit_override_can_fuse_on_cpu(True)
+        C._jit_set_texpr_fuser_enabled(True)
+        self.strategy = _torch.jit.set_fusion_strategy([("STATIC", 2)])
+        # While the model runs, this torch (built without LLVM) fails to
+        # compile each group and falls back to its ATen ops (fast) instead
+        # of NNC's IR interpreter.
+        C._jit_set_te_must_use_llvm_cpu(True)
+        C._jit_texpr_set_fallback_allowed(True)
+        return self
+
+    def __exit__(self, *exc):
+        C = _torch._C
+        profiling, optimize, can_fuse, enabled, must_use_llvm, fallback = self.saved
+        C._jit_set_profiling_executor(profiling)
+        C._get_graph_executor_optimize(optimize)
+        C._jit_override_can_fuse_on_cpu(can_fuse)
+        C._jit_set_texpr_fuser_enabled(enabled)
+        C._jit_set_te_must_use_llvm_cpu(must_use_llvm)
+        C._jit_texpr_set_fallback_allowed(fallback)
+        _torch.jit.set_fusion_strategy(self.strategy)
+
+
+def _codegen_stmt(graph):
+    """NNC's codegen statement of a fusion group's subgraph (which it
+    optimizes in place: prepacked convolutions, ...)."""
+    C = _torch._C
+    must, fallback = C._jit_get_te_must_use_llvm_cpu(), C._jit_texpr_fallback_allowed()
+    C._jit_set_te_must_use_llvm_cpu(False)   # the SimpleIREval backend
+    C._jit_texpr_set_fallback_allowed(False)
+    try:
+        return str(C._te.TensorExprKernel(graph).get_codegen_stmt())
+    except Exception as e:  # noqa: BLE001
+        raise _Unsupported("NNC cannot lower it: %s" % str(e).split("\n")[0])
+    finally:
+        C._jit_set_te_must_use_llvm_cpu(must)
+        C._jit_texpr_set_fallback_allowed(fallback)
+
+
+def _script(module):
+    if isinstance(module, _torch.jit.ScriptModule):
+        sm = module
+    elif isinstance(module, _torch.nn.Module):
+        sm = _torch.jit.script(module.eval())
+    else:
+        raise TypeError("nncjit.torch.optimize takes a torch.nn.Module or a "
+                        "scripted module, not %s" % type(module).__name__)
+    if sm.training:
+        sm = sm.eval()
+    frozen = not hasattr(sm, "training") or not list(sm.parameters())
+    if not frozen:
+        sm = _torch.jit.freeze(sm)
+    return sm
+
+
+# The operator the rewritten graph calls: groups by id, in this process.
+_GROUPS = []
+_LIBRARY = None
+
+
+def _run_group(group_id, inputs):
+    return _GROUPS[group_id](inputs)
+
+
+def _register_operator():
+    global _LIBRARY
+    if _LIBRARY is None:
+        _LIBRARY = _torch.library.Library("nncjit", "DEF")
+        _LIBRARY.define("run_group(int id, Tensor[] inputs) -> Tensor[]")
+        _LIBRARY.impl("run_group", _run_group, "CPU")
+
+
+def _replace_groups(graph, ids):
+    """Rewrites each prim::TensorExprGroup of graph into a call of
+    nncjit::run_group with the group's id (ids, in node order)."""
+    for node, gid in zip(graph.findAllNodes("prim::TensorExprGroup"), ids):
+        lc = graph.create("prim::ListConstruct", list(node.inputs()))
+        lc.output().setType(_torch._C.ListType.ofTensors())
+        lc.insertBefore(node)
+        c = graph.insertConstant(gid)
+        c.node().moveBefore(lc)
+        call = graph.create("nncjit::run_group", [c, lc.output()], 1)
+        call.output().setType(_torch._C.ListType.ofTensors())
+        call.insertBefore(node)
+        unpack = graph.create("prim::ListUnpack", [call.output()],
+                              node.outputsSize())
+        unpack.insertBefore(node)
+        for old, new in zip(node.outputs(), unpack.outputs()):
+            new.setType(old.type())
+            old.replaceAllUsesWith(new)
+        node.destroy()
+
+
+class OptimizedModule:
+    """A model whose fusion groups run on nnc-jit; call it like the module."""
+
+    def __init__(self, module, function, groups):
+        self._module = module
+        self._function = function
+        self.groups = groups
+
+    @property
+    def report(self):
+        """A GroupReport per fusion group."""
+        return [g.report for g in self.groups]
+
+    @property
+    def graph(self):
+        """The graph that runs: each group is a call of nncjit::run_group."""
+        return self._function.graph
+
+    def __call__(self, *inputs):
+        with _torch.no_grad(), _torch.jit.optimized_execution(False):
+            return self._function(self._module._c, *inputs)
+
+    forward = __call__
+
+    def summary(self):
+        lines = []
+        for r in self.report:
+            lines.append("group %d (%s): %s" % (
+                r.index, " ".join(k.split("::")[-1] for k in r.ops[:8]) +
+                (" ..." if len(r.ops) > 8 else ""),
+                "nnc-jit" if r.on_nncjit else "PyTorch: " + r.reason))
+        if not lines:
+            lines.append("no fusion group: the whole model runs in PyTorch")
+        return "\n".join(lines)
+
+
+def _capture(module, example_inputs, name, remove_mutation):
+    """Scripts, freezes and profiles the module; returns it, its optimized
+    graph (a copy) and the groups."""
+    sm = _script(module)
+    graph = sm.graph.copy()
+    if remove_mutation:
+        _torch._C._jit_pass_remove_mutation(graph)
+    # A function of its own, so that a module run before keeps its plan.
+    fn = _torch._C._create_function_from_graph("nncjit_profile", graph)
+    with _FuserState(), _torch.no_grad():
+        for _ in range(3):
+            fn(sm._c, *example_inputs)
+        optimized = _torch.jit.last_executed_optimized_graph().copy()
+    groups = [_Group(i, n, "%s_g%02d" % (name, i)) for i, n in
+              enumerate(optimized.findAllNodes("prim::TensorExprGroup"))]
+    return sm, optimized, groups
+
+
+def _build(module, example_inputs, name, remove_mutation):
+    _register_operator()
+    sm, graph, groups = _capture(module, example_inputs, name, remove_mutation)
+    ids = list(range(len(_GROUPS), len(_GROUPS) + len(groups)))
+    _GROUPS.extend(groups)
+    _replace_groups(graph, ids)
+    function = _torch._C._create_function_from_graph("nncjit_forward", graph)
+    model = OptimizedModule(sm, function, groups)
+    # Record what each group sees on the example inputs.
+    for g in groups:
+        g.recording = []
+        orig = g.run_fallback
+
+        def recorder(inputs, g=g, orig=orig):
+            outs = orig(inputs)
+            g.recorded = ([t.clone() for t in inputs], [t.clone() for t in outs])
+            return outs
+        g.run_fallback = recorder
+    model(*example_inputs)
+    for g in groups:
+        del g.run_fallback  # back to the method
+    return model
+
+
+def _default_name(module):
+    base = getattr(module, "original_name", None) or type(module).__name__
+    return re.sub(r"[^0-9a-zA-Z_]", "_", base).lower() or "model"
+
+
+def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
+             remove_mutation=True, name=None, **compile_options):
+    """Runs the fusion groups of a scripted (optionally frozen) module on
+    nnc-jit. Returns an OptimizedModule, called like the module.
+
+    example_inputs: the inputs the fuser profiles (and the groups are
+    checked) with; the groups take inputs of the same sizes, strides and
+    dtypes, and other inputs run the PyTorch fallback.
+    check: compare each group with PyTorch on the example inputs; a group
+    that differs by more than rtol/atol is left to PyTorch.
+    compile_options: nncjit.compile's keywords; threads defaults to
+    torch.get_num_threads().
+    """
+    name = name or _default_name(module)
+    compile_options.setdefault("threads", _torch.get_num_threads())
+    model = _build(module, list(example_inputs), name, remove_mutation)
+    for g in model.groups:
+        try:
+            text = g.write()
+            g.function = _nncjit.compile(text, **compile_options)
+        except _Unsupported as e:
+            g.report.reason = str(e)
+            continue
+        except _nncjit.Error as e:
+            g.report.reason = "nnc-jit cannot compile it: " + str(e).split("\n")[0]
+            g.function = None
+            continue
+        if check and g.recorded is not None:
+            inputs, want = g.recorded
+            try:
+                got = g(inputs)
+            except _nncjit.Error as e:
+                g.function = None
+                g.report.reason = "it failed on the example inputs: %s" % e
+                continue
+            diff = max((float((a.double() - b.double()).abs().max()) if a.numel() else 0.0)
+                       for a, b in zip(got, want))
+            g.report.max_abs_diff = diff
+            if not all(_torch.allclose(a, b, rtol=rtol, atol=atol)
+                       for a, b in zip(got, want)):
+                g.function = None
+                g.report.reason = ("its result differs from PyTorch's (max abs "
+                                   "diff %g)" % diff)
+                continue
+        g.report.on_nncjit = g.function is not None
+    left = [r for r in model.report if not r.on_nncjit]
+    if left:
+        warnings.warn("nncjit: %d of %d fusion groups run in PyTorch:\n%s" % (
+            len(left), len(model.groups),
+            "\n".join("  group %d: %s" % (r.index, r.reason) for r in left)))
+    if not model.groups:
+        warnings.warn("nncjit: the fuser formed no fusion group; the whole "
+                      "model runs in PyTorch")
+    return model
+
+
+def _time(fn, threads, budget=0.3, runs=(5, 200)):
+    saved = _torch.get_num_threads()
+    _torch.set_num_threads(threads)
+    try:
+        fn()
+        ts, start = [], time.perf_counter()
+        while len(ts) < runs[1] and (len(ts) < runs[0] or
+                                     time.perf_counter() - start < budget):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    finally:
+        _torch.set_num_threads(saved)
+    ts.sort()
+    return round(ts[len(ts) // 2] * 1e3, 4)
+
+
+def export(module, example_inputs, directory, *, name=None,
+           remove_mutation=True, time_eager=True):
+    """Writes each fusion group as DIR/NAME_gNN.nnc with NAME_gNN.meta.json
+    (buffers: role, dtype, sizes, strides; the eager time of the group's
+    ops at 1 and 2 threads) and the group's example data as .npy files
+    (its inputs, constants, and PyTorch's outputs), so that the nnc-jit
+    tool runs them:
+
+        nnc-jit --check DIR/NAME_g01.nnc
+        nnc-jit --input tx_17=DIR/NAME_g01.tx_17.npy ... --expect ...
+
+    Returns the paths of the .nnc files; a group that cannot be written is
+    reported with a warning and skipped."""
+    import numpy as np
+    name = name or _default_name(module)
+    os.makedirs(directory, exist_ok=True)
+    model = _build(module, list(example_inputs), name, remove_mutation)
+    paths = []
+    for g in model.groups:
+        try:
+            text = g.write()
+        except _Unsupported as e:
+            warnings.warn("nncjit: group %d is not exported: %s" % (g.index, e))
+            continue
+        path = os.path.join(directory, g.name + ".nnc")
+        with open(path, "w") as f:
+            f.write(text)
+        params = _nncjit.compile(text, opt_level=0).params
+        inputs, outputs = g.recorded
+        values = list(inputs) + list(outputs) + list(g.constants)
+        order = ([p for p in params if p[1] == "in" and not p[0].startswith("const_")] +
+                 [p for p in params if p[1] == "out"] +
+                 [p for p in params if p[0].startswith("const_")])
+        meta = {"name": g.name, "kernel": g.name, "torch_version": _torch.__version__,
+                "ops": g.ops, "params": {}, "buffers": {}, "files": {}}
+        for (pname, role, dtype, shape), t in zip(order, values):
+            role = "constant" if pname.startswith("const_") else \
+                {"in": "input", "out": "output"}[role]
+            meta["buffers"][pname] = {"role": role, "dtype": dtype,
+                                      "sizes": list(t.shape), "strides": list(t.stride())}
+            fname = "%s.%s.npy" % (g.name, pname)
+            arr = t.contiguous().numpy() if t.dtype != _torch.bfloat16 else \
+                t.float().contiguous().numpy()
+            np.save(os.path.join(directory, fname), arr)
+            meta["files"][pname] = fname
+        if time_eager:
+            fn = lambda: g.run_fallback(inputs)  # noqa: E731
+            with _torch.no_grad():
+                meta["eager_ms_1t"] = _time(fn, 1)
+                meta["eager_ms_2t"] = _time(fn, 2)
+            meta["eager_method"] = ("median wall time of the group's PyTorch ops "
+                                    "(the fusion group's subgraph, unfused)")
+        with open(os.path.join(directory, g.name + ".meta.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+        paths.append(path)
+    return paths
