@@ -147,6 +147,7 @@ class _Group:
         self.fallback = _torch._C._create_function_from_graph(
             "nncjit_group_%d_fallback" % index, self.subgraph.copy())
         self.function = None
+        self.recording = False
         self.recorded = None     # (inputs, outputs) seen on the example inputs
 
     def run_fallback(self, inputs):
@@ -156,9 +157,43 @@ class _Group:
 
     def __call__(self, inputs):
         if self.function is None:
-            return self.run_fallback(inputs)
+            outs = self.run_fallback(inputs)
+            if self.recording:
+                self.recorded = ([t.clone() for t in inputs],
+                                 [t.clone() for t in outs])
+            return outs
         r = self.function(*inputs, *self.constants)
         return [r] if isinstance(r, _torch.Tensor) else list(r)
+
+    def compile(self, options):
+        """Writes and compiles the kernel; with options["check"], runs it on
+        the recorded inputs and keeps it only if it matches PyTorch."""
+        try:
+            self.function = _nncjit.compile(self.write(), **options["compile"])
+        except _Unsupported as e:
+            self.report.reason = str(e)
+            return
+        except _nncjit.Error as e:
+            self.report.reason = "nnc-jit cannot compile it: " + str(e).split("\n")[0]
+            return
+        if options["check"] and self.recorded is not None:
+            inputs, want = self.recorded
+            try:
+                got = self(inputs)
+            except _nncjit.Error as e:
+                self.function = None
+                self.report.reason = "it failed on the example inputs: %s" % e
+                return
+            self.report.max_abs_diff = max(
+                (float((a.double() - b.double()).abs().max()) if a.numel() else 0.0)
+                for a, b in zip(got, want))
+            if not all(_torch.allclose(a, b, rtol=options["rtol"], atol=options["atol"])
+                       for a, b in zip(got, want)):
+                self.function = None
+                self.report.reason = ("its result differs from PyTorch's (max abs "
+                                      "diff %g)" % self.report.max_abs_diff)
+                return
+        self.report.on_nncjit = True
 
     # -- writing the kernel ------------------------------------------------
     def write(self):
@@ -172,7 +207,10 @@ class _Group:
         inputs = []
         for v in pre.inputs():
             dtype, sizes, strides = _tensor_type(v)
+            # kernel.cpp names inputs so, appending '_' until unique.
             name = "t" + _sanitize(v.debugName())
+            while name in inputs:
+                name += "_"
             if not re.search(r"\b%s\b" % re.escape(name), body):
                 raise _Unsupported("input %s is not in NNC's statement" % name)
             inputs.append(name)
@@ -315,6 +353,130 @@ def _rewrite_temporaries(body):
     return body, temps
 
 
+class _OpKernel:
+    """A convolution or linear layer outside the fusion groups, run on
+    nnc-jit's oneDNN path (as prepacked, with cached primitives) instead of
+    ATen's: one kernel per input shape, written and compiled at the first
+    call with that shape and, with check, compared with PyTorch's op."""
+
+    def __init__(self, index, local, node, name, options):
+        self.index = index
+        self.kind = node.kind()
+        self.name = name
+        self.options = options
+        const = lambda i: node.inputsAt(i).toIValue()
+        self.weight, self.bias = const(1), const(2)
+        if self.kind == "aten::conv2d":
+            self.params = [const(i) for i in range(3, 7)]
+        self.functions = {}
+        self.report = GroupReport(local, [self.kind])
+        self.report.on_nncjit = True
+
+    @staticmethod
+    def takes(node):
+        """Whether node is a float convolution or linear layer on constant
+        weights."""
+        if node.kind() not in ("aten::conv2d", "aten::linear"):
+            return False
+        ins = list(node.inputs())
+        if any(v.node().kind() != "prim::Constant" for v in ins[1:]):
+            return False
+        w, b = ins[1].toIValue(), ins[2].toIValue()
+        if not isinstance(w, _torch.Tensor) or w.dtype != _torch.float32:
+            return False
+        if b is not None and (not isinstance(b, _torch.Tensor) or
+                              b.dtype != _torch.float32 or b.dim() != 1):
+            return False
+        if node.kind() == "aten::linear":
+            return w.dim() == 2
+        if w.dim() != 4 or any(not isinstance(v.toIValue(), (list, int))
+                               for v in ins[3:7]):
+            return False
+        return ins[4].toIValue() != "same" and ins[4].toIValue() != "valid"
+
+    def fallback(self, x):
+        F = _torch.nn.functional
+        if self.kind == "aten::linear":
+            return F.linear(x, self.weight, self.bias)
+        return F.conv2d(x, self.weight, self.bias, *self.params)
+
+    def __call__(self, x):
+        key = (tuple(x.shape), x.stride(), x.dtype)
+        fn = self.functions.get(key, False)
+        if fn is False:
+            fn = self.functions[key] = self._specialize(x)
+        if fn is None:
+            return self.fallback(x)
+        return fn[0](x, *fn[1])
+
+    def _specialize(self, x):
+        try:
+            text, constants = self._write(x)
+            fn = _nncjit.compile(text, **self.options["compile"])
+        except (_Unsupported, _nncjit.Error) as e:
+            self.report.reason = "input %s: %s" % (list(x.shape), str(e).split("\n")[0])
+            return None
+        self.report.kernel = text
+        if self.options["check"]:
+            got, want = fn(x, *constants), self.fallback(x)
+            self.report.max_abs_diff = float((got - want).abs().max()) if got.numel() else 0.0
+            if not _torch.allclose(got, want, rtol=self.options["rtol"],
+                                   atol=self.options["atol"]):
+                self.report.reason = ("input %s: its result differs from PyTorch's "
+                                      "(max abs diff %g)" % (list(x.shape),
+                                                             self.report.max_abs_diff))
+                return None
+        return fn, constants
+
+    def _write(self, x):
+        if x.dtype != _torch.float32:
+            raise _Unsupported("input of type %s" % x.dtype)
+        w, b = self.weight, self.bias
+        params = [_decl("in", "x", x.dtype, x.shape, x.stride())]
+        constants = []
+        if self.kind == "aten::linear":
+            if x.dim() != 2:
+                raise _Unsupported("a linear layer on a rank %d input" % x.dim())
+            (m, _), (n, _) = x.shape, w.shape
+            wt = w.t()
+            params.append(_decl("out", "y", x.dtype, [m, n], [n, 1]))
+            params.append(_decl("in", "weight_t", wt.dtype, wt.shape, wt.stride()))
+            constants.append(wt)
+            body = "  y = nnc_aten_matmul(buf_args={x, weight_t}, args={})\n"
+            if b is not None:
+                params.append(_decl("in", "bias", b.dtype, b.shape, b.stride()))
+                constants.append(b)
+                body += ("  for (int64_t i = 0ll; i < %dll; i++) {\n"
+                         "    for (int64_t j = 0ll; j < %dll; j++) {\n"
+                         "      y[i, j] = (y[i, j]) + (bias[j]);\n    }\n  }\n") % (m, n)
+        else:
+            if x.dim() != 4:
+                raise _Unsupported("a convolution of a rank %d input" % x.dim())
+            stride, padding, dilation, groups = self.params
+            pair = lambda v: list(v) * 2 if len(v) == 1 else list(v)
+            stride, padding, dilation = pair(stride), pair(padding), pair(dilation)
+            n, _, h, wd = x.shape
+            k = w.shape[0]
+            ho = (h + 2 * padding[0] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
+            wo = (wd + 2 * padding[1] - dilation[1] * (w.shape[3] - 1) - 1) // stride[1] + 1
+            out = _torch.empty(n, k, ho, wo)
+            if x.is_contiguous(memory_format=_torch.channels_last) and not x.is_contiguous():
+                out = out.contiguous(memory_format=_torch.channels_last)
+            params.append(_decl("out", "y", x.dtype, out.shape, out.stride()))
+            params.append(_decl("in", "weight", w.dtype, w.shape, w.stride()))
+            constants.append(w)
+            bufs = "x, weight"
+            if b is not None:
+                params.append(_decl("in", "bias", b.dtype, b.shape, b.stride()))
+                constants.append(b)
+                bufs += ", bias"
+            body = "  y = nnc_aten_conv2d(buf_args={%s}, args={%s})\n" % (
+                bufs, ", ".join("%dll" % v for v in stride + padding + dilation + [groups]))
+        text = "// %s outside the fusion groups\nkernel %s(\n    %s) {\n%s}\n" % (
+            self.kind, self.name, ",\n    ".join(params), body)
+        return text, constants
+
+
 class _FuserState:
     """Switches PyTorch's NNC fuser on for a capture, and back afterwards."""
 
@@ -379,7 +541,8 @@ def _script(module):
     return sm
 
 
-# The operator the rewritten graph calls: groups by id, in this process.
+# The operators the rewritten graph calls: groups and op kernels by id, in
+# this process.
 _GROUPS = []
 _LIBRARY = None
 
@@ -388,12 +551,18 @@ def _run_group(group_id, inputs):
     return _GROUPS[group_id](inputs)
 
 
+def _run_op(op_id, x):
+    return _GROUPS[op_id](x)
+
+
 def _register_operator():
     global _LIBRARY
     if _LIBRARY is None:
         _LIBRARY = _torch.library.Library("nncjit", "DEF")
         _LIBRARY.define("run_group(int id, Tensor[] inputs) -> Tensor[]")
         _LIBRARY.impl("run_group", _run_group, "CPU")
+        _LIBRARY.define("run_op(int id, Tensor x) -> Tensor")
+        _LIBRARY.impl("run_op", _run_op, "CPU")
 
 
 def _replace_groups(graph, ids):
@@ -420,15 +589,17 @@ def _replace_groups(graph, ids):
 class OptimizedModule:
     """A model whose fusion groups run on nnc-jit; call it like the module."""
 
-    def __init__(self, module, function, groups):
+    def __init__(self, module, function, groups, ops):
         self._module = module
         self._function = function
         self.groups = groups
+        self.ops = ops
 
     @property
     def report(self):
-        """A GroupReport per fusion group."""
-        return [g.report for g in self.groups]
+        """A GroupReport per fusion group, then one per convolution or
+        linear layer outside them (kind aten::conv2d / aten::linear)."""
+        return [g.report for g in self.groups] + [o.report for o in self.ops]
 
     @property
     def graph(self):
@@ -444,7 +615,8 @@ class OptimizedModule:
     def summary(self):
         lines = []
         for r in self.report:
-            lines.append("group %d (%s): %s" % (
+            lines.append("%s %d (%s): %s" % (
+                "group" if r in [g.report for g in self.groups] else "op",
                 r.index, " ".join(k.split("::")[-1] for k in r.ops[:8]) +
                 (" ..." if len(r.ops) > 8 else ""),
                 "nnc-jit" if r.on_nncjit else "PyTorch: " + r.reason))
@@ -471,27 +643,46 @@ def _capture(module, example_inputs, name, remove_mutation):
     return sm, optimized, groups
 
 
-def _build(module, example_inputs, name, remove_mutation):
+def _replace_ops(graph, first_id, name, options):
+    """Replaces the convolutions and linear layers of graph (its top level:
+    outside the fusion groups) by calls of nncjit::run_op; returns their
+    _OpKernels, numbered from first_id."""
+    ops = []
+    for node in list(graph.nodes()):
+        if not _OpKernel.takes(node):
+            continue
+        op = _OpKernel(first_id + len(ops), len(ops), node,
+                       "%s_op%02d" % (name, len(ops)), options)
+        ops.append(op)
+        c = graph.insertConstant(op.index)
+        c.node().moveBefore(node)
+        call = graph.create("nncjit::run_op", [c, node.inputsAt(0)], 1)
+        call.output().setType(node.output().type())
+        call.insertBefore(node)
+        node.output().replaceAllUsesWith(call.output())
+        node.destroy()
+    return ops
+
+
+def _build(module, example_inputs, name, remove_mutation, options):
+    """The OptimizedModule with every group on its PyTorch fallback, run
+    once on the example inputs to record what each group sees."""
     _register_operator()
     sm, graph, groups = _capture(module, example_inputs, name, remove_mutation)
     ids = list(range(len(_GROUPS), len(_GROUPS) + len(groups)))
     _GROUPS.extend(groups)
     _replace_groups(graph, ids)
+    ops = []
+    if options.get("ops"):
+        ops = _replace_ops(graph, len(_GROUPS), name, options)
+        _GROUPS.extend(ops)
     function = _torch._C._create_function_from_graph("nncjit_forward", graph)
-    model = OptimizedModule(sm, function, groups)
-    # Record what each group sees on the example inputs.
+    model = OptimizedModule(sm, function, groups, ops)
     for g in groups:
-        g.recording = []
-        orig = g.run_fallback
-
-        def recorder(inputs, g=g, orig=orig):
-            outs = orig(inputs)
-            g.recorded = ([t.clone() for t in inputs], [t.clone() for t in outs])
-            return outs
-        g.run_fallback = recorder
+        g.recording = True
     model(*example_inputs)
     for g in groups:
-        del g.run_fallback  # back to the method
+        g.recording = False
     return model
 
 
@@ -501,7 +692,7 @@ def _default_name(module):
 
 
 def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
-             remove_mutation=True, name=None, **compile_options):
+             remove_mutation=True, ops=True, name=None, **compile_options):
     """Runs the fusion groups of a scripted (optionally frozen) module on
     nnc-jit. Returns an OptimizedModule, called like the module.
 
@@ -510,49 +701,28 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     dtypes, and other inputs run the PyTorch fallback.
     check: compare each group with PyTorch on the example inputs; a group
     that differs by more than rtol/atol is left to PyTorch.
+    ops: also run the convolutions and linear layers outside the groups on
+    nnc-jit (on oneDNN with cached primitives, as PyTorch's
+    optimize_for_inference would prepack them).
     compile_options: nncjit.compile's keywords; threads defaults to
     torch.get_num_threads().
     """
     name = name or _default_name(module)
     compile_options.setdefault("threads", _torch.get_num_threads())
-    model = _build(module, list(example_inputs), name, remove_mutation)
+    options = {"compile": compile_options, "check": check, "rtol": rtol,
+               "atol": atol, "ops": ops}
+    model = _build(module, list(example_inputs), name, remove_mutation, options)
     for g in model.groups:
-        try:
-            text = g.write()
-            g.function = _nncjit.compile(text, **compile_options)
-        except _Unsupported as e:
-            g.report.reason = str(e)
-            continue
-        except _nncjit.Error as e:
-            g.report.reason = "nnc-jit cannot compile it: " + str(e).split("\n")[0]
-            g.function = None
-            continue
-        if check and g.recorded is not None:
-            inputs, want = g.recorded
-            try:
-                got = g(inputs)
-            except _nncjit.Error as e:
-                g.function = None
-                g.report.reason = "it failed on the example inputs: %s" % e
-                continue
-            diff = max((float((a.double() - b.double()).abs().max()) if a.numel() else 0.0)
-                       for a, b in zip(got, want))
-            g.report.max_abs_diff = diff
-            if not all(_torch.allclose(a, b, rtol=rtol, atol=atol)
-                       for a, b in zip(got, want)):
-                g.function = None
-                g.report.reason = ("its result differs from PyTorch's (max abs "
-                                   "diff %g)" % diff)
-                continue
-        g.report.on_nncjit = g.function is not None
+        g.compile(options)
     left = [r for r in model.report if not r.on_nncjit]
     if left:
-        warnings.warn("nncjit: %d of %d fusion groups run in PyTorch:\n%s" % (
-            len(left), len(model.groups),
-            "\n".join("  group %d: %s" % (r.index, r.reason) for r in left)))
+        warnings.warn("nncjit: %d of %d fusion groups and ops run in PyTorch:\n%s" % (
+            len(left), len(model.report),
+            "\n".join("  %s %d: %s" % ("group" if r.ops != [r.ops[0]] or
+                                        r.ops[0] not in ("aten::conv2d", "aten::linear")
+                                        else "op", r.index, r.reason) for r in left)))
     if not model.groups:
-        warnings.warn("nncjit: the fuser formed no fusion group; the whole "
-                      "model runs in PyTorch")
+        warnings.warn("nncjit: the fuser formed no fusion group")
     return model
 
 
@@ -589,7 +759,7 @@ def export(module, example_inputs, directory, *, name=None,
     import numpy as np
     name = name or _default_name(module)
     os.makedirs(directory, exist_ok=True)
-    model = _build(module, list(example_inputs), name, remove_mutation)
+    model = _build(module, list(example_inputs), name, remove_mutation, {})
     paths = []
     for g in model.groups:
         try:
