@@ -533,10 +533,10 @@ def _script(module):
     else:
         raise TypeError("nncjit.torch.optimize takes a torch.nn.Module or a "
                         "scripted module, not %s" % type(module).__name__)
-    if sm.training:
+    # A frozen module has no `training` attribute and no parameters left.
+    if getattr(sm, "training", False):
         sm = sm.eval()
-    frozen = not hasattr(sm, "training") or not list(sm.parameters())
-    if not frozen:
+    if hasattr(sm, "training") and list(sm.parameters()):
         sm = _torch.jit.freeze(sm)
     return sm
 
@@ -594,6 +594,10 @@ class OptimizedModule:
         self._function = function
         self.groups = groups
         self.ops = ops
+        # Set by optimize(): NCHW inputs run channels-last inside, and which
+        # outputs go back to contiguous.
+        self.channels_last = False
+        self._contiguous_outputs = None
 
     @property
     def report(self):
@@ -607,8 +611,13 @@ class OptimizedModule:
         return self._function.graph
 
     def __call__(self, *inputs):
+        if self.channels_last:
+            inputs = [_to_channels_last(x) for x in inputs]
         with _torch.no_grad(), _torch.jit.optimized_execution(False):
-            return self._function(self._module._c, *inputs)
+            out = self._function(self._module._c, *inputs)
+        if self._contiguous_outputs:
+            out = _map_tensors(out, self._contiguous_outputs)
+        return out
 
     forward = __call__
 
@@ -625,11 +634,33 @@ class OptimizedModule:
         return "\n".join(lines)
 
 
-def _capture(module, example_inputs, name, remove_mutation):
+def _weights_to_channels_last(graph):
+    """Stores the constant weights of graph's convolutions channels-last,
+    as module.to(memory_format=torch.channels_last) does before freezing."""
+    for conv in graph.findAllNodes("aten::conv2d"):
+        node = conv.inputsAt(1).node()
+        if node.kind() != "prim::Constant" or \
+                not isinstance(node.output().type(), _torch._C.TensorType):
+            continue
+        w = node.t("value")
+        if w.dim() != 4:
+            continue
+        # The canonical strides (a size-1 dim's stride counts for PyTorch's
+        # suggested memory format, which the fuser reads).
+        cl = _torch.empty(w.shape, dtype=w.dtype, memory_format=_torch.channels_last)
+        if cl.stride() != w.stride():
+            w = cl.copy_(w)
+            node.t_("value", w)
+            node.output().setType(_torch._C.TensorType.create_from_tensor(w))
+
+
+def _capture(module, example_inputs, name, remove_mutation, channels_last):
     """Scripts, freezes and profiles the module; returns it, its optimized
     graph (a copy) and the groups."""
     sm = _script(module)
     graph = sm.graph.copy()
+    if channels_last:
+        _weights_to_channels_last(graph)
     if remove_mutation:
         _torch._C._jit_pass_remove_mutation(graph)
     # A function of its own, so that a module run before keeps its plan.
@@ -641,6 +672,34 @@ def _capture(module, example_inputs, name, remove_mutation):
     groups = [_Group(i, n, "%s_g%02d" % (name, i)) for i, n in
               enumerate(optimized.findAllNodes("prim::TensorExprGroup"))]
     return sm, optimized, groups
+
+
+def _is_nchw(x):
+    """A float NCHW tensor that channels-last would store differently."""
+    return (isinstance(x, _torch.Tensor) and x.dim() == 4 and
+            x.is_floating_point() and x.is_contiguous() and x.shape[1] > 1 and
+            x.shape[2] * x.shape[3] > 1)
+
+
+def _to_channels_last(x):
+    return x.contiguous(memory_format=_torch.channels_last) if _is_nchw(x) else x
+
+
+def _map_tensors(out, which):
+    """Makes the tensors of out (a tensor, or a tuple or list of them) whose
+    index is in which contiguous."""
+    if isinstance(out, _torch.Tensor):
+        return out.contiguous() if 0 in which else out
+    if isinstance(out, (tuple, list)):
+        return type(out)(o.contiguous() if i in which and isinstance(o, _torch.Tensor)
+                         else o for i, o in enumerate(out))
+    return out
+
+
+def _flat_tensors(out):
+    if isinstance(out, _torch.Tensor):
+        return [out]
+    return list(out) if isinstance(out, (tuple, list)) else []
 
 
 def _replace_ops(graph, first_id, name, options):
@@ -668,7 +727,8 @@ def _build(module, example_inputs, name, remove_mutation, options):
     """The OptimizedModule with every group on its PyTorch fallback, run
     once on the example inputs to record what each group sees."""
     _register_operator()
-    sm, graph, groups = _capture(module, example_inputs, name, remove_mutation)
+    sm, graph, groups = _capture(module, example_inputs, name, remove_mutation,
+                                 options.get("channels_last"))
     ids = list(range(len(_GROUPS), len(_GROUPS) + len(groups)))
     _GROUPS.extend(groups)
     _replace_groups(graph, ids)
@@ -692,7 +752,8 @@ def _default_name(module):
 
 
 def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
-             remove_mutation=True, ops=True, name=None, **compile_options):
+             remove_mutation=True, ops=True, channels_last=None, name=None,
+             **compile_options):
     """Runs the fusion groups of a scripted (optionally frozen) module on
     nnc-jit. Returns an OptimizedModule, called like the module.
 
@@ -704,14 +765,39 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     ops: also run the convolutions and linear layers outside the groups on
     nnc-jit (on oneDNN with cached primitives, as PyTorch's
     optimize_for_inference would prepack them).
+    channels_last: run a model given NCHW images in channels-last inside
+    (the inputs are converted at each call, and outputs that eager
+    PyTorch returns contiguous are converted back): PyTorch fuses and
+    prepacks convolutions only on channels-last tensors, and oneDNN is
+    fastest there. None (the default): when an input is a float NCHW image
+    and the model has convolutions.
     compile_options: nncjit.compile's keywords; threads defaults to
     torch.get_num_threads().
     """
     name = name or _default_name(module)
     compile_options.setdefault("threads", _torch.get_num_threads())
     options = {"compile": compile_options, "check": check, "rtol": rtol,
-               "atol": atol, "ops": ops}
-    model = _build(module, list(example_inputs), name, remove_mutation, options)
+               "atol": atol, "ops": ops, "channels_last": channels_last}
+    sm = _script(module)
+    example_inputs = list(example_inputs)
+    if channels_last is None:
+        channels_last = any(_is_nchw(x) for x in example_inputs) and bool(
+            sm.graph.findAllNodes("aten::conv2d") or
+            sm.graph.findAllNodes("aten::_convolution"))
+    eager_out = None
+    if channels_last:
+        with _torch.no_grad():
+            eager_out = _flat_tensors(sm(*example_inputs))
+        example_inputs = [_to_channels_last(x) for x in example_inputs]
+    options["channels_last"] = channels_last
+    model = _build(sm, example_inputs, name, remove_mutation, options)
+    model.channels_last = channels_last
+    if eager_out is not None:
+        with _torch.no_grad():
+            ours = _flat_tensors(model(*example_inputs))
+        model._contiguous_outputs = {
+            i for i, (a, b) in enumerate(zip(eager_out, ours))
+            if a.is_contiguous() and not b.is_contiguous()}
     for g in model.groups:
         g.compile(options)
     left = [r for r in model.report if not r.on_nncjit]
