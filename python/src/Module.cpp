@@ -44,8 +44,14 @@ py::handle ErrorType;
   throw py::error_already_set();
 }
 
-/// Raises E as nncjit.Error with the text the tool prints for it.
-[[noreturn]] void raise(llvm::Error E) { raise(errorMessage(std::move(E))); }
+/// Raises E as nncjit.Error with the text the tool prints for it
+/// (`file:line:col: error: ...` and the source line for parsed text), less
+/// the `error: ` of an error that has no location.
+[[noreturn]] void raise(llvm::Error E) {
+  std::string Text = errorText(std::move(E));
+  llvm::StringRef T(Text);
+  raise(T.consume_front("error: ") ? T.str() : Text);
+}
 
 template <class T> T unwrap(llvm::Expected<T> V) {
   if (!V)
@@ -361,6 +367,11 @@ bool isTorchTensor(py::handle O) {
 py::object dlpackOf(const Kernel &K, size_t I, const ParamDesc &P,
                     py::handle O) {
   if (isTorchTensor(O)) {
+    // A write to a tensor that requires grad would bypass autograd.
+    if (P.Written && py::cast<bool>(O.attr("requires_grad")))
+      argError(K, I, P,
+               "the kernel writes it, and it requires grad (autograd would "
+               "not see the write)");
     // Never freed: Python may be gone when static destructors run.
     static py::object &ToDLPack = *new py::object(
         py::reinterpret_borrow<py::object>(torchModule()).attr("_C").attr(
@@ -375,13 +386,8 @@ py::object dlpackOf(const Kernel &K, size_t I, const ParamDesc &P,
       argError(K, I, P,
                "it is on device '" + Device +
                    "'; nnc-jit kernels take CPU memory");
-    if (py::cast<bool>(O.attr("requires_grad"))) {
-      if (P.Written)
-        argError(K, I, P,
-                 "the kernel writes it, and it requires grad (autograd "
-                 "would not see the write)");
+    if (py::cast<bool>(O.attr("requires_grad")))
       return dlpackOf(K, I, P, O.attr("detach")());
-    }
   }
   try {
     return O.attr("__dlpack__")();

@@ -1,0 +1,314 @@
+"""The nncjit module: every function, NumPy and torch arguments, the
+argument errors (each by its message), outputs given and allocated, and
+calls from several Python threads."""
+import os
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import nncjit
+
+SCALE = """
+kernel scale(in x: f32[4, 16], out y: f32[4, 16], s: f32) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    for (int64_t j = 0ll; j < 16ll; j++) {
+      y[i, j] = (x[i, j]) * s;
+    }
+  }
+}
+"""
+
+# Symbolic sizes, a channels-last output, two outputs and an inout.
+TWO = """
+kernel two(in x: f32[N, 8], out y: f32[N, 8], out z: i32[N], N: i64) {
+  for (int64_t i = 0ll; i < N; i++) {
+    z[i] = 0;
+    for (int64_t j = 0ll; j < 8ll; j++) {
+      y[i, j] = (x[i, j]) + 1.f;
+      z[i] = (z[i]) + 1;
+    }
+  }
+}
+"""
+
+NHWC = """
+kernel relu_cl(in x: f32[1, 3, 2, 2] channels_last,
+               out y: f32[1, 3, 2, 2] channels_last) {
+  for (int64_t i = 0ll; i < 12ll; i++) {
+    y[i] = (x[i])<0.f ? 0.f : (x[i]);
+  }
+}
+"""
+
+INOUT = """
+kernel acc(inout a: f64[8], in b: f64[8]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    a[i] = (a[i]) + (b[i]);
+  }
+}
+"""
+
+
+BIG = """
+kernel big(in x: f32[262144], out y: f32[262144]) {
+  for (int64_t i = 0ll; i < 262144ll; i++) {
+    y[i] = sigmoid(x[i]);
+  }
+}"""
+
+
+def message(excinfo):
+    return str(excinfo.value)
+
+
+@pytest.fixture(scope="module")
+def scale():
+    return nncjit.compile(SCALE, threads=1)
+
+
+def test_numpy_output_allocated(scale):
+    x = np.arange(64, dtype=np.float32).reshape(4, 16)
+    y = scale(x, 3.0)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32
+    np.testing.assert_array_equal(y, x * 3)
+
+
+def test_numpy_output_given(scale):
+    x = np.ones((4, 16), np.float32)
+    y = np.zeros((4, 16), np.float32)
+    assert scale(x, y, 2.0) is y
+    assert (y == 2).all()
+
+
+def test_keywords(scale):
+    x = np.ones((4, 16), np.float32)
+    y = np.zeros((4, 16), np.float32)
+    scale(x=x, y=y, s=5)
+    assert (y == 5).all()
+    assert (scale(x, s=4) == 4).all()
+
+
+def test_torch_zero_copy(scale):
+    x = torch.randn(4, 16)
+    y = torch.empty(4, 16)
+    assert scale(x, y, 0.5) is y
+    torch.testing.assert_close(y, x * 0.5)
+    out = scale(x, 2.0)
+    assert isinstance(out, torch.Tensor)
+    torch.testing.assert_close(out, x * 2)
+    # A view: the kernel writes the base tensor's memory.
+    base = torch.zeros(8, 16)
+    scale(x, base[2:6], 1.0)
+    torch.testing.assert_close(base[2:6], x)
+    assert (base[:2] == 0).all()
+
+
+def test_torch_requires_grad_input(scale):
+    x = torch.ones(4, 16, requires_grad=True)
+    torch.testing.assert_close(scale(x, 2.0), torch.full((4, 16), 2.0))
+
+
+def test_symbolic_sizes_and_two_outputs():
+    f = nncjit.compile(TWO)
+    x = np.random.rand(5, 8).astype(np.float32)
+    y, z = f(x, 5)
+    np.testing.assert_allclose(y, x + 1)
+    assert z.dtype == np.int32 and (z == 8).all()
+    assert f.params == [("x", "in", "f32", (5 if False else "N", 8)),
+                        ("y", "out", "f32", ("N", 8)),
+                        ("z", "out", "i32", ("N",)),
+                        ("N", "scalar", "i64", None)]
+
+
+def test_channels_last_output():
+    f = nncjit.compile(NHWC)
+    x = torch.randn(1, 3, 2, 2).contiguous(memory_format=torch.channels_last)
+    y = f(x)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(y, x.relu())
+    # NumPy: the output has the declared strides too.
+    yn = f(x.numpy() if False else np.ascontiguousarray(
+        x.permute(0, 2, 3, 1).numpy()).transpose(0, 3, 1, 2))
+    assert yn.strides == (48, 4, 24, 12)
+    np.testing.assert_allclose(yn, x.relu().numpy())
+
+
+def test_inout_has_nothing_to_return():
+    f = nncjit.compile(INOUT)
+    a, b = np.ones(8), np.arange(8.0)
+    assert f(a, b) is None
+    np.testing.assert_array_equal(a, 1 + np.arange(8.0))
+
+
+def test_parse_print_lower_remarks_llvm_ir(tmp_path):
+    m = nncjit.parse(SCALE)
+    assert isinstance(m, nncjit.Module) and m.kernels == ["scale"]
+    k = m.kernel("scale")
+    assert k.name == "scale"
+    assert "kernel scale(\n    in x: f32[4, 16],\n    out y: f32[4, 16],\n    s: f32) {" \
+        in nncjit.print(k)
+    assert nncjit.print(m) == str(m)
+    path = tmp_path / "scale.nnc"
+    path.write_text(SCALE)
+    assert nncjit.parse(path).kernels == ["scale"]
+    assert nncjit.parse(str(path)).kernels == ["scale"]
+    lowered = str(nncjit.lower(BIG, threads=2))
+    assert "task big_" in lowered and "nnc_parallel_for" in lowered
+    assert "/* parallel */" in str(nncjit.lower(BIG, upto="parallelize", threads=2))
+    assert str(nncjit.lower(path, upto="reductions")) == nncjit.print(k)
+    assert "loop 'i' parallelized" in nncjit.remarks(BIG, threads=2)
+    ir = nncjit.llvm_ir(SCALE, threads=1)
+    assert "define noundef i32 @nnc_kernel_entry(ptr" in ir
+    assert "define" in nncjit.llvm_ir(SCALE, optimized=False)
+    f = nncjit.compile(k, threads=1)
+    assert f.name == "scale" and "kernel scale" in nncjit.print(f)
+    assert nncjit.compile(m, kernel="scale").name == "scale"
+
+
+def test_options():
+    x = np.ones((4, 16), np.float32)
+    for opts in [dict(opt_level=0), dict(parallel="none"), dict(parallel="outputs"),
+                 dict(bounds="all"), dict(streaming="always"), dict(fp_contract=False),
+                 dict(reassociate=False), dict(vector_math="libm"), dict(grain=1),
+                 dict(features="-avx512f"), dict(passes=["parallelize", "outline-parallel"])]:
+        assert (nncjit.compile(SCALE, **opts)(x, 2.0) == 2).all(), opts
+
+
+def test_option_errors():
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, parallel="some")
+    assert message(e) == ("unknown value 'some' for parallel; expected one of: "
+                          "all, outputs, none")
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, thread=2)
+    assert message(e).startswith("unknown compile option 'thread'; the options are: opt_level, threads")
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, opt_level=4)
+    assert message(e) == "opt_level must be 0 to 3, not 4"
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, threads=-1)
+    assert message(e) == "threads must be 0 (the process default) to 1024, not -1"
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, passes=["parallelise"])
+    assert "parallelise" in message(e) and "parallelize" in message(e)
+
+
+def test_source_errors(tmp_path):
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile("kernel k(in x: f32[4]) {\n  y[0] = 1.f;\n}\n")
+    assert message(e).startswith("<string>:2:3: error: ")
+    bad = tmp_path / "bad.nnc"
+    bad.write_text("kernel k(in x: f32[4]) {\n  x[0] = 1.f;\n}\n")
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(bad)
+    assert message(e).startswith(str(bad) + ":2:")
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, kernel="scal")
+    assert "scal" in message(e) and "scale" in message(e)
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(42)
+    assert message(e) == ("expected .nnc text, a path, an nncjit.Module or an "
+                          "nncjit.Kernel, not int")
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.parse(tmp_path / "missing.nnc")
+    assert message(e).startswith("cannot read '")
+
+
+def test_argument_errors(scale):
+    x = np.ones((4, 16), np.float32)
+    y = np.zeros((4, 16), np.float32)
+    cases = [
+        ((x,), "kernel 'scale' takes 3 arguments (or 2 without its outputs), 1 given"),
+        ((x, y, 1.0, 2.0), "kernel 'scale' takes 3 arguments (or 2 without its outputs), 4 given"),
+        ((x.astype(np.float64), 1.0),
+         "argument 0 ('x') of kernel 'scale': element type f32 is expected, not f64"),
+        ((np.ones((4, 15), np.float32), 1.0),
+         "argument 0 ('x') of kernel 'scale': shape [4, 16] is expected, not [4, 15]"),
+        ((np.ones((16, 4), np.float32).T, 1.0),
+         "argument 0 ('x') of kernel 'scale': strides [16, 1] are expected, not [1, 4]"),
+        ((torch.ones(4, 16, dtype=torch.float64), 1.0),
+         "argument 0 ('x') of kernel 'scale': element type f32 is expected, not f64"),
+        ((torch.ones(16, 4).t(), 1.0),
+         "argument 0 ('x') of kernel 'scale': strides [16, 1] are expected, not [1, 4]"),
+        ((torch.ones(4, 16, device="meta"), 1.0),
+         "argument 0 ('x') of kernel 'scale': it is on device 'meta'; nnc-jit kernels "
+         "take CPU memory"),
+        ((x, "two"), "argument 2 ('s') of kernel 'scale': a f32 scalar is expected, not str"),
+        (([1.0] * 64, 1.0), "argument 0 ('x') of kernel 'scale': a f32 buffer (a NumPy "
+                            "array or a torch tensor) is expected, not list"),
+        ((x, 1.0, x.copy()), None),  # Checked below: keywords.
+    ]
+    for args, want in cases[:-1]:
+        with pytest.raises(nncjit.Error) as e:
+            scale(*args)
+        assert message(e) == want, args
+    ro = np.zeros((4, 16), np.float32)
+    ro.setflags(write=False)
+    with pytest.raises(nncjit.Error) as e:
+        scale(x, ro, 1.0)
+    assert message(e) == ("argument 1 ('y') of kernel 'scale': the kernel writes "
+                          "it, and it is read-only")
+    with pytest.raises(nncjit.Error) as e:
+        scale(x, torch.zeros(4, 16, requires_grad=True), 1.0)
+    assert message(e) == ("argument 1 ('y') of kernel 'scale': the kernel writes it, "
+                          "and it requires grad (autograd would not see the write)")
+    with pytest.raises(nncjit.Error) as e:
+        scale(x, x, 1.0)
+    assert "its memory overlaps argument 0 ('x')" in message(e)
+    with pytest.raises(nncjit.Error) as e:
+        scale(x, 1.0, z=3)
+    assert message(e) == "kernel 'scale' has no parameter 'z'"
+    with pytest.raises(nncjit.Error) as e:
+        scale(x, 1.0, y=y)
+    assert message(e) == "kernel 'scale' takes 3 arguments (or 2 without its outputs), 3 given" \
+        or "given twice" in message(e)
+
+
+def test_nothing_runs_on_a_bad_argument(scale):
+    x = np.ones((4, 16), np.float32)
+    y = np.full((4, 16), 7, np.float32)
+    with pytest.raises(nncjit.Error):
+        scale(x, y, "bad")
+    assert (y == 7).all()
+
+
+def test_kernel_errors_are_exceptions():
+    f = nncjit.compile("""
+kernel gather(in x: f32[4], in idx: i64[2], out y: f32[2]) {
+  for (int64_t i = 0ll; i < 2ll; i++) {
+    y[i] = x[idx[i]];
+  }
+}""")
+    with pytest.raises(nncjit.Error) as e:
+        f(np.ones(4, np.float32), np.array([0, 9]))
+    assert "index 9 is out of bounds for dimension 0 of 'x' (size 4)" in message(e)
+
+
+def test_threads_release_the_gil():
+    f = nncjit.compile(BIG, threads=1)
+    x = np.random.rand(262144).astype(np.float32)
+    want = f(x)
+    errors = []
+
+    def work(seed):
+        try:
+            for _ in range(20):
+                t = torch.from_numpy(x) if seed % 2 else x
+                got = f(t)
+                np.testing.assert_array_equal(np.asarray(got), want)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_cache_dir(tmp_path):
+    x = np.ones((4, 16), np.float32)
+    assert (nncjit.compile(SCALE, cache_dir=tmp_path)(x, 1.0) == 1).all()
+    assert os.listdir(tmp_path)
