@@ -526,19 +526,31 @@ def _codegen_stmt(graph):
 
 
 def _script(module):
+    """A frozen ScriptModule of an nn.Module or ScriptModule, or the
+    ScriptFunction of a function."""
+    if isinstance(module, _torch.jit.ScriptFunction):
+        return module
     if isinstance(module, _torch.jit.ScriptModule):
         sm = module
     elif isinstance(module, _torch.nn.Module):
         sm = _torch.jit.script(module.eval())
+    elif callable(module):
+        return _torch.jit.script(module)
     else:
-        raise TypeError("nncjit.torch.optimize takes a torch.nn.Module or a "
-                        "scripted module, not %s" % type(module).__name__)
+        raise TypeError("nncjit.torch.optimize takes a torch.nn.Module, a "
+                        "scripted module or a function, not %s" % type(module).__name__)
     # A frozen module has no `training` attribute and no parameters left.
     if getattr(sm, "training", False):
         sm = sm.eval()
     if hasattr(sm, "training") and list(sm.parameters()):
         sm = _torch.jit.freeze(sm)
     return sm
+
+
+def _self_args(sm):
+    """The leading argument of sm's graph: the module, or none for a
+    function."""
+    return [] if isinstance(sm, _torch.jit.ScriptFunction) else [sm._c]
 
 
 # The operators the rewritten graph calls: groups and op kernels by id, in
@@ -598,6 +610,7 @@ class OptimizedModule:
         # outputs go back to contiguous.
         self.channels_last = False
         self._contiguous_outputs = None
+        self._profiled = None  # owns the graph's fallback functions
 
     @property
     def report(self):
@@ -614,7 +627,7 @@ class OptimizedModule:
         if self.channels_last:
             inputs = [_to_channels_last(x) for x in inputs]
         with _torch.no_grad(), _torch.jit.optimized_execution(False):
-            out = self._function(self._module._c, *inputs)
+            out = self._function(*_self_args(self._module), *inputs)
         if self._contiguous_outputs:
             out = _map_tensors(out, self._contiguous_outputs)
         return out
@@ -667,11 +680,13 @@ def _capture(module, example_inputs, name, remove_mutation, channels_last):
     fn = _torch._C._create_function_from_graph("nncjit_profile", graph)
     with _FuserState(), _torch.no_grad():
         for _ in range(3):
-            fn(sm._c, *example_inputs)
+            fn(*_self_args(sm), *example_inputs)
         optimized = _torch.jit.last_executed_optimized_graph().copy()
     groups = [_Group(i, n, "%s_g%02d" % (name, i)) for i, n in
               enumerate(optimized.findAllNodes("prim::TensorExprGroup"))]
-    return sm, optimized, groups
+    # The graph's fallback functions (type check failed) belong to fn's
+    # execution plan: fn must live as long as the graph.
+    return sm, fn, optimized, groups
 
 
 def _is_nchw(x):
@@ -727,8 +742,9 @@ def _build(module, example_inputs, name, remove_mutation, options):
     """The OptimizedModule with every group on its PyTorch fallback, run
     once on the example inputs to record what each group sees."""
     _register_operator()
-    sm, graph, groups = _capture(module, example_inputs, name, remove_mutation,
-                                 options.get("channels_last"))
+    sm, profiled, graph, groups = _capture(module, example_inputs, name,
+                                           remove_mutation,
+                                           options.get("channels_last"))
     ids = list(range(len(_GROUPS), len(_GROUPS) + len(groups)))
     _GROUPS.extend(groups)
     _replace_groups(graph, ids)
@@ -738,6 +754,7 @@ def _build(module, example_inputs, name, remove_mutation, options):
         _GROUPS.extend(ops)
     function = _torch._C._create_function_from_graph("nncjit_forward", graph)
     model = OptimizedModule(sm, function, groups, ops)
+    model._profiled = profiled
     for g in groups:
         g.recording = True
     model(*example_inputs)

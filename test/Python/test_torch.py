@@ -1,0 +1,130 @@
+"""nncjit.torch: torchvision models against eager, what happens to groups
+nnc-jit does not take, and export round-tripping through the nnc-jit tool."""
+import json
+import os
+import subprocess
+import warnings
+
+import pytest
+import torch
+import torchvision
+
+import nncjit
+import nncjit.torch as nt
+
+
+def model_and_input(arch, channels_last):
+    torch.manual_seed(0)
+    m = getattr(torchvision.models, arch)().eval()
+    x = torch.randn(1, 3, 224, 224)
+    if channels_last:
+        m = m.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    return m, x
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "cl"])
+@pytest.mark.parametrize("arch", ["resnet18", "mobilenet_v2", "squeezenet1_0"])
+def test_torchvision_model_matches_eager(arch, channels_last):
+    m, x = model_and_input(arch, channels_last)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every group must run on nnc-jit
+        fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x], threads=2)
+    assert fast.groups, "the fuser formed no group"
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    with torch.no_grad():
+        want = m(x)
+        for _ in range(2):  # the second call runs the cached kernels
+            got = fast(x)
+            assert got.shape == want.shape
+            assert float((got - want).abs().max()) <= 1e-4 * float(want.abs().max())
+        # Another batch size fails the groups' type checks and runs
+        # PyTorch's fallback; the convolutions specialize for it.
+        x2 = torch.cat([x, x.flip(0) * 0.5])
+        want2 = m(x2)
+        got2 = fast(x2)
+    assert float((got2 - want2).abs().max()) <= 1e-4 * float(want2.abs().max())
+
+
+def test_unscripted_module_and_fuser_settings_restored():
+    saved = (torch._C._jit_texpr_fuser_enabled(), torch._C._jit_can_fuse_on_cpu(),
+             torch._C._jit_get_te_must_use_llvm_cpu())
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(8, 8, 3, padding=1)
+
+        def forward(self, x, y):
+            return torch.relu(self.conv(torch.relu(x + y)) + x)
+
+    m = Block().eval()
+    x, y = torch.randn(2, 8, 16, 16), torch.randn(2, 8, 16, 16)
+    fast = nt.optimize(m, [x, y])
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    torch.testing.assert_close(fast(x, y), m(x, y), rtol=1e-4, atol=1e-5)
+    assert fast.channels_last and fast(x, y).is_contiguous()
+    assert "nncjit::run_group" in str(fast.graph)
+    assert (torch._C._jit_texpr_fuser_enabled(), torch._C._jit_can_fuse_on_cpu(),
+            torch._C._jit_get_te_must_use_llvm_cpu()) == saved
+
+
+def test_group_that_differs_is_left_to_pytorch():
+    def f(a, b):
+        return torch.sigmoid(a * b + 1.0) * a
+
+    a, b = torch.randn(64, 256), torch.randn(64, 256)
+    with pytest.warns(UserWarning, match=r"1 of 1 fusion groups and ops run in PyTorch"):
+        fast = nt.optimize(torch.jit.script(f), [a, b], rtol=0, atol=0)
+    (r,) = fast.report
+    assert not r.on_nncjit
+    assert r.reason.startswith("its result differs from PyTorch's (max abs diff ")
+    assert r.kernel.startswith("// fusion group 0: mul add sigmoid mul\nkernel ")
+    torch.testing.assert_close(fast(a, b), f(a, b), rtol=0, atol=0)
+    # Within the default tolerance it runs on nnc-jit.
+    fast = nt.optimize(torch.jit.script(f), [a, b])
+    assert fast.report[0].on_nncjit and fast.report[0].max_abs_diff < 1e-5
+    torch.testing.assert_close(fast(a, b), f(a, b), rtol=1e-4, atol=1e-5)
+
+
+def test_model_without_fusion_groups_is_reported():
+    def f(a):
+        return torch.cumsum(a, 0)
+
+    a = torch.randn(32)
+    with pytest.warns(UserWarning, match="the fuser formed no fusion group"):
+        fast = nt.optimize(torch.jit.script(f), [a])
+    assert fast.report == [] and "no fusion group" in fast.summary()
+    torch.testing.assert_close(fast(a), f(a))
+
+
+def test_bad_module():
+    with pytest.raises(TypeError, match="takes a torch.nn.Module, a scripted module or a "
+                                        "function, not int"):
+        nt.optimize(3, [])
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, " ".join(cmd) + "\n" + p.stdout + p.stderr
+    return p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("arch", ["resnet18", "squeezenet1_0"])
+def test_export_round_trips_through_the_tool(arch, tmp_path, nnc_jit):
+    m, x = model_and_input(arch, True)
+    paths = nt.export(torch.jit.freeze(torch.jit.script(m)), [x], tmp_path)
+    assert paths and all(p.endswith(".nnc") for p in paths)
+    for path in paths:
+        meta = json.load(open(path[:-4] + ".meta.json"))
+        assert meta["eager_ms_1t"] > 0 and meta["eager_ms_2t"] > 0
+        roles = {b["role"] for b in meta["buffers"].values()}
+        assert "input" in roles and "output" in roles
+        out = run([nnc_jit, "--threads", "2", "--check", path])
+        assert "check: outputs match the interpreter" in out
+        # PyTorch's own data: inputs and constants in, its outputs expected.
+        flags = []
+        for name, b in meta["buffers"].items():
+            f = os.path.join(tmp_path, meta["files"][name])
+            flags += ["--expect" if b["role"] == "output" else "--input", name + "=" + f]
+        run([nnc_jit, "--threads", "2", "--rtol", "1e-4", "--atol", "1e-4", *flags, path])
