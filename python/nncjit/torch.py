@@ -143,7 +143,7 @@ class _Group:
                     if n.kind() not in ("prim::Constant", "prim::ListConstruct")]
         self.report = GroupReport(index, self.ops)
         self.num_outputs = node.outputsSize()
-        self.constants = []      # tensors passed after the inputs
+        self.constants = {}      # parameter name -> tensor, bound once
         self.fallback = _torch._C._create_function_from_graph(
             "nncjit_group_%d_fallback" % index, self.subgraph.copy())
         self.function = None
@@ -162,14 +162,15 @@ class _Group:
                 self.recorded = ([t.clone() for t in inputs],
                                  [t.clone() for t in outs])
             return outs
-        r = self.function(*inputs, *self.constants)
+        r = self.function(*inputs)
         return [r] if isinstance(r, _torch.Tensor) else list(r)
 
     def compile(self, options):
         """Writes and compiles the kernel; with options["check"], runs it on
         the recorded inputs and keeps it only if it matches PyTorch."""
         try:
-            self.function = _nncjit.compile(self.write(), **options["compile"])
+            self.function = _nncjit.compile(self.write(), **options["compile"]).partial(
+                **self.constants)
         except _Unsupported as e:
             self.report.reason = str(e)
             return
@@ -237,7 +238,7 @@ class _Group:
             if any(p.split()[1].rstrip(":") == name for p in params):
                 continue
             t = self._constant(post, name)
-            self.constants.append(t)
+            self.constants[name] = t
             params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
         self.kernel = "// fusion group %d: %s\nkernel %s(\n    %s) {\n%s\n}\n" % (
             self.index, " ".join(k.split("::")[-1] for k in self.ops),
@@ -294,13 +295,13 @@ class _Group:
                 raise _Unsupported("convolution %d's weight is %s, not %s" %
                                    (i, list(weight.shape), w_shape))
             wname = "const_conv%d_weight" % i
-            self.constants.append(weight)
+            self.constants[wname] = weight
             params.append(_decl("in", wname, weight.dtype, weight.shape,
                                 weight.stride()))
             bufs = [m.group(4), wname]
             if bias is not None:
                 bname = "const_conv%d_bias" % i
-                self.constants.append(bias)
+                self.constants[bname] = bias
                 params.append(_decl("in", bname, bias.dtype, bias.shape,
                                     bias.stride()))
                 bufs.append(bname)
@@ -407,18 +408,18 @@ class _OpKernel:
             fn = self.functions[key] = self._specialize(x)
         if fn is None:
             return self.fallback(x)
-        return fn[0](x, *fn[1])
+        return fn(x)
 
     def _specialize(self, x):
         try:
             text, constants = self._write(x)
-            fn = _nncjit.compile(text, **self.options["compile"])
+            fn = _nncjit.compile(text, **self.options["compile"]).partial(**constants)
         except (_Unsupported, _nncjit.Error) as e:
             self.report.reason = "input %s: %s" % (list(x.shape), str(e).split("\n")[0])
             return None
         self.report.kernel = text
         if self.options["check"]:
-            got, want = fn(x, *constants), self.fallback(x)
+            got, want = fn(x), self.fallback(x)
             self.report.max_abs_diff = float((got - want).abs().max()) if got.numel() else 0.0
             if not _torch.allclose(got, want, rtol=self.options["rtol"],
                                    atol=self.options["atol"]):
@@ -426,14 +427,14 @@ class _OpKernel:
                                       "(max abs diff %g)" % (list(x.shape),
                                                              self.report.max_abs_diff))
                 return None
-        return fn, constants
+        return fn
 
     def _write(self, x):
         if x.dtype != _torch.float32:
             raise _Unsupported("input of type %s" % x.dtype)
         w, b = self.weight, self.bias
         params = [_decl("in", "x", x.dtype, x.shape, x.stride())]
-        constants = []
+        constants = {}
         if self.kind == "aten::linear":
             if x.dim() != 2:
                 raise _Unsupported("a linear layer on a rank %d input" % x.dim())
@@ -441,11 +442,11 @@ class _OpKernel:
             wt = w.t()
             params.append(_decl("out", "y", x.dtype, [m, n], [n, 1]))
             params.append(_decl("in", "weight_t", wt.dtype, wt.shape, wt.stride()))
-            constants.append(wt)
+            constants["weight_t"] = wt
             body = "  y = nnc_aten_matmul(buf_args={x, weight_t}, args={})\n"
             if b is not None:
                 params.append(_decl("in", "bias", b.dtype, b.shape, b.stride()))
-                constants.append(b)
+                constants["bias"] = b
                 body += ("  for (int64_t i = 0ll; i < %dll; i++) {\n"
                          "    for (int64_t j = 0ll; j < %dll; j++) {\n"
                          "      y[i, j] = (y[i, j]) + (bias[j]);\n    }\n  }\n") % (m, n)
@@ -464,11 +465,11 @@ class _OpKernel:
                 out = out.contiguous(memory_format=_torch.channels_last)
             params.append(_decl("out", "y", x.dtype, out.shape, out.stride()))
             params.append(_decl("in", "weight", w.dtype, w.shape, w.stride()))
-            constants.append(w)
+            constants["weight"] = w
             bufs = "x, weight"
             if b is not None:
                 params.append(_decl("in", "bias", b.dtype, b.shape, b.stride()))
-                constants.append(b)
+                constants["bias"] = b
                 bufs += ", bias"
             body = "  y = nnc_aten_conv2d(buf_args={%s}, args={%s})\n" % (
                 bufs, ", ".join("%dll" % v for v in stride + padding + dilation + [groups]))
@@ -875,14 +876,15 @@ def export(module, example_inputs, directory, *, name=None,
             f.write(text)
         params = _nncjit.compile(text, opt_level=0).params
         inputs, outputs = g.recorded
-        values = list(inputs) + list(outputs) + list(g.constants)
-        order = ([p for p in params if p[1] == "in" and not p[0].startswith("const_")] +
-                 [p for p in params if p[1] == "out"] +
-                 [p for p in params if p[0].startswith("const_")])
+        data = dict(zip([p[0] for p in params if p[1] == "in" and p[0] not in g.constants],
+                        inputs))
+        data.update(zip([p[0] for p in params if p[1] == "out"], outputs))
+        data.update(g.constants)
         meta = {"name": g.name, "kernel": g.name, "torch_version": _torch.__version__,
                 "ops": g.ops, "params": {}, "buffers": {}, "files": {}}
-        for (pname, role, dtype, shape), t in zip(order, values):
-            role = "constant" if pname.startswith("const_") else \
+        for pname, role, dtype, _ in params:
+            t = data[pname]
+            role = "constant" if pname in g.constants else \
                 {"in": "input", "out": "output"}[role]
             meta["buffers"][pname] = {"role": role, "dtype": dtype,
                                       "sizes": list(t.shape), "strides": list(t.stride())}

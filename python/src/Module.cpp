@@ -536,41 +536,39 @@ public:
 
   const Function &function() const { return F; }
 
-  /// Calls the kernel. Args are every parameter in order, or every one but
-  /// the `out` buffers, which are then allocated; keywords name parameters.
-  /// Returns the out buffers (one, or a tuple).
+  /// Calls the kernel. Args are the parameters in order (those bound by
+  /// partial() aside), or all of those but the `out` buffers, which are
+  /// then allocated; keywords name parameters. Returns the out buffers
+  /// (one, or a tuple).
   py::object call(const py::args &Pos, const py::kwargs &Kw) const {
     const Kernel &K = F.kernel();
-    size_t N = Params.size();
+    size_t N = Params.size(), Free = N - (Bound ? Bound->Count : 0);
     std::vector<py::object> Given(N);
     size_t Count = Pos.size() + Kw.size();
-    bool Allocate = Count == N - Outputs.size() && !Outputs.empty() &&
-                    Count != N;
-    if (Count != N && !Allocate)
-      raise("kernel '" + K.Name + "' takes " + std::to_string(N) +
-            " arguments" +
+    bool Allocate = Count == Free - Outputs.size() && Count != Free;
+    if (Count != Free && !Allocate)
+      raise("kernel '" + K.Name + "' takes " + std::to_string(Free) +
+            " arguments" + (Bound ? " (besides those bound)" : "") +
             (Outputs.empty() ? ""
-                             : " (or " + std::to_string(N - Outputs.size()) +
+                             : " (or " + std::to_string(Free - Outputs.size()) +
                                    " without its outputs)") +
             ", " + std::to_string(Count) + " given");
+    auto Skipped = [&](size_t I) {
+      return isBound(I) || (Allocate && isOutput(I));
+    };
     // Positional arguments fill the parameters in order, skipping the
-    // outputs when they are to be allocated.
+    // bound ones and the outputs when they are to be allocated.
     size_t Next = 0;
     for (py::handle O : Pos) {
-      while (Allocate && isOutput(Next))
+      while (Skipped(Next))
         ++Next;
       Given[Next++] = py::reinterpret_borrow<py::object>(O);
     }
     for (const auto &[KeyH, V] : Kw) {
-      std::string Key = py::str(KeyH);
-      size_t I = 0;
-      while (I < N && Params[I].Name != Key)
-        ++I;
-      if (I == N)
-        raise("kernel '" + K.Name + "' has no parameter '" + Key + "'");
-      if (Given[I] || (Allocate && isOutput(I)))
-        raise("argument '" + Key + "' of kernel '" + K.Name +
-              "' is given twice or is an output to allocate");
+      size_t I = paramIndex(py::str(KeyH));
+      if (Given[I] || Skipped(I))
+        raise("argument '" + Params[I].Name + "' of kernel '" + K.Name +
+              "' is given twice, bound, or an output to allocate");
       Given[I] = py::reinterpret_borrow<py::object>(V);
     }
     Borrowed B;
@@ -578,11 +576,12 @@ public:
     Args.reserve(N);
     bool AnyTorch = false;
     for (size_t I = 0; I < N; ++I) {
-      if (!Given[I]) {
+      if (isBound(I))
+        Args.push_back(*Bound->Args[I]);
+      else if (!Given[I])
         Args.emplace_back(BufferArg{}); // An output, allocated below.
-        continue;
-      }
-      Args.push_back(toArg(K, I, Params[I], Given[I], B, AnyTorch));
+      else
+        Args.push_back(toArg(K, I, Params[I], Given[I], B, AnyTorch));
     }
     if (Allocate)
       for (size_t I : Outputs) {
@@ -605,6 +604,35 @@ public:
     for (size_t J = 0; J < Outputs.size(); ++J)
       R[J] = Given[Outputs[J]];
     return std::move(R);
+  }
+
+  /// A Function with the named parameters bound to these values (weights,
+  /// constants): converted once (and checked with the rest at each call),
+  /// and kept alive by it.
+  PyFunction partial(const py::kwargs &Kw) const {
+    PyFunction R = *this;
+    auto NB = std::make_shared<BoundArgs>();
+    NB->Args.resize(Params.size());
+    if (Bound) {
+      NB->Args = Bound->Args;
+      NB->Objects = Bound->Objects;
+      NB->Count = Bound->Count;
+      NB->Previous = Bound;
+    }
+    for (const auto &[KeyH, V] : Kw) {
+      size_t I = paramIndex(py::str(KeyH));
+      if (NB->Args[I])
+        raise("parameter '" + Params[I].Name + "' is bound already");
+      if (isOutput(I))
+        raise("parameter '" + Params[I].Name +
+              "' is an output; only inputs and scalars can be bound");
+      bool Ignored;
+      NB->Objects.push_back(py::reinterpret_borrow<py::object>(V));
+      NB->Args[I] = toArg(F.kernel(), I, Params[I], V, NB->B, Ignored);
+      ++NB->Count;
+    }
+    R.Bound = std::move(NB);
+    return R;
   }
 
   /// The parameters, as (name, kind, dtype, shape) tuples; kind is "in",
@@ -632,8 +660,24 @@ public:
   }
 
 private:
+  /// The arguments partial() bound, converted once.
+  struct BoundArgs {
+    Borrowed B;
+    std::vector<std::optional<Arg>> Args; ///< By parameter index.
+    std::vector<py::object> Objects;      ///< What Args point into.
+    size_t Count = 0;
+    std::shared_ptr<const BoundArgs> Previous; ///< Owns earlier bindings.
+  };
+
   bool isOutput(size_t I) const {
     return std::find(Outputs.begin(), Outputs.end(), I) != Outputs.end();
+  }
+  bool isBound(size_t I) const { return Bound && Bound->Args[I]; }
+  size_t paramIndex(const std::string &Name) const {
+    for (size_t I = 0; I < Params.size(); ++I)
+      if (Params[I].Name == Name)
+        return I;
+    raise("kernel '" + F.kernel().Name + "' has no parameter '" + Name + "'");
   }
 
   /// A new array for an output: a torch tensor when an argument was one,
@@ -670,6 +714,7 @@ private:
   Function F;
   std::vector<ParamDesc> Params;
   std::vector<size_t> Outputs;
+  std::shared_ptr<const BoundArgs> Bound;
 };
 
 /// Compilers by options, so that repeated compile() calls with the same
@@ -732,6 +777,8 @@ PYBIND11_MODULE(_nncjit, m) {
   py::class_<PyFunction>(m, "Function",
                          "A compiled kernel. Call it with its arguments.")
       .def("__call__", &PyFunction::call)
+      .def("partial", &PyFunction::partial,
+           "A Function with the named parameters bound to these values.")
       .def_property_readonly(
           "name", [](const PyFunction &F) { return F.function().name(); })
       .def_property_readonly("params", &PyFunction::params)

@@ -312,3 +312,39 @@ def test_cache_dir(tmp_path):
     x = np.ones((4, 16), np.float32)
     assert (nncjit.compile(SCALE, cache_dir=tmp_path)(x, 1.0) == 1).all()
     assert os.listdir(tmp_path)
+
+
+def test_partial_binds_parameters_once(scale):
+    x = np.ones((4, 16), np.float32)
+    w = torch.full((4, 16), 3.0)
+    triple = scale.partial(s=3.0)
+    np.testing.assert_array_equal(triple(x), x * 3)
+    y = np.zeros((4, 16), np.float32)
+    assert triple(x, y) is y and (y == 3).all()
+    bound_x = scale.partial(x=w)        # a tensor, kept alive by the function
+    del w
+    torch.testing.assert_close(torch.as_tensor(bound_x(s=2.0)), torch.full((4, 16), 6.0))
+    both = bound_x.partial(s=0.5)
+    assert (both() == 1.5).all()
+    with pytest.raises(nncjit.Error) as e:
+        triple(x, y, 2.0)
+    assert message(e) == ("kernel 'scale' takes 2 arguments (besides those bound) "
+                          "(or 1 without its outputs), 3 given")
+    with pytest.raises(nncjit.Error) as e:
+        triple(x, s=2.0)
+    assert message(e) == ("argument 's' of kernel 'scale' is given twice, bound, or "
+                          "an output to allocate")
+    with pytest.raises(nncjit.Error) as e:
+        triple.partial(s=1.0)
+    assert message(e) == "parameter 's' is bound already"
+    with pytest.raises(nncjit.Error) as e:
+        scale.partial(y=np.zeros((4, 16), np.float32))
+    assert message(e) == "parameter 'y' is an output; only inputs and scalars can be bound"
+    with pytest.raises(nncjit.Error) as e:
+        scale.partial(q=1)
+    assert message(e) == "kernel 'scale' has no parameter 'q'"
+    bad = scale.partial(x=np.ones(3, np.float32))  # checked at each call
+    with pytest.raises(nncjit.Error) as e:
+        bad(s=1.0)
+    assert message(e) == ("argument 0 ('x') of kernel 'scale': shape [4, 16] is "
+                          "expected, not [3]")
