@@ -13,6 +13,7 @@
 #include "nnc/IR/Printer.h"
 #include "nnc/Support/Error.h"
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -586,9 +587,12 @@ public:
     if (Allocate)
       for (size_t I : Outputs) {
         BufferShape S = unwrap(F.bufferShape(I, Args));
-        Given[I] = allocate(Params[I].Type, S, AnyTorch);
-        bool Ignored;
-        Args[I] = toArg(K, I, Params[I], Given[I], B, Ignored);
+        BufferArg A;
+        A.Type = Params[I].Type;
+        Given[I] = allocate(A.Type, S, AnyTorch, A.Data);
+        A.Shape = S.Shape;
+        A.Strides = S.Strides;
+        Args[I] = Arg(std::move(A));
       }
     llvm::Error E = llvm::Error::success();
     {
@@ -680,9 +684,10 @@ private:
     raise("kernel '" + F.kernel().Name + "' has no parameter '" + Name + "'");
   }
 
-  /// A new array for an output: a torch tensor when an argument was one,
-  /// else a NumPy array, with the strides the kernel declares.
-  static py::object allocate(DType T, const BufferShape &S, bool Torch) {
+  /// A new array for an output, and its data in Data: a torch tensor when
+  /// an argument was one, else a NumPy array, with the kernel's strides.
+  static py::object allocate(DType T, const BufferShape &S, bool Torch,
+                             void *&Data) {
     size_t Rank = S.Shape.size();
     py::tuple Shape(Rank), Strides(Rank);
     bool RowMajor = true;
@@ -695,20 +700,44 @@ private:
       Span = S.Shape[D] == 0 ? 0 : Span + (S.Shape[D] - 1) * S.Strides[D];
     }
     if (Torch) {
-      static py::object &Empty = *new py::object(
-          py::reinterpret_borrow<py::object>(torchModule()).attr(
-              "empty_strided"));
-      py::object Type =
-          py::reinterpret_borrow<py::object>(torchModule()).attr(numpyDType(T));
-      return Empty(Shape, Strides, py::arg("dtype") = Type);
+      // Never freed: Python may be gone when static destructors run.
+      static py::object &Torch = *new py::object(
+          py::reinterpret_borrow<py::object>(torchModule()));
+      static py::object &Empty = *new py::object(Torch.attr("empty"));
+      static py::object &EmptyStrided =
+          *new py::object(Torch.attr("empty_strided"));
+      // {"dtype": torch.<type>} by DType, made once.
+      static std::vector<py::dict> &Kwargs = *new std::vector<py::dict>(16);
+      py::dict &Kw = Kwargs[static_cast<size_t>(T)];
+      if (!Kw)
+        Kw = py::dict(py::arg("dtype") = Torch.attr(numpyDType(T)));
+      py::tuple Pos = RowMajor ? py::make_tuple(Shape)
+                               : py::make_tuple(Shape, Strides);
+      PyObject *R = PyObject_Call((RowMajor ? Empty : EmptyStrided).ptr(),
+                                  Pos.ptr(), Kw.ptr());
+      if (!R)
+        throw py::error_already_set();
+      py::object Tensor = py::reinterpret_steal<py::object>(R);
+      Data = reinterpret_cast<void *>(
+          Tensor.attr("data_ptr")().cast<uintptr_t>());
+      return Tensor;
     }
     if (T == DType::BF16)
       raise("a bf16 output cannot be a NumPy array; pass a torch tensor");
-    static py::object &Np = *new py::object(py::module_::import("numpy"));
-    if (RowMajor)
-      return Np.attr("empty")(Shape, numpyDType(T));
-    return Np.attr("lib").attr("stride_tricks").attr("as_strided")(
-        Np.attr("empty")(Span, numpyDType(T)), Shape, Strides);
+    std::vector<py::ssize_t> NpShape(S.Shape.begin(), S.Shape.end()),
+        NpStrides(Rank);
+    for (size_t D = 0; D < Rank; ++D)
+      NpStrides[D] = S.Strides[D] * static_cast<py::ssize_t>(dtypeSize(T));
+    py::dtype Type(numpyDType(T));
+    if (RowMajor) {
+      py::array R(Type, NpShape, NpStrides);
+      Data = R.mutable_data();
+      return std::move(R);
+    }
+    // Other strides may leave gaps: the storage is the span they cover.
+    py::array Storage(Type, std::vector<py::ssize_t>{Span});
+    Data = Storage.mutable_data();
+    return py::array(Type, NpShape, NpStrides, Data, Storage);
   }
 
   Function F;

@@ -135,6 +135,24 @@ def test_channels_last_output():
     np.testing.assert_allclose(yn, x.relu().numpy())
 
 
+def test_padded_output_strides():
+    f = nncjit.compile("""
+kernel pad(in x: f32[3, 4], out y: f32[3, 4] strides [8ll, 1ll]) {
+  for (int64_t i = 0ll; i < 3ll; i++) {
+    for (int64_t j = 0ll; j < 4ll; j++) {
+      y[i, j] = (x[i, j]) + 1.f;
+    }
+  }
+}""")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = f(x)
+    assert y.strides == (32, 4)
+    np.testing.assert_array_equal(y, x + 1)
+    t = f(torch.from_numpy(x))
+    assert t.stride() == (8, 1)
+    torch.testing.assert_close(t, torch.from_numpy(x) + 1)
+
+
 def test_inout_has_nothing_to_return():
     f = nncjit.compile(INOUT)
     a, b = np.ones(8), np.arange(8.0)
