@@ -70,6 +70,7 @@ class GroupReport:
         self.on_nncjit = False
         self.reason = ""         # why it runs in PyTorch
         self.max_abs_diff = None  # against PyTorch, on the example inputs
+        self.merged = []         # the ops merged into its kernel
 
     def __repr__(self):
         where = "nnc-jit" if self.on_nncjit else "PyTorch (%s)" % self.reason
@@ -120,6 +121,18 @@ def _decl(role, name, dtype, sizes, strides):
                                 _layout(sizes, strides))
 
 
+def _kernel_text(comment, name, params, body):
+    return "// %s\nkernel %s(\n    %s) {\n%s\n}\n" % (
+        comment, name, ",\n    ".join(params), body.rstrip("\n"))
+
+
+def _matches(signature, inputs):
+    """Whether the tensors have the (sizes, strides, dtype) of signature."""
+    return len(signature) == len(inputs) and all(
+        tuple(t.shape) == sz and t.stride() == st and t.dtype == dt
+        for (sz, st, dt), t in zip(signature, inputs))
+
+
 def _tensor_type(v):
     """(dtype, sizes, strides) of a graph value with a complete tensor type."""
     t = v.type()
@@ -149,6 +162,10 @@ class _Group:
         self.function = None
         self.recording = False
         self.recorded = None     # (inputs, outputs) seen on the example inputs
+        # What write() makes: the kernel's parameter declarations and body,
+        # and its inputs' names and (sizes, strides, dtype).
+        self.params, self.body, self.input_names, self.signature = [], "", [], []
+        self.if_node = None      # the prim::If that guards its call
 
     def run_fallback(self, inputs):
         with _torch.jit.optimized_execution(False):
@@ -156,7 +173,7 @@ class _Group:
         return [r] if isinstance(r, _torch.Tensor) else list(r)
 
     def __call__(self, inputs):
-        if self.function is None:
+        if self.function is None or not _matches(self.signature, inputs):
             outs = self.run_fallback(inputs)
             if self.recording:
                 self.recorded = ([t.clone() for t in inputs],
@@ -216,6 +233,8 @@ class _Group:
                 raise _Unsupported("input %s is not in NNC's statement" % name)
             inputs.append(name)
             params.append(_decl("in", name, dtype, sizes, strides))
+            self.signature.append((tuple(sizes), tuple(strides), dtype))
+        self.input_names = inputs
         body, conv_params = self._rewrite_convolutions(pre, post, body)
         body, temps = _rewrite_temporaries(body)
         # The outputs: the buffers written that are neither inputs nor
@@ -240,9 +259,10 @@ class _Group:
             t = self._constant(post, name)
             self.constants[name] = t
             params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
-        self.kernel = "// fusion group %d: %s\nkernel %s(\n    %s) {\n%s\n}\n" % (
-            self.index, " ".join(k.split("::")[-1] for k in self.ops),
-            self.name, ",\n    ".join(params), body)
+        self.params, self.body = params, body
+        self.kernel = _kernel_text("fusion group %d: %s" % (
+            self.index, " ".join(k.split("::")[-1] for k in self.ops)),
+            self.name, params, body)
         self.report.kernel = self.kernel
         return self.kernel
 
@@ -370,6 +390,7 @@ class _OpKernel:
         if self.kind == "aten::conv2d":
             self.params = [const(i) for i in range(3, 7)]
         self.functions = {}
+        self.example = None      # the first input it saw
         self.report = GroupReport(local, [self.kind])
         self.report.on_nncjit = True
 
@@ -406,6 +427,8 @@ class _OpKernel:
         fn = self.functions.get(key, False)
         if fn is False:
             fn = self.functions[key] = self._specialize(x)
+            if self.example is None:
+                self.example = x.clone()
         if fn is None:
             return self.fallback(x)
         return fn(x)
@@ -429,6 +452,44 @@ class _OpKernel:
                 return None
         return fn
 
+    def _conv_shape(self, x):
+        """The output (an empty tensor of its layout) of the convolution of
+        x, and the nnc_aten_conv2d args."""
+        if x.dim() != 4:
+            raise _Unsupported("a convolution of a rank %d input" % x.dim())
+        w = self.weight
+        stride, padding, dilation, groups = self.params
+        pair = lambda v: list(v) * 2 if len(v) == 1 else list(v)  # noqa: E731
+        stride, padding, dilation = pair(stride), pair(padding), pair(dilation)
+        n, _, h, wd = x.shape
+        ho = (h + 2 * padding[0] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
+        wo = (wd + 2 * padding[1] - dilation[1] * (w.shape[3] - 1) - 1) // stride[1] + 1
+        out = _torch.empty(n, w.shape[0], ho, wo)
+        if x.is_contiguous(memory_format=_torch.channels_last) and not x.is_contiguous():
+            out = out.contiguous(memory_format=_torch.channels_last)
+        return out, ", ".join("%dll" % v for v in stride + padding + dilation + [groups])
+
+    def statement(self, x_name, y_name, prefix):
+        """The convolution of the example input as a statement that writes
+        the temporary y_name, and its weight and bias parameters (named
+        PREFIX_weight, PREFIX_bias), for merging into a group's kernel."""
+        out, args = self._conv_shape(self.example)
+        params, constants = [], {}
+        bufs = [x_name]
+        for what, t in (("weight", self.weight), ("bias", self.bias)):
+            if t is not None:
+                pname = "%s_%s" % (prefix, what)
+                params.append(_decl("in", pname, t.dtype, t.shape, t.stride()))
+                constants[pname] = t
+                bufs.append(pname)
+        desc = "%s(dtype=float, sizes=[%s], strides=[%s])" % (
+            y_name, ", ".join("%dll" % v for v in out.shape),
+            ", ".join("%dll" % v for v in out.stride()))
+        text = ("  Allocate(%s); // dtype=float, dims=[%s]\n"
+                "  %s = nnc_aten_conv2d(buf_args={%s}, args={%s})\n") % (
+            y_name, ", ".join("%dll" % v for v in out.shape), desc, ", ".join(bufs), args)
+        return text, params, constants
+
     def _write(self, x):
         if x.dtype != _torch.float32:
             raise _Unsupported("input of type %s" % x.dtype)
@@ -451,18 +512,7 @@ class _OpKernel:
                          "    for (int64_t j = 0ll; j < %dll; j++) {\n"
                          "      y[i, j] = (y[i, j]) + (bias[j]);\n    }\n  }\n") % (m, n)
         else:
-            if x.dim() != 4:
-                raise _Unsupported("a convolution of a rank %d input" % x.dim())
-            stride, padding, dilation, groups = self.params
-            pair = lambda v: list(v) * 2 if len(v) == 1 else list(v)
-            stride, padding, dilation = pair(stride), pair(padding), pair(dilation)
-            n, _, h, wd = x.shape
-            k = w.shape[0]
-            ho = (h + 2 * padding[0] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
-            wo = (wd + 2 * padding[1] - dilation[1] * (w.shape[3] - 1) - 1) // stride[1] + 1
-            out = _torch.empty(n, k, ho, wo)
-            if x.is_contiguous(memory_format=_torch.channels_last) and not x.is_contiguous():
-                out = out.contiguous(memory_format=_torch.channels_last)
+            out, args = self._conv_shape(x)
             params.append(_decl("out", "y", x.dtype, out.shape, out.stride()))
             params.append(_decl("in", "weight", w.dtype, w.shape, w.stride()))
             constants["weight"] = w
@@ -471,11 +521,161 @@ class _OpKernel:
                 params.append(_decl("in", "bias", b.dtype, b.shape, b.stride()))
                 constants["bias"] = b
                 bufs += ", bias"
-            body = "  y = nnc_aten_conv2d(buf_args={%s}, args={%s})\n" % (
-                bufs, ", ".join("%dll" % v for v in stride + padding + dilation + [groups]))
-        text = "// %s outside the fusion groups\nkernel %s(\n    %s) {\n%s}\n" % (
-            self.kind, self.name, ",\n    ".join(params), body)
-        return text, constants
+            body = "  y = nnc_aten_conv2d(buf_args={%s}, args={%s})\n" % (bufs, args)
+        return _kernel_text("%s outside the fusion groups" % self.kind, self.name,
+                            params, body), constants
+
+
+class _MergedGroup:
+    """A group with the convolutions that feed it merged into its kernel:
+    the nncjit::run_op calls whose only consumer the group is. The
+    convolution then writes a temporary of the kernel, which saves a call
+    and lets fuse-conv-post-ops fold the group's first loops (a ReLU6, an
+    add) into it. It checks its own inputs (the group's type check is gone
+    with the run_op call) and otherwise runs the convolutions and the group
+    as before."""
+
+    def __init__(self, group, values, producers):
+        """values: the group's input values in order; producers: position ->
+        (op, the op's input value)."""
+        self.group = group
+        self.report = group.report
+        self.values, names, self.signature, self.sources = [], [], [], []
+        for p, v in enumerate(values):
+            if p not in producers:
+                self.values.append(v)
+                names.append(group.input_names[p])
+                self.signature.append(group.signature[p])
+        params = [d for p, d in enumerate(group.params[:len(values)]) if p not in producers]
+        body, constants = "", dict(group.constants)
+        for p, (op, x) in sorted(producers.items()):
+            if x in self.values:
+                x_name = names[self.values.index(x)]
+            else:
+                x_name = "tmerged_%d" % p
+                ex = op.example
+                self.values.append(x)
+                names.append(x_name)
+                self.signature.append((tuple(ex.shape), ex.stride(), ex.dtype))
+                params.append(_decl("in", x_name, ex.dtype, ex.shape, ex.stride()))
+            text, ps, cs = op.statement(x_name, group.input_names[p], "const_op%d" % op.index)
+            body += text
+            params += ps
+            constants.update(cs)
+        # Where each of the group's inputs comes from: an input of the
+        # merged kernel, or an op applied to one.
+        for p, v in enumerate(values):
+            if p in producers:
+                op, x = producers[p]
+                self.sources.append((op, self.values.index(x)))
+            else:
+                self.sources.append((None, self.values.index(v)))
+        self.ops = [op for op, _ in producers.values()]
+        self.constants = constants
+        self.kernel = _kernel_text(
+            "fusion group %d with the convolution%s of op%s %s merged in" % (
+                group.index, "s" if len(self.ops) > 1 else "",
+                "s" if len(self.ops) > 1 else "",
+                ", ".join(str(o.report.index) for o in self.ops)),
+            group.name + "_merged", params + group.params[len(values):],
+            body + group.body)
+        self.function = None
+
+    def compile(self, options):
+        """Compiles and checks the merged kernel; False if it is not kept."""
+        try:
+            fn = _nncjit.compile(self.kernel, **options["compile"]).partial(**self.constants)
+        except _nncjit.Error:
+            return False
+        inputs = self._inputs_from_recording()
+        got = fn(*inputs)
+        got = [got] if isinstance(got, _torch.Tensor) else list(got)
+        want = self.group.recorded[1]
+        if options["check"] and not all(
+                _torch.allclose(a, b, rtol=options["rtol"], atol=options["atol"])
+                for a, b in zip(got, want)):
+            return False
+        self.function = fn
+        self.report.kernel = self.kernel
+        self.report.merged = [o.report.index for o in self.ops]
+        return True
+
+    def _inputs_from_recording(self):
+        inputs = [None] * len(self.values)
+        for p, (op, k) in enumerate(self.sources):
+            inputs[k] = op.example if op is not None else self.group.recorded[0][p]
+        return inputs
+
+    def __call__(self, inputs):
+        if _matches(self.signature, inputs):
+            r = self.function(*inputs)
+            return [r] if isinstance(r, _torch.Tensor) else list(r)
+        return self.group([op(inputs[k]) if op is not None else inputs[k]
+                           for op, k in self.sources])
+
+
+def _inside(node, outer):
+    """Whether node is in one of outer's blocks."""
+    while node is not None:
+        block = node.owningBlock()
+        node = block.owningNode() if block is not None else None
+        if node is not None and node == outer:
+            return True
+    return False
+
+
+def _merge_ops_into_groups(graph, groups, options):
+    """Merges the convolutions (run_op calls) whose only consumer is a group
+    into the group's kernel; returns the _MergedGroups, registered with ids."""
+    merged = []
+    for g in groups:
+        if not g.report.on_nncjit or g.if_node is None or g.recorded is None:
+            continue
+        check = g.if_node.inputsAt(0).node()
+        if check.kind() != "prim::TypeCheck":
+            continue
+        values = list(check.inputs())
+        producers = {}
+        for p, v in enumerate(values):
+            node = v.node()
+            if node.kind() != "nncjit::run_op":
+                continue
+            op = _GROUPS[node.inputsAt(0).toIValue()]
+            if op.kind != "aten::conv2d" or op.example is None or \
+                    not op.functions.get((tuple(op.example.shape), op.example.stride(),
+                                          op.example.dtype)):
+                continue
+            if all(u.user == check or _inside(u.user, g.if_node) for u in v.uses()) \
+                    and values.count(v) == 1:
+                producers[p] = (op, node.inputsAt(1))
+        if not producers:
+            continue
+        m = _MergedGroup(g, values, producers)
+        if not m.compile(options):
+            continue
+        mid = len(_GROUPS)
+        _GROUPS.append(m)
+        merged.append(m)
+        # One call of the merged kernel replaces the type check, the If and
+        # the convolutions.
+        lc = graph.create("prim::ListConstruct", m.values)
+        lc.output().setType(_torch._C.ListType.ofTensors())
+        lc.insertBefore(g.if_node)
+        c = graph.insertConstant(mid)
+        c.node().moveBefore(lc)
+        call = graph.create("nncjit::run_group", [c, lc.output()], 1)
+        call.output().setType(_torch._C.ListType.ofTensors())
+        call.insertBefore(g.if_node)
+        unpack = graph.create("prim::ListUnpack", [call.output()], g.if_node.outputsSize())
+        unpack.insertBefore(g.if_node)
+        for old, new in zip(g.if_node.outputs(), unpack.outputs()):
+            new.setType(old.type())
+            old.replaceAllUsesWith(new)
+        g.if_node.destroy()
+        g.if_node = None
+        check.destroy()
+    _torch._C._jit_pass_dce(graph)
+    return merged
 
 
 class _FuserState:
@@ -580,8 +780,11 @@ def _register_operator():
 
 def _replace_groups(graph, ids):
     """Rewrites each prim::TensorExprGroup of graph into a call of
-    nncjit::run_group with the group's id (ids, in node order)."""
+    nncjit::run_group with the group's id (ids, in node order), and notes
+    the prim::If that guards it."""
     for node, gid in zip(graph.findAllNodes("prim::TensorExprGroup"), ids):
+        block = node.owningBlock()
+        _GROUPS[gid].if_node = block.owningNode() if block is not None else None
         lc = graph.create("prim::ListConstruct", list(node.inputs()))
         lc.output().setType(_torch._C.ListType.ofTensors())
         lc.insertBefore(node)
@@ -642,7 +845,8 @@ class OptimizedModule:
                 "group" if r in [g.report for g in self.groups] else "op",
                 r.index, " ".join(k.split("::")[-1] for k in r.ops[:8]) +
                 (" ..." if len(r.ops) > 8 else ""),
-                "nnc-jit" if r.on_nncjit else "PyTorch: " + r.reason))
+                ("nnc-jit" + (" (ops %s merged in)" % ", ".join(map(str, r.merged))
+                              if r.merged else "")) if r.on_nncjit else "PyTorch: " + r.reason))
         if not lines:
             lines.append("no fusion group: the whole model runs in PyTorch")
         return "\n".join(lines)
@@ -756,6 +960,7 @@ def _build(module, example_inputs, name, remove_mutation, options):
     function = _torch._C._create_function_from_graph("nncjit_forward", graph)
     model = OptimizedModule(sm, function, groups, ops)
     model._profiled = profiled
+    model._graph = graph
     for g in groups:
         g.recording = True
     model(*example_inputs)
@@ -770,8 +975,8 @@ def _default_name(module):
 
 
 def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
-             remove_mutation=True, ops=True, channels_last=None, name=None,
-             **compile_options):
+             remove_mutation=True, ops=True, merge=True, channels_last=None,
+             name=None, **compile_options):
     """Runs the fusion groups of a scripted (optionally frozen) module on
     nnc-jit. Returns an OptimizedModule, called like the module.
 
@@ -783,6 +988,8 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     ops: also run the convolutions and linear layers outside the groups on
     nnc-jit (on oneDNN with cached primitives, as PyTorch's
     optimize_for_inference would prepack them).
+    merge: merge the convolutions whose only consumer is a group into the
+    group's kernel.
     channels_last: run a model given NCHW images in channels-last inside
     (the inputs are converted at each call, and outputs that eager
     PyTorch returns contiguous are converted back): PyTorch fuses and
@@ -818,6 +1025,10 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
             if a.is_contiguous() and not b.is_contiguous()}
     for g in model.groups:
         g.compile(options)
+    if ops and merge:
+        if _merge_ops_into_groups(model._graph, model.groups, options):
+            model._function = _torch._C._create_function_from_graph(
+                "nncjit_forward", model._graph)
     left = [r for r in model.report if not r.on_nncjit]
     if left:
         warnings.warn("nncjit: %d of %d fusion groups and ops run in PyTorch:\n%s" % (
