@@ -74,12 +74,30 @@ private:
   int32_t Previous = 0;
 };
 
+/// Sets the calling thread's Winograd setting for the duration of a call.
+class WinogradScope {
+public:
+  explicit WinogradScope(bool On) : Active(On) {
+    if (Active)
+      Previous = nnc_runtime_set_thread_winograd(1);
+  }
+  ~WinogradScope() {
+    if (Active)
+      nnc_runtime_set_thread_winograd(Previous);
+  }
+
+private:
+  bool Active;
+  int32_t Previous = 0;
+};
+
 } // namespace
 
 struct Function::State {
   Kernel K;
   std::shared_ptr<const CompiledKernel> CK;
   unsigned Threads = 0;
+  bool Winograd = false;
   std::vector<ParamInfo> Params;
 };
 
@@ -88,6 +106,7 @@ const std::string &Function::name() const { return S->K.Name; }
 
 int32_t Function::callRaw(void **Args) const {
   ThreadScope Threads(S->Threads);
+  WinogradScope Winograd(S->Winograd);
   return S->CK->callRaw(Args);
 }
 
@@ -508,6 +527,7 @@ llvm::Expected<Function> Compiler::compile(const Kernel &K,
   S->K = K;
   S->CK = std::move(*CK);
   S->Threads = Opts.Threads;
+  S->Winograd = Opts.Winograd;
   S->Params = paramsOf(K);
   return Function(std::move(S));
 }

@@ -146,6 +146,13 @@ struct Flags {
       cl::values(clEnumValN(OnOff::On, "on", "reorder (as PyTorch does)"),
                  clEnumValN(OnOff::Off, "off", "keep the program's order")),
       cl::cat(Cat)};
+  cl::opt<OnOff> Winograd{
+      "winograd", cl::init(OnOff::Off),
+      cl::desc("Let 3x3 stride-1 convolutions run oneDNN's Winograd "
+               "algorithm where it measures faster (default: off)"),
+      cl::values(clEnumValN(OnOff::On, "on", "time both, keep the faster"),
+                 clEnumValN(OnOff::Off, "off", "direct convolution only")),
+      cl::cat(Cat)};
   cl::opt<VectorMath> Math{
       "vector-math", cl::init(VectorMath::Inline),
       cl::desc("How transcendentals (exp, tanh, ...) are computed "
@@ -335,6 +342,7 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   C.Features = F.MAttr;
   C.CacheDir = F.CacheDir;
   C.Reassociate = F.Reassociate == Flags::OnOff::On;
+  C.Winograd = F.Winograd == Flags::OnOff::On;
   C.Math = F.Math;
   if (F.FPContract != Flags::Contract::Default)
     C.FPContract = F.FPContract == Flags::Contract::On;

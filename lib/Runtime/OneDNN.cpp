@@ -29,6 +29,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -118,13 +120,21 @@ dnnl::algorithm eltwiseAlgorithm(PostOpKind K) {
 struct ConvEntry {
   dnnl::convolution_forward Prim;
   memory Weights; // Reordered once.
-  memory::desc Src, Dst, Bias, Scratch;
+  /// The primitive's source and destination: the buffers' own (direct
+  /// convolution), or oneDNN's blocked layouts (Winograd), reordered from
+  /// UserSrc and into UserDst around each run.
+  memory::desc Src, Dst, Bias, Scratch, UserSrc, UserDst;
+  bool Blocked = false;
   std::vector<memory::desc> Binary; // Post-op operands.
   std::string Impl;
   /// The Add post-op run as oneDNN's `sum` (its operand is copied into the
   /// destination first), or -1.
   int SumAt = -1;
 };
+
+/// Whether the calling thread's kernels consider Winograd convolutions
+/// (nnc_runtime_set_thread_winograd).
+thread_local bool ConsiderWinograd = false;
 
 /// The Add post-op that can be oneDNN's `sum`: the only Add, whose operand
 /// has the output's strides over dense storage (so one copy pre-fills the
@@ -221,6 +231,193 @@ std::string postOpsKey(const std::vector<PostOp> &Ops) {
   return OS.str();
 }
 
+namespace {
+
+/// A convolution primitive for the shapes of Out, X, W and Bias with
+/// algorithm Alg: direct on the buffers' own layouts, or Winograd on the
+/// layouts oneDNN chooses. Throws dnnl::error where oneDNN has none.
+std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
+                                    const Tensor &W, const Tensor *Bias,
+                                    const Conv2dParams &P,
+                                    const std::vector<PostOp> &Ops,
+                                    dnnl::algorithm Alg) {
+  bool Blocked = Alg != dnnl::algorithm::convolution_direct;
+  int64_t H = X.Sizes[2], Wd = X.Sizes[3], O = W.Sizes[0];
+  int64_t CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
+  int64_t OH = Out.Sizes[2], OW = Out.Sizes[3];
+  auto E = std::make_shared<ConvEntry>();
+  // Weights: [O, C/G, KH, KW], or [G, O/G, C/G, KH, KW] with groups.
+  memory::dims WDims, WStrides;
+  if (P.Groups == 1) {
+    WDims = {O, CPerG, KH, KW};
+    WStrides = {W.Strides[0], W.Strides[1], W.Strides[2], W.Strides[3]};
+  } else {
+    WDims = {P.Groups, O / P.Groups, CPerG, KH, KW};
+    WStrides = {(O / P.Groups) * W.Strides[0], W.Strides[0], W.Strides[1],
+                W.Strides[2], W.Strides[3]};
+  }
+  memory::desc UserW(WDims, memory::data_type::f32, WStrides);
+  memory::desc AnyW(WDims, memory::data_type::f32, memory::format_tag::any);
+  E->UserSrc = descOf(X);
+  E->UserDst = descOf(Out);
+  auto Any = [](const Tensor &T) {
+    return memory::desc(memory::dims(T.Sizes.begin(), T.Sizes.end()),
+                        memory::data_type::f32, memory::format_tag::any);
+  };
+  memory::desc Src = Blocked ? Any(X) : E->UserSrc;
+  memory::desc Dst = Blocked ? Any(Out) : E->UserDst;
+  if (Bias)
+    E->Bias = descOf(*Bias);
+  // Right padding makes oneDNN's output size PyTorch's (floor division).
+  memory::dims Strides = {P.StrideH, P.StrideW};
+  memory::dims Dil = {P.DilationH - 1, P.DilationW - 1};
+  memory::dims PadL = {P.PadH, P.PadW};
+  memory::dims PadR = {
+      (OH - 1) * P.StrideH + (KH - 1) * P.DilationH + 1 - H - P.PadH,
+      (OW - 1) * P.StrideW + (KW - 1) * P.DilationW + 1 - Wd - P.PadW};
+  auto Desc = Bias ? dnnl::convolution_forward::desc(
+                         dnnl::prop_kind::forward_inference, Alg, Src, AnyW,
+                         E->Bias, Dst, Strides, Dil, PadL, PadR)
+                   : dnnl::convolution_forward::desc(
+                         dnnl::prop_kind::forward_inference, Alg, Src, AnyW,
+                         Dst, Strides, Dil, PadL, PadR);
+  int SumAt = sumCandidate(Ops, Out);
+  dnnl::convolution_forward::primitive_desc PD;
+  if (Blocked) {
+    // The blocked destination holds no residual: every Add must be `sum`,
+    // whose operand is reordered into it.
+    for (size_t I = 0; I < Ops.size(); ++I)
+      if (Ops[I].K == PostOpKind::Add && static_cast<int>(I) != SumAt)
+        throw dnnl::error(dnnl_unimplemented, "an add that is not a sum");
+    PD = dnnl::convolution_forward::primitive_desc(
+        Desc, attrFor(Ops, Out, E->Binary, SumAt), engine());
+    E->SumAt = SumAt;
+  } else {
+    PD = dnnl::convolution_forward::primitive_desc(
+        Desc, attrFor(Ops, Out, E->Binary, -1), engine());
+    // With a residual add as `binary_add`, oneDNN 2.6 may leave its
+    // fastest implementation (brgconv on AVX-512: up to 2x slower,
+    // docs/performance.md); as `sum` it keeps it, at the cost of copying
+    // the residual into the destination first. So `sum` where it changes
+    // the implementation, `binary_add` where it does not (AVX2).
+    if (SumAt >= 0) {
+      try {
+        std::vector<memory::desc> SumBinary;
+        dnnl::convolution_forward::primitive_desc SumPD(
+            Desc, attrFor(Ops, Out, SumBinary, SumAt), engine());
+        if (std::string(SumPD.impl_info_str()) != PD.impl_info_str()) {
+          PD = SumPD;
+          E->Binary = std::move(SumBinary);
+          E->SumAt = SumAt;
+        }
+      } catch (const dnnl::error &) {
+        // No implementation with `sum`: binary_add it is.
+      }
+    }
+  }
+  E->Blocked = Blocked;
+  E->Src = PD.src_desc();
+  E->Dst = PD.dst_desc();
+  E->Prim = dnnl::convolution_forward(PD);
+  E->Scratch = PD.scratchpad_desc();
+  E->Impl = PD.impl_info_str();
+  E->Weights = memory(PD.weights_desc(), engine());
+  memory UserMem(UserW, engine(), W.Data);
+  thread_local dnnl::stream S(engine());
+  if (Blocked) {
+    // oneDNN reorders into Winograd's weight layout only from plain ones.
+    memory Plain(memory::desc(WDims, memory::data_type::f32,
+                              P.Groups == 1 ? memory::format_tag::oihw
+                                            : memory::format_tag::goihw),
+                 engine());
+    dnnl::reorder(UserMem, Plain).execute(S, UserMem, Plain);
+    dnnl::reorder(Plain, E->Weights).execute(S, Plain, E->Weights);
+  } else {
+    dnnl::reorder(UserMem, E->Weights).execute(S, UserMem, E->Weights);
+  }
+  S.wait();
+  return E;
+}
+
+/// A block of the size-class cache for the length of a call.
+struct Temp {
+  void *P = nullptr;
+  explicit Temp(size_t Bytes) {
+    if (Bytes && !(P = nnc_runtime_alloc(static_cast<int64_t>(Bytes), 0)))
+      throw std::bad_alloc();
+  }
+  Temp(const Temp &) = delete;
+  ~Temp() { nnc_runtime_free(P); }
+};
+
+/// Out = the convolution of E on X (and the post-ops' Others).
+void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
+             const Tensor *Bias, const std::vector<PostOp> &Ops,
+             const std::vector<const float *> &Others) {
+  thread_local dnnl::stream S(engine());
+  // Winograd's blocked source and destination, for this call.
+  Temp BSrc(E.Blocked ? E.Src.get_size() : 0),
+      BDst(E.Blocked ? E.Dst.get_size() : 0);
+  memory SrcM(E.Src, engine(), E.Blocked ? BSrc.P : X.Data);
+  memory DstM(E.Dst, engine(), E.Blocked ? BDst.P : Out.Data);
+  if (E.Blocked) {
+    memory UserSrc(E.UserSrc, engine(), X.Data);
+    dnnl::reorder(UserSrc, SrcM).execute(S, UserSrc, SrcM);
+  }
+  std::unordered_map<int, memory> Args = {{DNNL_ARG_SRC, SrcM},
+                                          {DNNL_ARG_WEIGHTS, E.Weights},
+                                          {DNNL_ARG_DST, DstM}};
+  if (Bias)
+    Args.emplace(DNNL_ARG_BIAS, memory(E.Bias, engine(), Bias->Data));
+  for (size_t I = 0, B = 0, Other = 0; I < Ops.size(); ++I) {
+    if (Ops[I].K != PostOpKind::Add)
+      continue;
+    if (static_cast<int>(I) == E.SumAt) {
+      // `sum` adds the destination's contents: the operand, copied (or
+      // reordered into the blocked destination).
+      if (E.Blocked) {
+        memory Residual(E.UserDst, engine(), const_cast<float *>(Others[Other]));
+        dnnl::reorder(Residual, DstM).execute(S, Residual, DstM);
+      } else if (Others[Other] != Out.Data) {
+        std::memcpy(Out.Data, Others[Other], E.Dst.get_size());
+      }
+      ++Other;
+      continue;
+    }
+    Args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(I)) |
+                     DNNL_ARG_SRC_1,
+                 memory(E.Binary[B], engine(),
+                        const_cast<float *>(Others[Other])));
+    ++B;
+    ++Other;
+  }
+  if (E.Blocked)
+    S.wait();
+  runWith(E.Prim, Args, E.Scratch);
+  if (E.Blocked) {
+    memory UserDst(E.UserDst, engine(), Out.Data);
+    dnnl::reorder(DstM, UserDst).execute(S, DstM, UserDst);
+    S.wait();
+  }
+}
+
+/// Seconds of the fastest of three runs of E.
+double bestOfThree(ConvEntry &E, const Tensor &Out, const Tensor &X,
+                   const Tensor *Bias, const std::vector<PostOp> &Ops,
+                   const std::vector<const float *> &Others) {
+  double Best = 1e30;
+  for (int I = 0; I < 3; ++I) {
+    auto T0 = std::chrono::steady_clock::now();
+    runConv(E, Out, X, Bias, Ops, Others);
+    Best = std::min(Best, std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - T0)
+                              .count());
+  }
+  return Best;
+}
+
+} // namespace
+
 int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                const Tensor *Bias, const Conv2dParams &P,
                const std::vector<PostOp> &Ops,
@@ -232,13 +429,20 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
           ", output " + sizes(Out) + ", groups " + std::to_string(P.Groups);
     return 1;
   }
+  // Winograd: 3x3, stride 1, no dilation, one group, and no operand that
+  // is the output itself (timing runs it more than once).
+  bool Winograd = ConsiderWinograd && W.Sizes[2] == 3 && W.Sizes[3] == 3 &&
+                  P.StrideH == 1 && P.StrideW == 1 && P.DilationH == 1 &&
+                  P.DilationW == 1 && P.Groups == 1 &&
+                  std::find(Others.begin(), Others.end(), Out.Data) ==
+                      Others.end();
   std::ostringstream K;
   K << "conv " << shape(Out) << shape(X) << shape(W) << identity(W)
     << (Bias ? shape(*Bias) : "nobias") << ' ' << P.StrideH << ',' << P.StrideW
     << ',' << P.PadH << ',' << P.PadW << ',' << P.DilationH << ','
     << P.DilationW << ',' << P.Groups << ' ' << postOpsKey(Ops)
     // oneDNN fixes a primitive's thread count when it is created.
-    << " threads=" << omp_get_max_threads();
+    << " threads=" << omp_get_max_threads() << (Winograd ? " winograd" : "");
   try {
     std::shared_ptr<ConvEntry> E;
     {
@@ -250,100 +454,29 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
       }
     }
     if (!E) {
-      int64_t H = X.Sizes[2], Wd = X.Sizes[3], O = W.Sizes[0];
-      int64_t CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
-      int64_t OH = Out.Sizes[2], OW = Out.Sizes[3];
-      E = std::make_shared<ConvEntry>();
-      // Weights: [O, C/G, KH, KW], or [G, O/G, C/G, KH, KW] with groups.
-      memory::dims WDims, WStrides;
-      if (P.Groups == 1) {
-        WDims = {O, CPerG, KH, KW};
-        WStrides = {W.Strides[0], W.Strides[1], W.Strides[2], W.Strides[3]};
-      } else {
-        WDims = {P.Groups, O / P.Groups, CPerG, KH, KW};
-        WStrides = {(O / P.Groups) * W.Strides[0], W.Strides[0], W.Strides[1],
-                    W.Strides[2], W.Strides[3]};
-      }
-      memory::desc UserW(WDims, memory::data_type::f32, WStrides);
-      memory::desc AnyW(WDims, memory::data_type::f32, memory::format_tag::any);
-      E->Src = descOf(X);
-      E->Dst = descOf(Out);
-      if (Bias)
-        E->Bias = descOf(*Bias);
-      // Right padding makes oneDNN's output size PyTorch's (floor division).
-      memory::dims Strides = {P.StrideH, P.StrideW};
-      memory::dims Dil = {P.DilationH - 1, P.DilationW - 1};
-      memory::dims PadL = {P.PadH, P.PadW};
-      memory::dims PadR = {
-          (OH - 1) * P.StrideH + (KH - 1) * P.DilationH + 1 - H - P.PadH,
-          (OW - 1) * P.StrideW + (KW - 1) * P.DilationW + 1 - Wd - P.PadW};
-      auto Desc = Bias ? dnnl::convolution_forward::desc(
-                             dnnl::prop_kind::forward_inference,
-                             dnnl::algorithm::convolution_direct, E->Src, AnyW,
-                             E->Bias, E->Dst, Strides, Dil, PadL, PadR)
-                       : dnnl::convolution_forward::desc(
-                             dnnl::prop_kind::forward_inference,
-                             dnnl::algorithm::convolution_direct, E->Src, AnyW,
-                             E->Dst, Strides, Dil, PadL, PadR);
-      dnnl::convolution_forward::primitive_desc PD(
-          Desc, attrFor(Ops, Out, E->Binary, -1), engine());
-      // With a residual add as `binary_add`, oneDNN 2.6 may leave its
-      // fastest implementation (brgconv on AVX-512: up to 2x slower,
-      // docs/performance.md); as `sum` it keeps it, at the cost of copying
-      // the residual into the destination first. So `sum` where it changes
-      // the implementation, `binary_add` where it does not (AVX2).
-      if (int SumAt = sumCandidate(Ops, Out); SumAt >= 0) {
+      E = makeConv(Out, X, W, Bias, P, Ops,
+                   dnnl::algorithm::convolution_direct);
+      // Winograd where oneDNN has it for this CPU and it is faster here,
+      // reorders included: both are timed on this call's data, and the
+      // call then runs the faster one.
+      if (Winograd) {
+        std::shared_ptr<ConvEntry> EW;
         try {
-          std::vector<memory::desc> SumBinary;
-          dnnl::convolution_forward::primitive_desc SumPD(
-              Desc, attrFor(Ops, Out, SumBinary, SumAt), engine());
-          if (std::string(SumPD.impl_info_str()) != PD.impl_info_str()) {
-            PD = SumPD;
-            E->Binary = std::move(SumBinary);
-            E->SumAt = SumAt;
-          }
+          EW = makeConv(Out, X, W, Bias, P, Ops,
+                        dnnl::algorithm::convolution_winograd);
         } catch (const dnnl::error &) {
-          // No implementation with `sum`: binary_add it is.
+          // None on this CPU, or not with these post-ops.
         }
+        if (EW && bestOfThree(*EW, Out, X, Bias, Ops, Others) <
+                      bestOfThree(*E, Out, X, Bias, Ops, Others))
+          E = EW;
       }
-      E->Prim = dnnl::convolution_forward(PD);
-      E->Scratch = PD.scratchpad_desc();
-      E->Impl = PD.impl_info_str();
-      E->Weights = memory(PD.weights_desc(), engine());
-      memory UserMem(UserW, engine(), W.Data);
-      thread_local dnnl::stream S(engine());
-      dnnl::reorder(UserMem, E->Weights).execute(S, UserMem, E->Weights);
-      S.wait();
       std::lock_guard<std::mutex> L(CacheMu);
       ConvCache.emplace(K.str(), E);
       ++Stats.Misses;
       Stats.LastImpl = E->Impl;
     }
-    std::unordered_map<int, memory> Args = {
-        {DNNL_ARG_SRC, memory(E->Src, engine(), X.Data)},
-        {DNNL_ARG_WEIGHTS, E->Weights},
-        {DNNL_ARG_DST, memory(E->Dst, engine(), Out.Data)}};
-    if (Bias)
-      Args.emplace(DNNL_ARG_BIAS, memory(E->Bias, engine(), Bias->Data));
-    for (size_t I = 0, B = 0, Other = 0; I < Ops.size(); ++I) {
-      if (Ops[I].K != PostOpKind::Add)
-        continue;
-      if (static_cast<int>(I) == E->SumAt) {
-        // `sum` adds the destination's contents: the operand, copied.
-        if (Others[Other] != Out.Data)
-          std::memcpy(Out.Data, Others[Other],
-                      E->Dst.get_size());
-        ++Other;
-        continue;
-      }
-      Args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(I)) |
-                       DNNL_ARG_SRC_1,
-                   memory(E->Binary[B], engine(),
-                          const_cast<float *>(Others[Other])));
-      ++B;
-      ++Other;
-    }
-    runWith(E->Prim, Args, E->Scratch);
+    runConv(*E, Out, X, Bias, Ops, Others);
     return 0;
   } catch (const dnnl::error &Ex) {
     Err = std::string("oneDNN: ") + Ex.what();
@@ -410,3 +543,9 @@ CacheStats cacheStats() {
 }
 
 } // namespace nnc::onednn
+
+extern "C" int32_t nnc_runtime_set_thread_winograd(int32_t On) {
+  int32_t Previous = nnc::onednn::ConsiderWinograd;
+  nnc::onednn::ConsiderWinograd = On != 0;
+  return Previous;
+}

@@ -201,6 +201,8 @@ CompileOptions compileOptions(const py::kwargs &Kw) {
         O.FPContract = V.cast<bool>();
     } else if (Key == "reassociate") {
       O.Reassociate = V.cast<bool>();
+    } else if (Key == "winograd") {
+      O.Winograd = V.cast<bool>();
     } else if (Key == "vector_math") {
       O.Math = enumValue<VectorMath>("vector_math", V.cast<std::string>(),
                                      {{"inline", VectorMath::Inline},
@@ -212,7 +214,8 @@ CompileOptions compileOptions(const py::kwargs &Kw) {
       raise("unknown compile option '" + Key +
             "'; the options are: opt_level, threads, parallel, grain, "
             "trust_parallel, cpu, features, cache_dir, bounds, streaming, "
-            "streaming_threshold, fp_contract, reassociate, vector_math, "
+            "streaming_threshold, fp_contract, reassociate, winograd, "
+            "vector_math, "
             "passes");
     }
   }
@@ -762,6 +765,7 @@ std::shared_ptr<Compiler> compilerFor(const CompileOptions &O) {
         P.Bounds == O.Bounds && P.Streaming == O.Streaming &&
         P.StreamingThreshold == O.StreamingThreshold &&
         P.FPContract == O.FPContract && P.Reassociate == O.Reassociate &&
+        P.Winograd == O.Winograd &&
         P.Math == O.Math && P.Passes == O.Passes)
       return C;
   }

@@ -81,6 +81,12 @@ struct CompileOptions {
   /// rounding (docs/LanguageReference.md, Reductions). Off keeps the order
   /// bit for bit. Integer reductions are exact either way.
   bool Reassociate = true;
+  /// Let 3x3 stride-1 convolutions run oneDNN's Winograd algorithm where
+  /// the CPU has one and it measures faster than the direct algorithm (both
+  /// are timed on first use of a shape, reorders to its blocked layouts
+  /// included): about 2x fewer multiplications, and results that differ
+  /// from the direct algorithm's by rounding (docs/Runtime.md, oneDNN).
+  bool Winograd = false;
   /// How transcendentals are computed: inline polynomials (f32 exp, expm1,
   /// log, tanh, sigmoid, erf; the default), glibc's libmvec, or scalar libm
   /// calls (docs/Runtime.md, Vector math).

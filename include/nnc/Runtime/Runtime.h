@@ -65,6 +65,12 @@ void nnc_runtime_set_num_threads(int32_t N);
 /// override (0 if none). The embedded API sets it around a call to a kernel
 /// compiled with its own thread count.
 int32_t nnc_runtime_set_thread_num_threads(int32_t N);
+/// Whether the convolutions the calling thread runs consider oneDNN's
+/// Winograd algorithm (3x3, stride 1): on first use of a shape both it and
+/// the direct algorithm are timed and the faster kept. Returns the previous
+/// setting. The embedded API sets it around a call to a kernel compiled
+/// with CompileOptions::Winograd.
+int32_t nnc_runtime_set_thread_winograd(int32_t On);
 /// The count the calling thread's next parallel loop uses.
 int32_t nnc_runtime_num_threads();
 
