@@ -2,6 +2,7 @@
 #include "nnc/Interp/HostBuffer.h"
 #include "nnc/Reference/ReferenceExternals.h"
 #include "nnc/Runtime/OneDNN.h"
+#include "nnc/Runtime/Runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -124,6 +125,61 @@ TEST(OneDNNConv, ChannelsLastUsesAJitKernelAndCachesThePrimitive) {
   auto After = onednn::cacheStats();
   EXPECT_EQ(After.Misses, Mid.Misses) << "the second call creates nothing";
   EXPECT_EQ(After.Hits, Mid.Hits + 1);
+}
+
+// With Winograd considered, 3x3 stride-1 convolutions time it against the
+// direct algorithm and keep the faster (which one depends on the CPU and
+// the moment); either way the result is the reference's, with a bias, a
+// ReLU and a residual `sum`, in both layouts. Stride 2 never considers it.
+TEST(OneDNNConv, WinogradWhereFasterMatchesTheReference) {
+  std::mt19937 R(9);
+  int32_t Before = nnc_runtime_set_thread_winograd(1);
+  for (bool NHWC : {false, true})
+    for (int64_t Stride : {1, 2})
+      for (bool Residual : {false, true}) {
+        const int64_t C = 64, H = 28;
+        int64_t OH = (H + 2 - 3) / Stride + 1;
+        Conv2dParams P{Stride, Stride, 1, 1, 1, 1, 1};
+        HostBuffer X = make({1, C, H, H}, NHWC, R);
+        HostBuffer Wt = make({C, C, 3, 3}, NHWC, R);
+        HostBuffer B = make({C}, false, R);
+        HostBuffer Res = make({1, C, OH, OH}, NHWC, R);
+        HostBuffer Got = make({1, C, OH, OH}, NHWC, R);
+        HostBuffer Want = make({1, C, OH, OH}, NHWC, R);
+        ASSERT_EQ(runReferenceExternal(ExternalFunc::Conv2d, ref(Want),
+                                       {ref(X), ref(Wt), ref(B)},
+                                       {Stride, Stride, 1, 1, 1, 1, 1}, {}),
+                  "");
+        std::vector<onednn::PostOp> Ops;
+        std::vector<const float *> Others;
+        if (Residual) {
+          Ops.push_back({PostOpKind::Add, 0, 0, Res.strides()});
+          Others.push_back(static_cast<const float *>(Res.data()));
+          Want.forEachOffset([&](int64_t Off) {
+            Want.setDouble(Off, Want.getDouble(Off) + Res.getDouble(Off));
+          });
+        }
+        Ops.push_back({PostOpKind::Relu, 0, 0, {}});
+        Want.forEachOffset([&](int64_t Off) {
+          Want.setDouble(Off, std::max(0.0, Want.getDouble(Off)));
+        });
+        onednn::Tensor TB = tensor(B);
+        std::string Err;
+        for (int Call = 0; Call < 2; ++Call) { // Timed, then cached.
+          ASSERT_EQ(onednn::conv2d(tensor(Got), tensor(X), tensor(Wt), &TB, P,
+                                   Ops, Others, Err),
+                    0)
+              << Err;
+          std::string Impl = onednn::cacheStats().LastImpl;
+          EXPECT_LT(relDiff(Got, Want), 1e-4)
+              << "nhwc=" << NHWC << " stride=" << Stride
+              << " residual=" << Residual << " impl=" << Impl;
+          if (Stride == 2) {
+            EXPECT_EQ(Impl.find("wino"), std::string::npos) << Impl;
+          }
+        }
+      }
+  EXPECT_EQ(nnc_runtime_set_thread_winograd(Before), 1);
 }
 
 TEST(OneDNNConv, ReportsShapeMismatches) {
