@@ -6,6 +6,8 @@ process, interleaved round by round (docs/performance.md).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_models.py \\
         --threads 2 --rounds 5
+    ONEDNN_MAX_CPU_ISA=AVX2 PYTHONPATH=build/python /usr/bin/python3 \\
+        bench/python/bench_models.py --features=-avx512f      # the AVX2 path
 """
 import argparse
 import statistics
@@ -34,6 +36,9 @@ def main():
     ap.add_argument("--budget", type=float, default=0.4, help="seconds per measurement")
     ap.add_argument("--models", default="resnet18,mobilenet_v2,squeezenet1_0")
     ap.add_argument("--layouts", default="nchw,cl")
+    ap.add_argument("--features", default="",
+                    help='nnc-jit CPU feature changes, e.g. "-avx512f" (with '
+                         'ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN: the AVX2 path)')
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
@@ -49,7 +54,7 @@ def main():
             with torch.no_grad():
                 ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m)))
                 fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x],
-                                   threads=args.threads)
+                                   threads=args.threads, features=args.features)
                 variants = {"eager": lambda: m(x), "optimize_for_inference": lambda: ofi(x),
                             "nncjit": lambda: fast(x)}
                 want = m(x)

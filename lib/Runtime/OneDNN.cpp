@@ -234,14 +234,13 @@ std::string postOpsKey(const std::vector<PostOp> &Ops) {
 namespace {
 
 /// A convolution primitive for the shapes of Out, X, W and Bias with
-/// algorithm Alg: direct on the buffers' own layouts, or Winograd on the
-/// layouts oneDNN chooses. Throws dnnl::error where oneDNN has none.
+/// algorithm Alg, on the buffers' own layouts or (Blocked) on the layouts
+/// oneDNN chooses. Throws dnnl::error where oneDNN has none.
 std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
                                     const Tensor &W, const Tensor *Bias,
                                     const Conv2dParams &P,
                                     const std::vector<PostOp> &Ops,
-                                    dnnl::algorithm Alg) {
-  bool Blocked = Alg != dnnl::algorithm::convolution_direct;
+                                    dnnl::algorithm Alg, bool Blocked) {
   int64_t H = X.Sizes[2], Wd = X.Sizes[3], O = W.Sizes[0];
   int64_t CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
   int64_t OH = Out.Sizes[2], OW = Out.Sizes[3];
@@ -455,7 +454,7 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
     }
     if (!E) {
       E = makeConv(Out, X, W, Bias, P, Ops,
-                   dnnl::algorithm::convolution_direct);
+                   dnnl::algorithm::convolution_direct, false);
       // Winograd where oneDNN has it for this CPU and it is faster here,
       // reorders included: both are timed on this call's data, and the
       // call then runs the faster one.
@@ -463,7 +462,7 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
         std::shared_ptr<ConvEntry> EW;
         try {
           EW = makeConv(Out, X, W, Bias, P, Ops,
-                        dnnl::algorithm::convolution_winograd);
+                        dnnl::algorithm::convolution_winograd, true);
         } catch (const dnnl::error &) {
           // None on this CPU, or not with these post-ops.
         }

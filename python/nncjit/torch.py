@@ -170,7 +170,6 @@ class _Group:
         self.ops = [n.kind() for n in self.subgraph.nodes()
                     if n.kind() not in ("prim::Constant", "prim::ListConstruct")]
         self.report = GroupReport(index, self.ops)
-        self.num_outputs = node.outputsSize()
         self.constants = {}      # parameter name -> tensor, bound once
         self.fallback = _torch._C._create_function_from_graph(
             "nncjit_group_%d_fallback" % index, self.subgraph.copy())
@@ -683,19 +682,7 @@ def _merge_ops_into_groups(graph, groups, options):
         merged.append(m)
         # One call of the merged kernel replaces the type check, the If and
         # the convolutions.
-        lc = graph.create("prim::ListConstruct", m.values)
-        lc.output().setType(_torch._C.ListType.ofTensors())
-        lc.insertBefore(g.if_node)
-        c = graph.insertConstant(mid)
-        c.node().moveBefore(lc)
-        call = graph.create("nncjit::run_group", [c, lc.output()], 1)
-        call.output().setType(_torch._C.ListType.ofTensors())
-        call.insertBefore(g.if_node)
-        unpack = graph.create("prim::ListUnpack", [call.output()], g.if_node.outputsSize())
-        unpack.insertBefore(g.if_node)
-        for old, new in zip(g.if_node.outputs(), unpack.outputs()):
-            new.setType(old.type())
-            old.replaceAllUsesWith(new)
+        _call_group(graph, mid, m.values, g.if_node)
         g.if_node.destroy()
         g.if_node = None
         check.destroy()
@@ -803,6 +790,24 @@ def _register_operator():
         _LIBRARY.impl("run_op", _run_op, "CPU")
 
 
+def _call_group(graph, gid, inputs, node):
+    """Inserts before node a call of nncjit::run_group(gid, inputs) whose
+    results replace node's outputs (node is then unused)."""
+    lc = graph.create("prim::ListConstruct", inputs)
+    lc.output().setType(_torch._C.ListType.ofTensors())
+    lc.insertBefore(node)
+    c = graph.insertConstant(gid)
+    c.node().moveBefore(lc)
+    call = graph.create("nncjit::run_group", [c, lc.output()], 1)
+    call.output().setType(_torch._C.ListType.ofTensors())
+    call.insertBefore(node)
+    unpack = graph.create("prim::ListUnpack", [call.output()], node.outputsSize())
+    unpack.insertBefore(node)
+    for old, new in zip(node.outputs(), unpack.outputs()):
+        new.setType(old.type())
+        old.replaceAllUsesWith(new)
+
+
 def _replace_groups(graph, ids):
     """Rewrites each prim::TensorExprGroup of graph into a call of
     nncjit::run_group with the group's id (ids, in node order), and notes
@@ -810,20 +815,7 @@ def _replace_groups(graph, ids):
     for node, gid in zip(graph.findAllNodes("prim::TensorExprGroup"), ids):
         block = node.owningBlock()
         _GROUPS[gid].if_node = block.owningNode() if block is not None else None
-        lc = graph.create("prim::ListConstruct", list(node.inputs()))
-        lc.output().setType(_torch._C.ListType.ofTensors())
-        lc.insertBefore(node)
-        c = graph.insertConstant(gid)
-        c.node().moveBefore(lc)
-        call = graph.create("nncjit::run_group", [c, lc.output()], 1)
-        call.output().setType(_torch._C.ListType.ofTensors())
-        call.insertBefore(node)
-        unpack = graph.create("prim::ListUnpack", [call.output()],
-                              node.outputsSize())
-        unpack.insertBefore(node)
-        for old, new in zip(node.outputs(), unpack.outputs()):
-            new.setType(old.type())
-            old.replaceAllUsesWith(new)
+        _call_group(graph, gid, list(node.inputs()), node)
         node.destroy()
 
 

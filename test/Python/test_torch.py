@@ -9,7 +9,6 @@ import pytest
 import torch
 import torchvision
 
-import nncjit
 import nncjit.torch as nt
 
 
