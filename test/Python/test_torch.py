@@ -97,6 +97,21 @@ def test_model_without_fusion_groups_is_reported():
     torch.testing.assert_close(fast(a), f(a))
 
 
+def test_kernels_go_with_the_model():
+    import gc
+
+    def f(a, b):
+        return torch.relu(a + b) * 2.0
+
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    fast = nt.optimize(torch.jit.script(f), [a, b])
+    ids = list(fast._ids)
+    assert ids and all(nt._GROUPS[i] is not None for i in ids)
+    del fast
+    gc.collect()
+    assert all(nt._GROUPS[i] is None for i in ids)
+
+
 def test_bad_module():
     with pytest.raises(TypeError, match="takes a torch.nn.Module, a scripted module or a "
                                         "function, not int"):
