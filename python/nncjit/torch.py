@@ -160,6 +160,36 @@ def _tensor_type(v):
     return _SCALAR_TYPES[t.scalarType()], sizes, strides
 
 
+def _one_output(graph):
+    """graph with its outputs as one tuple (a function returns one value)."""
+    n = len(list(graph.outputs()))
+    if n == 1:
+        return graph
+    tup = graph.create("prim::TupleConstruct", list(graph.outputs()))
+    tup.output().setType(_torch._C.TupleType([v.type() for v in graph.outputs()]))
+    graph.appendNode(tup)
+    for _ in range(n):
+        graph.eraseOutput(0)
+    graph.registerOutput(tup.output())
+    return graph
+
+
+def _match_outputs(graph, written):
+    """The written buffers in the order of graph's outputs. NNC names a
+    node's buffer after its kind (`aten_mul`, `aten_mul_1`, ...): an output
+    takes the one buffer of its kind's name, and the others take the rest
+    in the order they are first written (the check against PyTorch catches
+    a wrong guess)."""
+    prefixes = [_sanitize(v.node().kind().replace("::", "_")) for v in graph.outputs()]
+    chosen = [None] * len(prefixes)
+    for i, pre in enumerate(prefixes):
+        mine = [b for b in written if re.fullmatch(re.escape(pre) + r"(_\d+)?", b)]
+        if len(mine) == 1 and prefixes.count(pre) == 1:
+            chosen[i] = mine[0]
+    rest = [b for b in written if b not in chosen]
+    return [c if c is not None else rest.pop(0) for c in chosen]
+
+
 class _Group:
     """One fusion group: its .nnc kernel and how to call it."""
 
@@ -172,7 +202,7 @@ class _Group:
         self.report = GroupReport(index, self.ops)
         self.constants = {}      # parameter name -> tensor, bound once
         self.fallback = _torch._C._create_function_from_graph(
-            "nncjit_group_%d_fallback" % index, self.subgraph.copy())
+            "nncjit_group_%d_fallback" % index, _one_output(self.subgraph.copy()))
         self.function = None
         self.recording = False
         self.recorded = None     # (inputs, outputs) seen on the example inputs
@@ -275,7 +305,7 @@ class _Group:
         if len(written) != len(outs):
             raise _Unsupported("%d buffers are written for %d outputs" %
                                (len(written), len(outs)))
-        for name, (dtype, sizes, strides) in zip(written, outs):
+        for name, (dtype, sizes, strides) in zip(_match_outputs(pre, written), outs):
             params.append(_decl("out", name, dtype, sizes, strides))
         params += conv_params
         # Tensor constants of the group (folded weights, ...).

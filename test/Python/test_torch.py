@@ -86,6 +86,22 @@ def test_group_that_differs_is_left_to_pytorch():
     torch.testing.assert_close(fast(a, b), f(a, b), rtol=1e-4, atol=1e-5)
 
 
+def test_group_with_two_outputs():
+    # The LSTM cell's pointwise part: two outputs, returned in the order
+    # opposite to the one NNC writes them in.
+    def cell(gates, cx):
+        i, f, g, o = gates.chunk(4, 1)
+        cy = torch.sigmoid(f) * cx + torch.sigmoid(i) * torch.tanh(g)
+        hy = torch.sigmoid(o) * torch.tanh(cy)
+        return cy, hy
+
+    gates, cx = torch.randn(16, 256), torch.randn(16, 64)
+    fast = nt.optimize(torch.jit.script(cell), [gates, cx])
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    for got, want in zip(fast(gates, cx), cell(gates, cx)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)
