@@ -118,13 +118,13 @@ PyModule parseSource(py::handle Src, const std::string &Name) {
 
 /// The kernel a source means: Src itself when it is a Kernel, else its
 /// kernel named KernelName (or its only one).
-std::shared_ptr<const Kernel> kernelOf(py::handle Src,
-                                       const std::string &KernelName) {
+std::shared_ptr<const Kernel>
+kernelOf(py::handle Src, const std::optional<std::string> &KernelName) {
   if (py::isinstance<PyKernel>(Src))
     return Src.cast<PyKernel &>().K;
   PyModule M = py::isinstance<PyModule>(Src) ? Src.cast<PyModule>()
                                              : parseSource(Src, "");
-  const Kernel *K = unwrap(selectKernel(*M.M, KernelName));
+  const Kernel *K = unwrap(selectKernel(*M.M, KernelName.value_or("")));
   // Share the module's storage: the kernel lives as long as the module.
   return std::shared_ptr<const Kernel>(M.M, K);
 }
@@ -828,7 +828,8 @@ PYBIND11_MODULE(_nncjit, m) {
       "Parses .nnc text or a file; NAME is the file name diagnostics show.");
   m.def(
       "compile",
-      [](py::handle Src, const std::string &KernelName, py::kwargs Kw) {
+      [](py::handle Src, const std::optional<std::string> &KernelName,
+         py::kwargs Kw) {
         auto K = kernelOf(Src, KernelName);
         auto C = compilerFor(compileOptions(Kw));
         llvm::Expected<Function> F = [&] {
@@ -837,36 +838,37 @@ PYBIND11_MODULE(_nncjit, m) {
         }();
         return PyFunction(unwrap(std::move(F)));
       },
-      py::arg("source"), py::arg("kernel") = "",
+      py::arg("source"), py::arg("kernel") = py::none(),
       "Compiles a kernel; the keywords are CompileOptions (docs/python.md).");
   m.def(
       "lower",
-      [](py::handle Src, const std::string &UpTo, const std::string &KernelName,
-         py::kwargs Kw) {
+      [](py::handle Src, const std::string &UpTo,
+         const std::optional<std::string> &KernelName, py::kwargs Kw) {
         auto K = kernelOf(Src, KernelName);
         Compiler C(compileOptions(Kw));
         return PyKernel{std::make_shared<Kernel>(unwrap(C.lower(*K, UpTo)))};
       },
-      py::arg("source"), py::arg("upto") = "", py::arg("kernel") = "",
+      py::arg("source"), py::arg("upto") = "", py::arg("kernel") = py::none(),
       "The kernel after the IR pipeline, or after the pass UPTO.");
   m.def(
       "remarks",
-      [](py::handle Src, const std::string &KernelName, py::kwargs Kw) {
+      [](py::handle Src, const std::optional<std::string> &KernelName,
+         py::kwargs Kw) {
         auto K = kernelOf(Src, KernelName);
         Compiler C(compileOptions(Kw));
         return unwrap(C.remarks(*K));
       },
-      py::arg("source"), py::arg("kernel") = "",
+      py::arg("source"), py::arg("kernel") = py::none(),
       "What the passes did and why, one remark per line.");
   m.def(
       "llvm_ir",
-      [](py::handle Src, bool Optimized, const std::string &KernelName,
-         py::kwargs Kw) {
+      [](py::handle Src, bool Optimized,
+         const std::optional<std::string> &KernelName, py::kwargs Kw) {
         auto K = kernelOf(Src, KernelName);
         Compiler C(compileOptions(Kw));
         return unwrap(C.llvmIR(*K, Optimized));
       },
-      py::arg("source"), py::arg("optimized") = true, py::arg("kernel") = "",
+      py::arg("source"), py::arg("optimized") = true, py::arg("kernel") = py::none(),
       "The kernel's LLVM IR, optimized or as lowered.");
   m.def(
       "print",

@@ -183,6 +183,7 @@ def test_parse_print_lower_remarks_llvm_ir(tmp_path):
     f = nncjit.compile(k, threads=1)
     assert f.name == "scale" and "kernel scale" in nncjit.print(f)
     assert nncjit.compile(m, kernel="scale").name == "scale"
+    assert nncjit.compile(SCALE, kernel=None).name == "scale"
 
 
 def test_options():
