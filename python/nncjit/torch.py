@@ -629,13 +629,22 @@ class _MergedGroup:
                 self.sources.append((None, self.values.index(v)))
         self.ops = [op for op, _ in producers.values()]
         self.constants = constants
+        # The convolutions go right before the group's first statement that
+        # is not an Allocate, next to the loop that reads their result
+        # (fuse-conv-post-ops fuses a loop that follows a call).
+        lines = group.body.split("\n")
+        lead = 0
+        while lead < len(lines) and re.match(r"\s*Allocate\(", lines[lead]):
+            lead += 1
+        allocs = "".join(l + "\n" for l in body.split("\n") if "Allocate(" in l)
+        calls = "".join(l + "\n" for l in body.split("\n") if l and "Allocate(" not in l)
         self.kernel = _kernel_text(
             "fusion group %d with the convolution%s of op%s %s merged in" % (
                 group.index, "s" if len(self.ops) > 1 else "",
                 "s" if len(self.ops) > 1 else "",
                 ", ".join(str(o.report.index) for o in self.ops)),
             group.name + "_merged", params + group.params[len(values):],
-            body + group.body)
+            allocs + "\n".join(lines[:lead] + [calls.rstrip("\n")] + lines[lead:]))
         self.function = None
 
     def compile(self, options):

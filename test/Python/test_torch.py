@@ -9,6 +9,7 @@ import pytest
 import torch
 import torchvision
 
+import nncjit
 import nncjit.torch as nt
 
 
@@ -66,6 +67,20 @@ def test_unscripted_module_and_fuser_settings_restored():
     assert "nncjit::run_group" in str(fast.graph)
     assert (torch._C._jit_texpr_fuser_enabled(), torch._C._jit_can_fuse_on_cpu(),
             torch._C._jit_get_te_must_use_llvm_cpu()) == saved
+
+
+def test_convolution_merged_into_its_group_fuses_its_relu6():
+    # mobilenet_v2's expand convolutions are outside the fuser's groups;
+    # merged into the group that consumes them, their ReLU6 becomes a
+    # post-op: no loop is left unfused in the merged kernels.
+    m, x = model_and_input("mobilenet_v2", True)
+    fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x])
+    merged = [r for r in fast.report if r.merged]
+    assert len(merged) >= 5, fast.summary()
+    for r in merged:
+        remarks = nncjit.remarks(r.kernel)
+        assert "not fused" not in remarks, remarks
+        assert remarks.count("fused into the convolution") >= 2, remarks
 
 
 def test_group_that_differs_is_left_to_pytorch():
