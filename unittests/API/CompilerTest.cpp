@@ -103,6 +103,39 @@ kernel t(in a: f32[M, N] strides [1, M], out b: f32[N, M], M: int64_t, N: int64_
               "expected, not [3, 1]");
 }
 
+// bufferShape: what an output must be for the scalars of a call (the
+// Python bindings allocate outputs with it); the buffers are not looked at.
+TEST(Compiler, BufferShapeEvaluatesSizesAtTheScalars) {
+  Function F = compiled(R"(
+kernel t(in a: f32[M, N] strides [1, M], out b: f32[N, M], M: int64_t, N: int64_t) {
+  for (int64_t i = 0ll; i < N; i++) {
+    for (int64_t j = 0ll; j < M; j++) {
+      b[i, j] = a[j, i];
+    }
+  }
+}
+)");
+  auto S = F.bufferShape(1, {BufferArg(), BufferArg(), 2, 3});
+  ASSERT_TRUE(!!S) << errorText(S.takeError());
+  EXPECT_EQ(std::vector<int64_t>(S->Shape.begin(), S->Shape.end()),
+            (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(std::vector<int64_t>(S->Strides.begin(), S->Strides.end()),
+            (std::vector<int64_t>{2, 1}));
+  auto A = F.bufferShape(0, {BufferArg(), BufferArg(), 2, 3});
+  ASSERT_TRUE(!!A);
+  EXPECT_EQ(std::vector<int64_t>(A->Strides.begin(), A->Strides.end()),
+            (std::vector<int64_t>{1, 2}));
+  expectError(F.bufferShape(2, {BufferArg(), BufferArg(), 2, 3}).takeError(),
+              "error: kernel 't' has no buffer parameter 2");
+  expectError(F.bufferShape(1, {BufferArg(), BufferArg(), 2.5, 3}).takeError(),
+              "error: argument 2 ('M') of kernel 't': an integer (i64) is "
+              "expected, not a floating-point value");
+  expectError(F.bufferShape(1, {BufferArg(), BufferArg(), 2}).takeError(),
+              "error: kernel 't' takes 4 arguments, 3 given");
+  expectError(F.bufferShape(1, {BufferArg(), BufferArg(), 2, -2}).takeError(),
+              "error: argument 1 ('b') of kernel 't': its size -2 is negative");
+}
+
 TEST(Compiler, KernelErrorsComeBackAsValues) {
   CompileOptions O;
   O.Bounds = BoundsChecking::All;
