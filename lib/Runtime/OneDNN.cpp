@@ -125,6 +125,9 @@ struct ConvEntry {
   /// UserSrc and into UserDst around each run.
   memory::desc Src, Dst, Bias, Scratch, UserSrc, UserDst;
   bool Blocked = false;
+  /// Blocked only: the reorders of each run, made once (UserSrc -> Src,
+  /// UserDst -> Dst for a residual `sum`, Dst -> UserDst).
+  dnnl::reorder SrcIn, ResidualIn, DstOut;
   std::vector<memory::desc> Binary; // Post-op operands.
   std::string Impl;
   /// The Add post-op run as oneDNN's `sum` (its operand is copied into the
@@ -317,6 +320,15 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
   E->Blocked = Blocked;
   E->Src = PD.src_desc();
   E->Dst = PD.dst_desc();
+  if (Blocked) {
+    E->SrcIn = dnnl::reorder(dnnl::reorder::primitive_desc(
+        engine(), E->UserSrc, engine(), E->Src));
+    E->DstOut = dnnl::reorder(dnnl::reorder::primitive_desc(
+        engine(), E->Dst, engine(), E->UserDst));
+    if (SumAt >= 0)
+      E->ResidualIn = dnnl::reorder(dnnl::reorder::primitive_desc(
+          engine(), E->UserDst, engine(), E->Dst));
+  }
   E->Prim = dnnl::convolution_forward(PD);
   E->Scratch = PD.scratchpad_desc();
   E->Impl = PD.impl_info_str();
@@ -361,7 +373,7 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
   memory DstM(E.Dst, engine(), E.Blocked ? BDst.P : Out.Data);
   if (E.Blocked) {
     memory UserSrc(E.UserSrc, engine(), X.Data);
-    dnnl::reorder(UserSrc, SrcM).execute(S, UserSrc, SrcM);
+    E.SrcIn.execute(S, UserSrc, SrcM);
   }
   std::unordered_map<int, memory> Args = {{DNNL_ARG_SRC, SrcM},
                                           {DNNL_ARG_WEIGHTS, E.Weights},
@@ -376,7 +388,7 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
       // reordered into the blocked destination).
       if (E.Blocked) {
         memory Residual(E.UserDst, engine(), const_cast<float *>(Others[Other]));
-        dnnl::reorder(Residual, DstM).execute(S, Residual, DstM);
+        E.ResidualIn.execute(S, Residual, DstM);
       } else if (Others[Other] != Out.Data) {
         std::memcpy(Out.Data, Others[Other], E.Dst.get_size());
       }
@@ -395,7 +407,7 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
   runWith(E.Prim, Args, E.Scratch);
   if (E.Blocked) {
     memory UserDst(E.UserDst, engine(), Out.Data);
-    dnnl::reorder(DstM, UserDst).execute(S, DstM, UserDst);
+    E.DstOut.execute(S, DstM, UserDst);
     S.wait();
   }
 }

@@ -121,6 +121,17 @@ def _decl(role, name, dtype, sizes, strides):
                                 _layout(sizes, strides))
 
 
+def _bound_params(named):
+    """`in` declarations and the bound constants for (name, tensor) pairs;
+    a None tensor (no bias) is left out."""
+    params, constants = [], {}
+    for name, t in named:
+        if t is not None:
+            params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
+            constants[name] = t
+    return params, constants
+
+
 def _kernel_text(comment, name, params, body):
     return "// %s\nkernel %s(\n    %s) {\n%s\n}\n" % (
         comment, name, ",\n    ".join(params), body.rstrip("\n"))
@@ -216,8 +227,17 @@ class _Group:
             r = self.fallback(*inputs)
         return [r] if isinstance(r, _torch.Tensor) else list(r)
 
+    def guarded(self, inputs):
+        """A call without the graph's type check in front: inputs the kernel
+        was not compiled for run the fallback."""
+        if self.function is not None and not _matches(self.signature, inputs):
+            return self.run_fallback(inputs)
+        return self(inputs)
+
     def __call__(self, inputs):
-        if self.function is None or not _matches(self.signature, inputs):
+        # The graph calls it behind its type check: the inputs are the
+        # kernel's (Function checks them again).
+        if self.function is None:
             outs = self.run_fallback(inputs)
             if self.recording:
                 self.recorded = ([t.clone() for t in inputs],
@@ -529,14 +549,9 @@ class _OpKernel:
         the temporary y_name, and its weight and bias parameters (named
         PREFIX_weight, PREFIX_bias), for merging into a group's kernel."""
         out, args = self._conv_shape(self.example)
-        params, constants = [], {}
-        bufs = [x_name]
-        for what, t in (("weight", self.weight), ("bias", self.bias)):
-            if t is not None:
-                pname = "%s_%s" % (prefix, what)
-                params.append(_decl("in", pname, t.dtype, t.shape, t.stride()))
-                constants[pname] = t
-                bufs.append(pname)
+        params, constants = _bound_params([(prefix + "_weight", self.weight),
+                                           (prefix + "_bias", self.bias)])
+        bufs = [x_name] + list(constants)
         desc = "%s(dtype=float, sizes=[%s], strides=[%s])" % (
             y_name, ", ".join("%dll" % v for v in out.shape),
             ", ".join("%dll" % v for v in out.stride()))
@@ -550,7 +565,6 @@ class _OpKernel:
             raise _Unsupported("input of type %s" % x.dtype)
         w, b = self.weight, self.bias
         params = [_decl("in", "x", x.dtype, x.shape, x.stride())]
-        constants = {}
         if self.kind == "aten::linear":
             if x.dim() != 2:
                 raise _Unsupported("a linear layer on a rank %d input" % x.dim())
@@ -559,26 +573,19 @@ class _OpKernel:
             # transposed view (one copy, made once).
             wt = w.t().contiguous()
             params.append(_decl("out", "y", x.dtype, [m, n], [n, 1]))
-            params.append(_decl("in", "weight_t", wt.dtype, wt.shape, wt.stride()))
-            constants["weight_t"] = wt
+            ps, constants = _bound_params([("weight_t", wt), ("bias", b)])
             body = "  y = nnc_aten_matmul(buf_args={x, weight_t}, args={})\n"
             if b is not None:
-                params.append(_decl("in", "bias", b.dtype, b.shape, b.stride()))
-                constants["bias"] = b
                 body += ("  for (int64_t i = 0ll; i < %dll; i++) {\n"
                          "    for (int64_t j = 0ll; j < %dll; j++) {\n"
                          "      y[i, j] = (y[i, j]) + (bias[j]);\n    }\n  }\n") % (m, n)
         else:
             out, args = self._conv_shape(x)
             params.append(_decl("out", "y", x.dtype, out.shape, out.stride()))
-            params.append(_decl("in", "weight", w.dtype, w.shape, w.stride()))
-            constants["weight"] = w
-            bufs = "x, weight"
-            if b is not None:
-                params.append(_decl("in", "bias", b.dtype, b.shape, b.stride()))
-                constants["bias"] = b
-                bufs += ", bias"
-            body = "  y = nnc_aten_conv2d(buf_args={%s}, args={%s})\n" % (bufs, args)
+            ps, constants = _bound_params([("weight", w), ("bias", b)])
+            body = "  y = nnc_aten_conv2d(buf_args={%s}, args={%s})\n" % (
+                ", ".join(["x"] + list(constants)), args)
+        params += ps
         return _kernel_text("%s outside the fusion groups" % self.kind, self.name,
                             params, body), constants
 
@@ -675,8 +682,8 @@ class _MergedGroup:
         if _matches(self.signature, inputs):
             r = self.function(*inputs)
             return [r] if isinstance(r, _torch.Tensor) else list(r)
-        return self.group([op(inputs[k]) if op is not None else inputs[k]
-                           for op, k in self.sources])
+        return self.group.guarded([op(inputs[k]) if op is not None else inputs[k]
+                                   for op, k in self.sources])
 
 
 def _inside(node, outer):

@@ -749,30 +749,28 @@ private:
   std::shared_ptr<const BoundArgs> Bound;
 };
 
-/// Compilers by options, so that repeated compile() calls with the same
-/// options share one JIT (and its cache of compiled kernels).
-std::shared_ptr<Compiler> compilerFor(const CompileOptions &O) {
+/// Compilers by their keyword options (sorted, as repr text), so that
+/// compile() calls with the same options share one JIT and its cache of
+/// compiled kernels.
+std::shared_ptr<Compiler> compilerFor(const py::kwargs &Kw) {
+  std::string Key = py::repr(py::module_::import("builtins")
+                                 .attr("sorted")(Kw.attr("items")()));
   static std::mutex Mu;
   // Never freed: kernels may still run from other threads at exit.
-  static auto &Cache = *new std::vector<std::shared_ptr<Compiler>>();
-  std::lock_guard<std::mutex> L(Mu);
-  for (const auto &C : Cache) {
-    const CompileOptions &P = C->options();
-    if (P.OptLevel == O.OptLevel && P.Parallel == O.Parallel &&
-        P.Threads == O.Threads && P.Grain == O.Grain &&
-        P.TrustParallel == O.TrustParallel && P.CPU == O.CPU &&
-        P.Features == O.Features && P.CacheDir == O.CacheDir &&
-        P.Bounds == O.Bounds && P.Streaming == O.Streaming &&
-        P.StreamingThreshold == O.StreamingThreshold &&
-        P.FPContract == O.FPContract && P.Reassociate == O.Reassociate &&
-        P.Winograd == O.Winograd &&
-        P.Math == O.Math && P.Passes == O.Passes)
-      return C;
+  static auto &Cache =
+      *new std::vector<std::pair<std::string, std::shared_ptr<Compiler>>>();
+  {
+    std::lock_guard<std::mutex> L(Mu);
+    for (const auto &[K, C] : Cache)
+      if (K == Key)
+        return C;
   }
+  auto C = std::make_shared<Compiler>(compileOptions(Kw));
+  std::lock_guard<std::mutex> L(Mu);
   if (Cache.size() == 16)
     Cache.erase(Cache.begin());
-  Cache.push_back(std::make_shared<Compiler>(O));
-  return Cache.back();
+  Cache.emplace_back(Key, C);
+  return C;
 }
 
 } // namespace
@@ -831,7 +829,7 @@ PYBIND11_MODULE(_nncjit, m) {
       [](py::handle Src, const std::optional<std::string> &KernelName,
          py::kwargs Kw) {
         auto K = kernelOf(Src, KernelName);
-        auto C = compilerFor(compileOptions(Kw));
+        auto C = compilerFor(Kw);
         llvm::Expected<Function> F = [&] {
           py::gil_scoped_release NoGIL;
           return C->compile(*K);
