@@ -710,8 +710,9 @@ private:
       static py::object &EmptyStrided =
           *new py::object(Torch.attr("empty_strided"));
       // {"dtype": torch.<type>} by DType, made once.
-      static std::vector<py::dict> &Kwargs = *new std::vector<py::dict>(16);
-      py::dict &Kw = Kwargs[static_cast<size_t>(T)];
+      static std::vector<py::object> &Kwargs =
+          *new std::vector<py::object>(16); // Null until made.
+      py::object &Kw = Kwargs[static_cast<size_t>(T)];
       if (!Kw)
         Kw = py::dict(py::arg("dtype") = Torch.attr(numpyDType(T)));
       py::tuple Pos = RowMajor ? py::make_tuple(Shape)

@@ -122,6 +122,13 @@ def test_symbolic_sizes_and_two_outputs():
                         ("N", "scalar", "i64", None)]
 
 
+def test_allocated_torch_outputs_have_the_kernels_dtypes():
+    f = nncjit.compile(TWO)
+    y, z = f(torch.rand(5, 8), 5)
+    assert y.dtype == torch.float32 and z.dtype == torch.int32
+    assert (z == 8).all()
+
+
 def test_channels_last_output():
     f = nncjit.compile(NHWC)
     x = torch.randn(1, 3, 2, 2).contiguous(memory_format=torch.channels_last)
@@ -368,3 +375,46 @@ def test_partial_binds_parameters_once(scale):
         bad(s=1.0)
     assert message(e) == ("argument 0 ('x') of kernel 'scale': shape [4, 16] is "
                           "expected, not [3]")
+
+
+def test_more_argument_errors(scale):
+    x = np.ones((4, 16), np.float32)
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, grain=0)
+    assert message(e) == "grain must be at least 1, not 0"
+    with pytest.raises(nncjit.Error) as e:
+        scale(np.ones((4, 16), np.complex64), 1.0)
+    assert message(e) == ("argument 0 ('x') of kernel 'scale': element type f32 is "
+                          "expected, not the buffer format 'Zf'")
+    with pytest.raises(nncjit.Error) as e:
+        scale(x, np.zeros((4, 16), np.float32), 2 ** 70)
+    assert message(e) == ("argument 2 ('s') of kernel 'scale': the integer does not "
+                          "fit in 64 bits")
+    # NumPy scalars are numbers.
+    assert (scale(x, np.float32(3.0)) == 3).all()
+    bf = nncjit.compile("""
+kernel half(in x: f32[4], out y: bf16[4]) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    y[i] = bf16(x[i]);
+  }
+}""")
+    with pytest.raises(nncjit.Error) as e:
+        bf(np.ones(4, np.float32))
+    assert message(e) == "a bf16 output cannot be a NumPy array; pass a torch tensor"
+    y = bf(torch.ones(4))
+    assert y.dtype == torch.bfloat16 and (y == 1).all()
+
+
+def test_strides_that_are_not_whole_elements():
+    f = nncjit.compile("""
+kernel c(in x: i16[4], out y: i16[4]) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    y[i] = x[i];
+  }
+}""")
+    base = np.zeros(16, np.uint8)
+    odd = np.lib.stride_tricks.as_strided(base.view(np.int16), (4,), (3,))
+    with pytest.raises(nncjit.Error) as e:
+        f(odd)
+    assert message(e) == ("argument 0 ('x') of kernel 'c': its stride of 3 bytes "
+                          "is not a whole number of elements")
