@@ -122,11 +122,6 @@ double spanMicros(std::initializer_list<const char *> Kinds) {
 /// Loop statements (not external calls), serial or parallel.
 double loopMicros() { return spanMicros({": for ", ": parallel for "}); }
 
-double median(std::vector<double> V) {
-  std::sort(V.begin(), V.end());
-  return V.empty() ? 0 : V[V.size() / 2];
-}
-
 //===--- The seed kernel under each policy ---------------------------------===//
 
 struct SeedTimes {
@@ -151,8 +146,8 @@ void seed(benchmark::State &S, ParallelMode Mode,
     Stage.push_back(T.StageUs);
     WithAlloc.push_back(T.StageUs + T.AllocUs);
   }
-  S.counters["elementwise_stage_us"] = median(Stage);
-  S.counters["alloc_and_stage_us"] = median(WithAlloc);
+  S.counters["elementwise_stage_us"] = bench::median(Stage);
+  S.counters["alloc_and_stage_us"] = bench::median(WithAlloc);
   nnc_runtime_set_num_threads(0);
 }
 void BM_Seed_Outputs(benchmark::State &S) { seed(S, ParallelMode::Outputs); }
@@ -291,7 +286,7 @@ void resnet(benchmark::State &S, ParallelMode Mode,
     enableTracing(false);
     LoopUs.push_back(loopMicros());
   }
-  S.counters["loop_nests_us"] = median(LoopUs);
+  S.counters["loop_nests_us"] = bench::median(LoopUs);
   nnc_runtime_set_num_threads(0);
 }
 void BM_Resnet18_Outputs(benchmark::State &S) { resnet(S, ParallelMode::Outputs); }

@@ -11,6 +11,8 @@
 #include "nnc/API/Error.h"
 #include "nnc/Check/Check.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -60,6 +62,21 @@ bindKernel(const Kernel &K, const CompileOptions &O,
   BoundCall Call = orDie(F.bind(Args->args()));
   return std::unique_ptr<BoundKernel>(new BoundKernel{
       K, std::move(F), std::move(*Args), std::move(Call)});
+}
+
+/// The median of V (0 if empty).
+inline double median(std::vector<double> V) {
+  std::sort(V.begin(), V.end());
+  return V.empty() ? 0 : V[V.size() / 2];
+}
+
+/// Milliseconds one call of F takes.
+template <class F> double timeMs(F &&Fn) {
+  auto T0 = std::chrono::steady_clock::now();
+  Fn();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - T0)
+      .count();
 }
 
 } // namespace nnc::bench

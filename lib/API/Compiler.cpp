@@ -99,6 +99,11 @@ struct Function::State {
   unsigned Threads = 0;
   bool Winograd = false;
   std::vector<ParamInfo> Params;
+  /// CompileOptions::OnDiagnostic: the runtime's warnings go there, and
+  /// its remarks too if RuntimeRemarks (CompileOptions::Remarks names
+  /// kRuntimeRemarks).
+  std::function<void(const std::string &)> OnDiagnostic;
+  bool RuntimeRemarks = false;
 };
 
 const Kernel &Function::kernel() const { return S->K; }
@@ -107,7 +112,22 @@ const std::string &Function::name() const { return S->K.Name; }
 int32_t Function::callRaw(void **Args) const {
   ThreadScope Threads(S->Threads);
   WinogradScope Winograd(S->Winograd);
-  return S->CK->callRaw(Args);
+  if (!S->OnDiagnostic)
+    return S->CK->callRaw(Args);
+  // The runtime's notes of this call (made when a primitive is created),
+  // at the line of their external call.
+  bool Previous = recordRuntimeNotes(true);
+  takeRuntimeNotes();
+  int32_t Status = S->CK->callRaw(Args);
+  std::vector<RuntimeNote> Notes = takeRuntimeNotes();
+  recordRuntimeNotes(Previous);
+  DiagnosticEngine Diags(S->K.Source);
+  for (const RuntimeNote &N : Notes)
+    if (N.Warning || S->RuntimeRemarks)
+      S->OnDiagnostic(Diags.format(
+          {N.Warning ? Severity::Warning : Severity::Remark,
+           S->CK->siteLoc(N.Site), N.Text}));
+  return Status;
 }
 
 llvm::Error Function::statusError(int32_t Status) const {
@@ -403,6 +423,16 @@ Compiler::~Compiler() = default;
 
 std::vector<std::string> defaultPipeline() { return buildDefaultPipeline(); }
 
+const std::vector<std::string> &remarkNames() {
+  static const std::vector<std::string> Names = [] {
+    std::vector<std::string> R = passesWithRemarks();
+    R.push_back(kRuntimeRemarks);
+    llvm::sort(R);
+    return R;
+  }();
+  return Names;
+}
+
 namespace {
 
 /// `What 'Name'; did you mean 'X'? (Label: the names)`.
@@ -444,10 +474,9 @@ llvm::Expected<Kernel> Compiler::pipeline(
       return unknownName("CompileOptions::PrintAfter: unknown pass", N,
                          passNames());
   for (const std::string &N : RemarkPasses)
-    if (std::find(passesWithRemarks().begin(), passesWithRemarks().end(), N) ==
-        passesWithRemarks().end())
-      return unknownName("CompileOptions::Remarks: no remarks from pass", N,
-                         passesWithRemarks());
+    if (!llvm::is_contained(remarkNames(), N))
+      return unknownName("CompileOptions::Remarks: no remarks from", N,
+                         remarkNames());
   if (!verifyKernel(K, Diags))
     return makeError(Diags);
   if (!UpTo.empty()) {
@@ -529,6 +558,8 @@ llvm::Expected<Function> Compiler::compile(const Kernel &K,
   S->Threads = Opts.Threads;
   S->Winograd = Opts.Winograd;
   S->Params = paramsOf(K);
+  S->OnDiagnostic = Opts.OnDiagnostic;
+  S->RuntimeRemarks = llvm::is_contained(Opts.Remarks, kRuntimeRemarks);
   return Function(std::move(S));
 }
 

@@ -1413,6 +1413,11 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
       V = B.CreateBitCast(V, I64);
     B.CreateStore(V, B.CreateConstGEP1_64(I64, Extra, I));
   }
+  // The call's notes (nnc::RuntimeNote) name its error site, the next one.
+  int32_t Site = static_cast<int32_t>(Sites.size()) + 1;
+  B.CreateCall(runtimeFn("nnc_runtime_set_call_site", B.getVoidTy(),
+                         {B.getInt32Ty()}),
+               {B.getInt32(Site)});
   FunctionCallee Fn = runtimeFn(Op->Func.c_str(), B.getInt32Ty(),
                                 {I64, P, P, P, P, P, I64, P});
   Value *Status = B.CreateCall(
@@ -1420,6 +1425,7 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
            B.getInt64(Scalars.size()), Extra});
   checkError(B.CreateICmpNE(Status, B.getInt32(0)), ErrorKind::ExternalCall,
              Op->Loc, Op->Func);
+  assert(Sites.size() == static_cast<size_t>(Site) && "a site in between");
 }
 
 Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {

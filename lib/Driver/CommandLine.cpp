@@ -51,7 +51,9 @@ struct Flags {
       "pipeline (" +
       joinNames(defaultPipeline()) + "). Passes:" + passList();
   const std::string RemarksHelp =
-      "Explain the decisions of a pass (" + joinNames(passesWithRemarks()) + ")";
+      "Explain the decisions of a pass, or with " + std::string(kRuntimeRemarks) +
+      " the runtime's choice of oneDNN implementation (" +
+      joinNames(remarkNames()) + ")";
   cl::OptionCategory Cat{"nnc-jit options"};
   cl::opt<std::string> Input{cl::Positional, cl::desc("<file.nnc>"),
                              cl::init("-"), cl::cat(Cat)};
@@ -271,7 +273,7 @@ bool checkPass(const std::string &Flag, const std::string &Name,
   if (std::find(Known.begin(), Known.end(), Name) != Known.end())
     return true;
   Err << "nnc-jit: error: " << Flag << ": "
-      << (Flag == "--remarks" ? "no remarks from pass '" : "unknown pass '")
+      << (Flag == "--remarks" ? "no remarks from '" : "unknown pass '")
       << Name << "'" << didYouMean(Name, Known) << " (known: " << joinNames(Known)
       << ")\n";
   return false;
@@ -373,7 +375,7 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   for (const PassInfo &P : passRegistry())
     Known.push_back(P.Name);
   for (const std::string &P : F.Remarks)
-    if (!checkPass("--remarks", P, passesWithRemarks(), Err))
+    if (!checkPass("--remarks", P, remarkNames(), Err))
       return 1;
   C.Remarks.assign(F.Remarks.begin(), F.Remarks.end());
   for (const std::string &P : F.PrintAfter)

@@ -43,7 +43,7 @@ namespace {
 
 /// Bumped whenever lowering or the cache format changes, so old cache files
 /// are not loaded.
-constexpr uint32_t kCacheFormatVersion = 5;
+constexpr uint32_t kCacheFormatVersion = 6;
 constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
 constexpr const char *kEntryName = "nnc_kernel_entry";
 
@@ -247,6 +247,12 @@ std::string cacheSecret(const std::string &Dir, std::string &Why) {
 //===----------------------------------------------------------------------===//
 // CompiledKernel
 //===----------------------------------------------------------------------===//
+
+SourceLoc CompiledKernel::siteLoc(int32_t Status) const {
+  if (Status <= 0 || static_cast<size_t>(Status) > Sites.size())
+    return {};
+  return Sites[Status - 1].Loc;
+}
 
 Diagnostic CompiledKernel::describeStatus(int32_t Status) const {
   if (Status <= 0 || static_cast<size_t>(Status) > Sites.size())

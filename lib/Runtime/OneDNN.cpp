@@ -128,11 +128,25 @@ struct ConvEntry {
   /// Blocked only: the reorders of each run, made once (UserSrc -> Src,
   /// UserDst -> Dst for a residual `sum`, Dst -> UserDst).
   dnnl::reorder SrcIn, ResidualIn, DstOut;
-  std::vector<memory::desc> Binary; // Post-op operands.
-  std::string Impl;
+  std::vector<memory::desc> Binary; // Fused Add operands.
+  /// oneDNN's implementation, and the one it has for the convolution alone.
+  std::string Impl, AloneImpl;
+  /// What was chosen and why, for the runtime's note.
+  std::string Decision;
   /// The Add post-op run as oneDNN's `sum` (its operand is copied into the
   /// destination first), or -1.
   int SumAt = -1;
+  /// Post-ops [0, Fused) run inside the convolution; the others after it,
+  /// in place on the destination, one primitive each.
+  size_t Fused = 0;
+  struct Step {
+    dnnl::primitive Prim;
+    memory::desc Other, Scratch; // Other: an Add's operand.
+    int OtherAt = -1;            // An Add's index in the call's operands.
+  };
+  std::vector<Step> After;
+  /// Not empty: oneDNN has no primitive for the call (the reference runs).
+  std::string Failure;
 };
 
 /// Whether the calling thread's kernels consider Winograd convolutions
@@ -171,15 +185,21 @@ std::map<std::string, std::shared_ptr<ConvEntry>> ConvCache;
 std::map<std::string, std::shared_ptr<MatmulEntry>> MatmulCache;
 CacheStats Stats;
 
-/// Post-ops as oneDNN attributes; the Add at index SumAt (if not -1) is
-/// oneDNN's `sum`, which adds what the destination holds before the call.
-dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops,
+/// oneDNN's alpha and beta of an elementwise post-op.
+std::pair<float, float> eltwiseArgs(const PostOp &Op) {
+  return {Op.K == PostOpKind::Silu ? 1.f : Op.Alpha, Op.Beta};
+}
+
+/// Post-ops [0, Fused) as oneDNN attributes; the Add at index SumAt (if not
+/// -1) is oneDNN's `sum`, which adds what the destination holds before the
+/// call.
+dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops, size_t Fused,
                              const Tensor &Out,
                              std::vector<memory::desc> &Binary, int SumAt) {
   dnnl::primitive_attr Attr;
   Attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops PO;
-  for (size_t I = 0; I < Ops.size(); ++I) {
+  for (size_t I = 0; I < Fused; ++I) {
     const PostOp &Op = Ops[I];
     if (static_cast<int>(I) == SumAt) {
       PO.append_sum(1.f);
@@ -193,13 +213,21 @@ dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops,
       PO.append_binary(dnnl::algorithm::binary_add, Binary.back());
       continue;
     }
-    float Alpha = Op.Alpha, Beta = Op.Beta;
-    if (Op.K == PostOpKind::Silu)
-      Alpha = 1.f;
+    auto [Alpha, Beta] = eltwiseArgs(Op);
     PO.append_eltwise(1.f, eltwiseAlgorithm(Op.K), Alpha, Beta);
   }
   Attr.set_post_ops(PO);
   return Attr;
+}
+
+/// "add as sum, relu": post-ops [Begin, End), for notes.
+std::string opList(const std::vector<PostOp> &Ops, size_t Begin, size_t End,
+                   int SumAt) {
+  std::string S;
+  for (size_t I = Begin; I < End; ++I)
+    S += std::string(I > Begin ? ", " : "") + postOpName(Ops[I].K) +
+         (static_cast<int>(I) == SumAt ? " as sum" : "");
+  return S;
 }
 
 /// Runs P with a scratchpad from the runtime's size-class cache: a block
@@ -284,37 +312,99 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
                          dnnl::prop_kind::forward_inference, Alg, Src, AnyW,
                          Dst, Strides, Dil, PadL, PadR);
   int SumAt = sumCandidate(Ops, Out);
+  auto Build = [&](size_t Fused, int Sum, std::vector<memory::desc> &Binary) {
+    return dnnl::convolution_forward::primitive_desc(
+        Desc, attrFor(Ops, Fused, Out, Binary, Sum), engine());
+  };
   dnnl::convolution_forward::primitive_desc PD;
+  std::string Rejected; // Fully fused variants that were not taken.
   if (Blocked) {
     // The blocked destination holds no residual: every Add must be `sum`,
-    // whose operand is reordered into it.
+    // whose operand is reordered into it; and every post-op is fused.
     for (size_t I = 0; I < Ops.size(); ++I)
       if (Ops[I].K == PostOpKind::Add && static_cast<int>(I) != SumAt)
         throw dnnl::error(dnnl_unimplemented, "an add that is not a sum");
-    PD = dnnl::convolution_forward::primitive_desc(
-        Desc, attrFor(Ops, Out, E->Binary, SumAt), engine());
+    PD = Build(Ops.size(), SumAt, E->Binary);
+    E->AloneImpl = PD.impl_info_str();
     E->SumAt = SumAt;
+    E->Fused = Ops.size();
   } else {
-    PD = dnnl::convolution_forward::primitive_desc(
-        Desc, attrFor(Ops, Out, E->Binary, -1), engine());
-    // With a residual add as `binary_add`, oneDNN 2.6 may leave its
-    // fastest implementation (brgconv on AVX-512: up to 2x slower,
-    // docs/performance.md); as `sum` it keeps it, at the cost of copying
-    // the residual into the destination first. So `sum` where it changes
-    // the implementation, `binary_add` where it does not (AVX2).
-    if (SumAt >= 0) {
-      try {
-        std::vector<memory::desc> SumBinary;
-        dnnl::convolution_forward::primitive_desc SumPD(
-            Desc, attrFor(Ops, Out, SumBinary, SumAt), engine());
-        if (std::string(SumPD.impl_info_str()) != PD.impl_info_str()) {
-          PD = SumPD;
-          E->Binary = std::move(SumBinary);
-          E->SumAt = SumAt;
+    // Post-op fusion must never make the convolution slower: oneDNN 2.6
+    // leaves its fastest implementation for some attributes (brgconv on
+    // AVX-512 with a binary_add: up to 2x slower, docs/performance.md). So
+    // the longest prefix of the post-ops whose fused primitive keeps the
+    // implementation of the convolution alone runs fused, the rest after it.
+    // Each Add is tried as binary_add first (no copy of the residual: on
+    // AVX2 both forms keep jit:avx2, and the copy costs 2-3%), then as
+    // `sum`, which keeps brgconv.
+    std::vector<memory::desc> None;
+    PD = Build(0, -1, None);
+    E->AloneImpl = PD.impl_info_str();
+    bool Found = Ops.empty();
+    for (size_t N = Ops.size(); N > 0 && !Found; --N) {
+      std::vector<int> Sums = {-1};
+      if (SumAt >= 0 && SumAt < static_cast<int>(N))
+        Sums.push_back(SumAt);
+      for (int Sum : Sums) {
+        std::vector<memory::desc> Binary;
+        std::string Impl;
+        try {
+          auto Fused = Build(N, Sum, Binary);
+          Impl = Fused.impl_info_str();
+          if (Impl == E->AloneImpl) {
+            PD = Fused;
+            E->Binary = std::move(Binary);
+            E->SumAt = Sum;
+            E->Fused = N;
+            Found = true;
+            break;
+          }
+        } catch (const dnnl::error &) {
+          // No implementation with these post-ops: fewer are tried.
         }
-      } catch (const dnnl::error &) {
-        // No implementation with `sum`: binary_add it is.
+        if (N == Ops.size()) {
+          bool HasAdd = std::any_of(Ops.begin(), Ops.end(), [](const PostOp &Op) {
+            return Op.K == PostOpKind::Add;
+          });
+          Rejected += std::string(Rejected.empty() ? "" : "; ") +
+                      (Sum >= 0   ? "with sum"
+                       : HasAdd ? "with binary_add"
+                                : "all fused") +
+                      (Impl.empty() ? " oneDNN has no implementation"
+                                    : " it would run " + Impl);
+        }
       }
+    }
+    // The rest, in place on the destination.
+    for (size_t I = E->Fused; I < Ops.size(); ++I) {
+      ConvEntry::Step St;
+      dnnl::primitive_attr A;
+      A.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      if (Ops[I].K == PostOpKind::Add) {
+        Tensor T = Out;
+        T.Strides = Ops[I].OtherStrides;
+        St.Other = descOf(T);
+        St.OtherAt = static_cast<int>(
+            std::count_if(Ops.begin(), Ops.begin() + I, [](const PostOp &Op) {
+              return Op.K == PostOpKind::Add;
+            }));
+        dnnl::binary::primitive_desc BP(
+            dnnl::binary::desc(dnnl::algorithm::binary_add, E->UserDst,
+                               St.Other, E->UserDst),
+            A, engine());
+        St.Prim = dnnl::binary(BP);
+        St.Scratch = BP.scratchpad_desc();
+      } else {
+        auto [Alpha, Beta] = eltwiseArgs(Ops[I]);
+        dnnl::eltwise_forward::primitive_desc EP(
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
+                                        eltwiseAlgorithm(Ops[I].K),
+                                        E->UserDst, Alpha, Beta),
+            A, engine());
+        St.Prim = dnnl::eltwise_forward(EP);
+        St.Scratch = EP.scratchpad_desc();
+      }
+      E->After.push_back(std::move(St));
     }
   }
   E->Blocked = Blocked;
@@ -332,6 +422,14 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
   E->Prim = dnnl::convolution_forward(PD);
   E->Scratch = PD.scratchpad_desc();
   E->Impl = PD.impl_info_str();
+  E->Decision = "convolution " + sizes(X) + " * " + sizes(W) + " -> " +
+                sizes(Out) + ": " + E->Impl;
+  if (E->Fused)
+    E->Decision += "; fused: " + opList(Ops, 0, E->Fused, E->SumAt);
+  if (E->Fused < Ops.size())
+    E->Decision += "; after it: " + opList(Ops, E->Fused, Ops.size(), -1);
+  if (!Rejected.empty())
+    E->Decision += " (" + Rejected + ")";
   E->Weights = memory(PD.weights_desc(), engine());
   memory UserMem(UserW, engine(), W.Data);
   thread_local dnnl::stream S(engine());
@@ -380,7 +478,7 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
                                           {DNNL_ARG_DST, DstM}};
   if (Bias)
     Args.emplace(DNNL_ARG_BIAS, memory(E.Bias, engine(), Bias->Data));
-  for (size_t I = 0, B = 0, Other = 0; I < Ops.size(); ++I) {
+  for (size_t I = 0, B = 0, Other = 0; I < E.Fused; ++I) {
     if (Ops[I].K != PostOpKind::Add)
       continue;
     if (static_cast<int>(I) == E.SumAt) {
@@ -409,6 +507,19 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
     memory UserDst(E.UserDst, engine(), Out.Data);
     E.DstOut.execute(S, DstM, UserDst);
     S.wait();
+  }
+  for (ConvEntry::Step &St : E.After) {
+    std::unordered_map<int, memory> StepArgs;
+    if (St.OtherAt >= 0) {
+      StepArgs = {{DNNL_ARG_SRC_0, DstM},
+                  {DNNL_ARG_SRC_1,
+                   memory(St.Other, engine(),
+                          const_cast<float *>(Others[St.OtherAt]))},
+                  {DNNL_ARG_DST, DstM}};
+    } else {
+      StepArgs = {{DNNL_ARG_SRC, DstM}, {DNNL_ARG_DST, DstM}};
+    }
+    runWith(St.Prim, StepArgs, St.Scratch);
   }
 }
 
@@ -465,12 +576,19 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
       }
     }
     if (!E) {
-      E = makeConv(Out, X, W, Bias, P, Ops,
-                   dnnl::algorithm::convolution_direct, false);
+      try {
+        E = makeConv(Out, X, W, Bias, P, Ops,
+                     dnnl::algorithm::convolution_direct, false);
+      } catch (const dnnl::error &Ex) {
+        // Kept, so that later calls go straight to the reference.
+        E = std::make_shared<ConvEntry>();
+        E->Failure = std::string("oneDNN: ") + Ex.what();
+      }
+      std::string Timing;
       // Winograd where oneDNN has it for this CPU and it is faster here,
       // reorders included: both are timed on this call's data, and the
       // call then runs the faster one.
-      if (Winograd) {
+      if (Winograd && E->Failure.empty()) {
         std::shared_ptr<ConvEntry> EW;
         try {
           EW = makeConv(Out, X, W, Bias, P, Ops,
@@ -478,14 +596,43 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
         } catch (const dnnl::error &) {
           // None on this CPU, or not with these post-ops.
         }
-        if (EW && bestOfThree(*EW, Out, X, Bias, Ops, Others) <
-                      bestOfThree(*E, Out, X, Bias, Ops, Others))
-          E = EW;
+        if (EW) {
+          double TW = bestOfThree(*EW, Out, X, Bias, Ops, Others);
+          double TD = bestOfThree(*E, Out, X, Bias, Ops, Others);
+          std::ostringstream OS;
+          OS.precision(3);
+          OS << " [timed: Winograd " << TW * 1e3 << " ms, direct " << TD * 1e3
+             << " ms]";
+          Timing = OS.str();
+          if (TW < TD)
+            E = EW;
+        }
       }
+      if (!E->Failure.empty())
+        addRuntimeNote(true, "oneDNN has no convolution for input " +
+                                 sizes(X) + ", weight " + sizes(W) +
+                                 ", output " + sizes(Out) + " (" + E->Failure +
+                                 "): the reference implementation runs "
+                                 "instead, much slower");
+      else if (E->Impl.rfind("ref", 0) == 0)
+        addRuntimeNote(true, "oneDNN has only its reference implementation (" +
+                                 E->Impl + ") for convolution " + sizes(X) +
+                                 " * " + sizes(W) + " -> " + sizes(Out) +
+                                 ": none of its optimized ones takes these "
+                                 "layouts; much slower");
+      else
+        addRuntimeNote(false, E->Decision + Timing);
       std::lock_guard<std::mutex> L(CacheMu);
       ConvCache.emplace(K.str(), E);
       ++Stats.Misses;
       Stats.LastImpl = E->Impl;
+      Stats.LastAloneImpl = E->AloneImpl;
+      Stats.LastFused = E->Fused;
+      Stats.LastDecision = E->Decision;
+    }
+    if (!E->Failure.empty()) {
+      Err = E->Failure;
+      return 1;
     }
     runConv(*E, Out, X, Bias, Ops, Others);
     return 0;
@@ -531,6 +678,8 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
       E->Prim = dnnl::matmul(PD);
       E->Scratch = PD.scratchpad_desc();
       E->Impl = PD.impl_info_str();
+      addRuntimeNote(false, "matmul " + sizes(A) + " @ " + sizes(B) + " -> " +
+                                sizes(Out) + ": " + E->Impl);
       std::lock_guard<std::mutex> L(CacheMu);
       MatmulCache.emplace(K, E);
       ++Stats.Misses;

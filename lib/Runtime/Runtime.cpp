@@ -16,6 +16,7 @@
 #include <exception>
 #include <mutex>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -23,6 +24,9 @@
 namespace {
 
 thread_local std::string LastError;
+thread_local int32_t CallSite = 0;
+thread_local bool RecordNotes = false;
+thread_local std::vector<nnc::RuntimeNote> Notes;
 std::atomic<int32_t> NumThreads{0};
 /// The calling thread's override (nnc_runtime_set_thread_num_threads).
 thread_local int32_t ThreadNumThreads = 0;
@@ -213,6 +217,8 @@ extern "C" {
 
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
 
+void nnc_runtime_set_call_site(int32_t Site) { CallSite = Site; }
+
 
 void nnc_runtime_out_of_bounds(const char *Buffer, int64_t Index,
                                int64_t Bound, int32_t Dim) {
@@ -399,12 +405,29 @@ const std::vector<RuntimeSymbol> &runtimeSymbols() {
       {"nnc_runtime_out_of_bounds",
        reinterpret_cast<void *>(&nnc_runtime_out_of_bounds)},
       {"nnc_trace_end", reinterpret_cast<void *>(&nnc_trace_end)},
+      {"nnc_runtime_set_call_site",
+       reinterpret_cast<void *>(&nnc_runtime_set_call_site)},
       {"nnc_aten_conv2d", reinterpret_cast<void *>(&nnc_aten_conv2d)},
       {"nnc_aten_matmul", reinterpret_cast<void *>(&nnc_aten_matmul)},
       {"nnc_aten_addmm", reinterpret_cast<void *>(&nnc_aten_addmm)},
   };
   return Symbols;
 }
+
+bool recordRuntimeNotes(bool On) {
+  bool Previous = RecordNotes;
+  RecordNotes = On;
+  return Previous;
+}
+
+bool recordingRuntimeNotes() { return RecordNotes; }
+
+void addRuntimeNote(bool Warning, std::string Text) {
+  if (RecordNotes)
+    Notes.push_back({CallSite, Warning, std::move(Text)});
+}
+
+std::vector<RuntimeNote> takeRuntimeNotes() { return std::exchange(Notes, {}); }
 
 void enableTracing(bool On) {
   std::lock_guard<std::mutex> L(TraceMu);

@@ -372,6 +372,55 @@ kernel planned(in a: f32[64, 256], out y: f32[64, 256]) {
 }
 )";
 
+// The runtime's notes reach OnDiagnostic at the external call's line: its
+// remarks when Remarks names kRuntimeRemarks, its warnings always, and only
+// from the call that creates the primitive.
+TEST(Compiler, RuntimeNotesNameTheCallsLine) {
+  const char *Text = R"(
+kernel k(in x: f32[1, 8, 6, 6], in w: f32[8, 8, 3, 3], out y: f32[1, 8, 6, 6], out z: f32[1, 8, 6, 6]) {
+  y = nnc_aten_conv2d(buf_args={x, w}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll}, post_ops={relu})
+  z = nnc_aten_conv2d(buf_args={x(dtype=float, sizes=[1ll, 8ll, 6ll, 6ll], strides=[288ll, 1ll, 6ll, 1ll]), w}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll})
+}
+)";
+  std::vector<float> X(288, 0.5f), W(576, 0.25f), Y(288), Z(288);
+  auto Call = [&](const Function &F) {
+    ASSERT_FALSE(!!F.call({BufferArg::of(X.data(), {1, 8, 6, 6}),
+                           BufferArg::of(W.data(), {8, 8, 3, 3}),
+                           BufferArg::of(Y.data(), {1, 8, 6, 6}),
+                           BufferArg::of(Z.data(), {1, 8, 6, 6})}));
+  };
+  for (bool Remarks : {true, false}) {
+    CompileOptions O;
+    if (Remarks)
+      O.Remarks = {kRuntimeRemarks};
+    std::vector<std::string> Got;
+    O.OnDiagnostic = [&](const std::string &T) { Got.push_back(T); };
+    Function F = compiled(Text, O);
+    W[0] = Remarks ? 1.f : 2.f; // New weights: new primitives.
+    Call(F);
+    ASSERT_EQ(Got.size(), Remarks ? 2u : 1u);
+    if (Remarks) {
+      EXPECT_EQ(Got[0].rfind("expected.nnc:3:3: remark: convolution [1, 8, 6, 6] * "
+                             "[8, 8, 3, 3] -> [1, 8, 6, 6]: ",
+                             0),
+                0u)
+          << Got[0];
+      EXPECT_NE(Got[0].find("; fused: relu"), std::string::npos) << Got[0];
+    }
+    EXPECT_EQ(Got.back().rfind("expected.nnc:4:3: warning: oneDNN has no "
+                               "convolution for input [1, 8, 6, 6]",
+                               0),
+              0u)
+        << Got.back();
+    Got.clear();
+    Call(F); // The primitives exist: nothing new to say.
+    EXPECT_TRUE(Got.empty()) << Got.front();
+  }
+  // Without a consumer, nothing is recorded.
+  EXPECT_FALSE(recordingRuntimeNotes());
+  EXPECT_TRUE(takeRuntimeNotes().empty());
+}
+
 TEST(Compiler, PlannedTemporariesFromManyThreads) {
   CompileOptions O;
   O.Threads = 2;
@@ -673,10 +722,10 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
   O = {};
   O.Remarks = {"outline-parallel"};
   expectError(Compiler(O).lower(K).takeError(),
-              "error: CompileOptions::Remarks: no remarks from pass "
+              "error: CompileOptions::Remarks: no remarks from "
               "'outline-parallel' (known: elide-zero-fill, "
-              "fuse-conv-post-ops, fuse-loops, parallelize, plan-memory, "
-              "reductions, stream-stores)");
+              "fuse-conv-post-ops, fuse-loops, onednn, parallelize, "
+              "plan-memory, reductions, stream-stores)");
   std::vector<float> X(4), Y(4);
   expectError(Compiler().interpret(K, {BufferArg::of(X.data(), {4}),
                                        BufferArg::of(Y.data(), {3}), 1.f,

@@ -127,6 +127,88 @@ TEST(OneDNNConv, ChannelsLastUsesAJitKernelAndCachesThePrimitive) {
   EXPECT_EQ(After.Hits, Mid.Hits + 1);
 }
 
+// Every post-op kind, alone and after a residual add (in the output's layout,
+// which can be oneDNN's `sum`, and in another, which cannot), on the
+// convolutions of ResNet and MobileNet blocks (3x3, 3x3 stride 2, 1x1 and
+// 3x3 depthwise, channels-last): the primitive runs the implementation oneDNN
+// has for the convolution alone (fusion never makes it slower), the post-ops
+// it leaves out run after it, and the result is the reference's. ctest runs
+// this under ONEDNN_MAX_CPU_ISA=AVX2 too (RuntimeTestsAVX2).
+TEST(OneDNNConv, FusedPostOpsKeepTheConvolutionsImplementation) {
+  std::mt19937 R(11);
+  struct Kind {
+    PostOpKind K;
+    float Alpha, Beta;
+  };
+  const Kind Kinds[] = {{PostOpKind::Relu, 0, 0},      {PostOpKind::LeakyRelu, .1f, 0},
+                        {PostOpKind::Clamp, 0, 6},     {PostOpKind::Sigmoid, 0, 0},
+                        {PostOpKind::Tanh, 0, 0},      {PostOpKind::GeluErf, 0, 0},
+                        {PostOpKind::GeluTanh, 0, 0},  {PostOpKind::Silu, 0, 0},
+                        {PostOpKind::Hardswish, 0, 0}};
+  struct Shape {
+    int64_t C, O, K, Stride, G;
+  };
+  const Shape Shapes[] = {{32, 32, 3, 1, 1}, {32, 64, 3, 2, 1},
+                          {32, 64, 1, 1, 1}, {64, 64, 3, 1, 64}};
+  int Cases = 0;
+  for (const Shape &Sh : Shapes)
+    for (int Residual = 0; Residual < 3; ++Residual) // none, NHWC, NCHW
+      for (const Kind &Kd : Kinds) {
+        const int64_t H = 14, Pad = Sh.K / 2;
+        int64_t OH = (H + 2 * Pad - Sh.K) / Sh.Stride + 1;
+        Conv2dParams P{Sh.Stride, Sh.Stride, Pad, Pad, 1, 1, Sh.G};
+        HostBuffer X = make({1, Sh.C, H, H}, true, R);
+        HostBuffer Wt = make({Sh.O, Sh.C / Sh.G, Sh.K, Sh.K}, true, R);
+        HostBuffer B = make({Sh.O}, false, R);
+        HostBuffer Res = make({1, Sh.O, OH, OH}, Residual == 1, R);
+        HostBuffer Got = make({1, Sh.O, OH, OH}, true, R);
+        HostBuffer Want = make({1, Sh.O, OH, OH}, true, R);
+        ASSERT_EQ(runReferenceExternal(ExternalFunc::Conv2d, ref(Want),
+                                       {ref(X), ref(Wt), ref(B)},
+                                       {Sh.Stride, Sh.Stride, Pad, Pad, 1, 1,
+                                        Sh.G},
+                                       {}),
+                  "");
+        std::vector<onednn::PostOp> Ops;
+        std::vector<const float *> Others;
+        std::vector<PostOp> IROps;
+        std::vector<TensorRef> IROthers;
+        if (Residual) {
+          Ops.push_back({PostOpKind::Add, 0, 0, Res.strides()});
+          Others.push_back(static_cast<const float *>(Res.data()));
+          IROps.push_back({PostOpKind::Add, 0, 0, {}});
+          IROthers.push_back(ref(Res));
+        }
+        Ops.push_back({Kd.K, Kd.Alpha, Kd.Beta, {}});
+        IROps.push_back({Kd.K, Kd.Alpha, Kd.Beta, {}});
+        applyReferencePostOps(ref(Want), IROps, IROthers);
+        onednn::Tensor TB = tensor(B);
+        std::string Err;
+        auto Before = onednn::cacheStats();
+        ASSERT_EQ(onednn::conv2d(tensor(Got), tensor(X), tensor(Wt), &TB, P,
+                                 Ops, Others, Err),
+                  0)
+            << Err;
+        auto After = onednn::cacheStats();
+        std::string What = std::string(postOpName(Kd.K)) + " residual=" +
+                           std::to_string(Residual) + " C=" +
+                           std::to_string(Sh.C) + " K=" + std::to_string(Sh.K) +
+                           " G=" + std::to_string(Sh.G) + ": " +
+                           After.LastDecision;
+        ASSERT_EQ(After.Misses, Before.Misses + 1) << What;
+        EXPECT_EQ(After.LastImpl, After.LastAloneImpl) << What;
+        EXPECT_NE(After.LastImpl.rfind("ref", 0), 0u) << What;
+        EXPECT_LT(relDiff(Got, Want), 1e-4) << What;
+        // What runs after the convolution is named in the note.
+        if (After.LastFused < Ops.size()) {
+          EXPECT_NE(After.LastDecision.find("after it: "), std::string::npos)
+              << What;
+        }
+        ++Cases;
+      }
+  EXPECT_EQ(Cases, 4 * 3 * 9);
+}
+
 // With Winograd considered, 3x3 stride-1 convolutions time it against the
 // direct algorithm and keep the faster (which one depends on the CPU and
 // the moment); either way the result is the reference's, with a bias, a

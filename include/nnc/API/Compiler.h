@@ -98,7 +98,8 @@ struct CompileOptions {
   // Instrumentation: which passes run, and what they report.
   /// Run exactly these passes, in order, instead of defaultPipeline().
   std::optional<std::vector<std::string>> Passes;
-  /// Passes whose remarks go to OnDiagnostic (passesWithRemarks()).
+  /// Whose remarks go to OnDiagnostic (remarkNames()): passes, and
+  /// kRuntimeRemarks for the runtime's choices as a call runs.
   std::vector<std::string> Remarks;
   /// Print the kernel (with its tasks) after these passes to OnPrint.
   std::vector<std::string> PrintAfter;
@@ -114,6 +115,14 @@ struct CompileOptions {
 
 /// The default IR pipeline, in order.
 std::vector<std::string> defaultPipeline();
+
+/// The remarks of the runtime (CompileOptions::Remarks): which oneDNN
+/// implementation each convolution and matmul runs, which post-ops stay
+/// fused and why, and Winograd's timing, when a call creates the primitive.
+inline constexpr const char *kRuntimeRemarks = "onednn";
+/// What CompileOptions::Remarks accepts: the passes that give remarks
+/// (passesWithRemarks()) and kRuntimeRemarks, sorted.
+const std::vector<std::string> &remarkNames();
 
 /// A buffer argument: data, element type, shape, and strides in elements
 /// (empty: row-major for the shape).

@@ -79,6 +79,8 @@ public:
 
   /// The message of a non-zero status, and where it happened.
   Diagnostic describeStatus(int32_t Status) const;
+  /// Where the error site of Status is (an unknown location if none).
+  SourceLoc siteLoc(int32_t Status) const;
 
 private:
   EntryFn Fn;

@@ -31,7 +31,10 @@ struct PostOp {
 };
 
 /// Out = post-ops(conv2d(X, W, Bias)); Others are the Add operands in order.
-/// Returns 0, or 1 with Err set (a shape mismatch, an oneDNN error).
+/// The longest prefix of the post-ops that keeps oneDNN's implementation of
+/// the convolution alone runs fused, the rest after it. Returns 0, or 1 with
+/// Err set (a shape mismatch, or no oneDNN primitive: the caller runs the
+/// reference). A new primitive records a runtime note (nnc::RuntimeNote).
 int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                const Tensor *Bias, const Conv2dParams &P,
                const std::vector<PostOp> &Ops,
@@ -43,7 +46,14 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
 
 struct CacheStats {
   uint64_t Hits = 0, Misses = 0;
-  std::string LastImpl; ///< oneDNN's implementation of the last new primitive.
+  /// Of the last new primitive: oneDNN's implementation.
+  std::string LastImpl;
+  /// Convolutions: the implementation oneDNN has for the convolution without
+  /// post-ops, how many of the post-ops run fused (the rest after it), and
+  /// the runtime's note on the choice.
+  std::string LastAloneImpl;
+  size_t LastFused = 0;
+  std::string LastDecision;
 };
 CacheStats cacheStats();
 

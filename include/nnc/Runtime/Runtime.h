@@ -39,6 +39,10 @@ void nnc_runtime_arena_pool_destroy(void **Slot);
 void nnc_runtime_zero(void *P, int64_t Bytes);
 /// The message of the last failure on this thread ("" if none).
 const char *nnc_runtime_last_error();
+/// Kernels call this before each external call with the status of the
+/// call's error site, so that the notes the call records (nnc::RuntimeNote)
+/// name its line.
+void nnc_runtime_set_call_site(int32_t Site);
 
 /// The body of a parallel loop: runs iterations [Begin, End) with the
 /// captured values in Env; returns 0 or an error status.
@@ -134,6 +138,24 @@ struct TraceSpan {
 };
 /// The spans recorded so far.
 std::vector<TraceSpan> traceSpans();
+
+/// What the runtime decided, or fell back to, in an external call: which
+/// oneDNN implementation a new convolution primitive runs and why, or that
+/// oneDNN has none and the reference implementation runs (a warning). Site
+/// is the call's error-site status (nnc_runtime_set_call_site; 0 if none).
+struct RuntimeNote {
+  int32_t Site = 0;
+  bool Warning = false;
+  std::string Text;
+};
+/// Starts (On) or stops recording the calling thread's notes; returns the
+/// previous setting. Off by default: nothing is recorded, or built.
+bool recordRuntimeNotes(bool On);
+bool recordingRuntimeNotes();
+/// Records a note at the calling thread's current call site (if recording).
+void addRuntimeNote(bool Warning, std::string Text);
+/// The calling thread's notes since the last take, in order.
+std::vector<RuntimeNote> takeRuntimeNotes();
 
 /// Writes the recorded spans as a Chrome trace-event file (Perfetto,
 /// chrome://tracing); false with Err set if the file cannot be written.
