@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "BenchUtil.h"
+#include "nnc/IR/ExternalFunctions.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/Runtime/Runtime.h"
 #include "nnc/Support/FileIO.h"
@@ -183,7 +184,7 @@ int main(int Argc, char **Argv) {
               "direct", "floor", "ratio", "winograd", "floor", "ratio");
   for (const std::string &File : Files) {
     std::string Text, Err;
-    if (!readFile(File, Text, Err))
+    if (!readFile(File, Text, Err, uint64_t(1) << 30))
       bench::die(Err);
     Kernel K = bench::orDie(parseKernel(Text, "", File));
     std::vector<ConvCall> Calls = convCalls(K);

@@ -125,8 +125,8 @@ struct ConvEntry {
   /// UserSrc and into UserDst around each run.
   memory::desc Src, Dst, Bias, Scratch, UserSrc, UserDst;
   bool Blocked = false;
-  /// Blocked only: the reorders of each run, made once (UserSrc -> Src,
-  /// UserDst -> Dst for a residual `sum`, Dst -> UserDst).
+  /// The reorders of each run, made once: UserSrc -> Src and Dst -> UserDst
+  /// (blocked only), and the residual of a `sum` (UserDst -> Dst).
   dnnl::reorder SrcIn, ResidualIn, DstOut;
   std::vector<memory::desc> Binary; // Fused Add operands.
   /// oneDNN's implementation, and the one it has for the convolution alone.
@@ -266,12 +266,14 @@ namespace {
 
 /// A convolution primitive for the shapes of Out, X, W and Bias with
 /// algorithm Alg, on the buffers' own layouts or (Blocked) on the layouts
-/// oneDNN chooses. Throws dnnl::error where oneDNN has none.
+/// oneDNN chooses, with at most MaxFused of the post-ops fused (direct
+/// only). Throws dnnl::error where oneDNN has none.
 std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
                                     const Tensor &W, const Tensor *Bias,
                                     const Conv2dParams &P,
                                     const std::vector<PostOp> &Ops,
-                                    dnnl::algorithm Alg, bool Blocked) {
+                                    dnnl::algorithm Alg, bool Blocked,
+                                    size_t MaxFused = SIZE_MAX) {
   int64_t H = X.Sizes[2], Wd = X.Sizes[3], O = W.Sizes[0];
   int64_t CPerG = W.Sizes[1], KH = W.Sizes[2], KW = W.Sizes[3];
   int64_t OH = Out.Sizes[2], OW = Out.Sizes[3];
@@ -341,7 +343,7 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
     PD = Build(0, -1, None);
     E->AloneImpl = PD.impl_info_str();
     bool Found = Ops.empty();
-    for (size_t N = Ops.size(); N > 0 && !Found; --N) {
+    for (size_t N = std::min(Ops.size(), MaxFused); N > 0 && !Found; --N) {
       std::vector<int> Sums = {-1};
       if (SumAt >= 0 && SumAt < static_cast<int>(N))
         Sums.push_back(SumAt);
@@ -375,8 +377,9 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
         }
       }
     }
-    // The rest, in place on the destination.
-    for (size_t I = E->Fused; I < Ops.size(); ++I) {
+    // The rest, in place on the destination: each add a binary primitive
+    // that applies the elementwise post-ops after it as its own.
+    for (size_t I = E->Fused; I < Ops.size();) {
       ConvEntry::Step St;
       dnnl::primitive_attr A;
       A.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -388,12 +391,24 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
             std::count_if(Ops.begin(), Ops.begin() + I, [](const PostOp &Op) {
               return Op.K == PostOpKind::Add;
             }));
-        dnnl::binary::primitive_desc BP(
-            dnnl::binary::desc(dnnl::algorithm::binary_add, E->UserDst,
-                               St.Other, E->UserDst),
-            A, engine());
+        dnnl::binary::desc BD(dnnl::algorithm::binary_add, E->UserDst,
+                              St.Other, E->UserDst);
+        size_t End = I + 1;
+        while (End < Ops.size() && Ops[End].K != PostOpKind::Add)
+          ++End;
+        dnnl::binary::primitive_desc BP;
+        try {
+          std::vector<memory::desc> None;
+          std::vector<PostOp> Tail(Ops.begin() + I + 1, Ops.begin() + End);
+          BP = dnnl::binary::primitive_desc(
+              BD, attrFor(Tail, Tail.size(), Out, None, -1), engine());
+        } catch (const dnnl::error &) {
+          BP = dnnl::binary::primitive_desc(BD, A, engine());
+          End = I + 1; // The elementwise ones run as steps of their own.
+        }
         St.Prim = dnnl::binary(BP);
         St.Scratch = BP.scratchpad_desc();
+        I = End;
       } else {
         auto [Alpha, Beta] = eltwiseArgs(Ops[I]);
         dnnl::eltwise_forward::primitive_desc EP(
@@ -403,6 +418,7 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
             A, engine());
         St.Prim = dnnl::eltwise_forward(EP);
         St.Scratch = EP.scratchpad_desc();
+        ++I;
       }
       E->After.push_back(std::move(St));
     }
@@ -415,10 +431,13 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
         engine(), E->UserSrc, engine(), E->Src));
     E->DstOut = dnnl::reorder(dnnl::reorder::primitive_desc(
         engine(), E->Dst, engine(), E->UserDst));
-    if (SumAt >= 0)
-      E->ResidualIn = dnnl::reorder(dnnl::reorder::primitive_desc(
-          engine(), E->UserDst, engine(), E->Dst));
   }
+  // The residual of a `sum`, copied into the destination by a reorder:
+  // oneDNN's copy runs on all the call's threads (a memcpy on one took 15%
+  // of a small 1x1 convolution, docs/performance.md).
+  if (E->SumAt >= 0)
+    E->ResidualIn = dnnl::reorder(dnnl::reorder::primitive_desc(
+        engine(), E->UserDst, engine(), E->Dst));
   E->Prim = dnnl::convolution_forward(PD);
   E->Scratch = PD.scratchpad_desc();
   E->Impl = PD.impl_info_str();
@@ -484,11 +503,10 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
     if (static_cast<int>(I) == E.SumAt) {
       // `sum` adds the destination's contents: the operand, copied (or
       // reordered into the blocked destination).
-      if (E.Blocked) {
+      if (Others[Other] != Out.Data || E.Blocked) {
         memory Residual(E.UserDst, engine(), const_cast<float *>(Others[Other]));
         E.ResidualIn.execute(S, Residual, DstM);
-      } else if (Others[Other] != Out.Data) {
-        std::memcpy(Out.Data, Others[Other], E.Dst.get_size());
+        S.wait();
       }
       ++Other;
       continue;
@@ -585,6 +603,25 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
         E->Failure = std::string("oneDNN: ") + Ex.what();
       }
       std::string Timing;
+      // A `sum` costs a copy of the residual into the destination, which on
+      // a small convolution can outweigh the pass it saves: the add (and
+      // what follows it) is also timed after the convolution, on this call's
+      // data, and the faster kept. (Sum's operand is the only add's: the
+      // first of Others.)
+      if (E->Failure.empty() && E->SumAt >= 0 && Others[0] != Out.Data) {
+        auto After = makeConv(Out, X, W, Bias, P, Ops,
+                              dnnl::algorithm::convolution_direct, false,
+                              static_cast<size_t>(E->SumAt));
+        double TS = bestOfThree(*E, Out, X, Bias, Ops, Others);
+        double TA = bestOfThree(*After, Out, X, Bias, Ops, Others);
+        std::ostringstream OS;
+        OS.precision(3);
+        OS << " [timed: with sum " << TS * 1e3 << " ms, add after it "
+           << TA * 1e3 << " ms]";
+        Timing = OS.str();
+        if (TA < TS)
+          E = After;
+      }
       // Winograd where oneDNN has it for this CPU and it is faster here,
       // reorders included: both are timed on this call's data, and the
       // call then runs the faster one.
@@ -603,7 +640,7 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
           OS.precision(3);
           OS << " [timed: Winograd " << TW * 1e3 << " ms, direct " << TD * 1e3
              << " ms]";
-          Timing = OS.str();
+          Timing += OS.str();
           if (TW < TD)
             E = EW;
         }
