@@ -1343,9 +1343,18 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
     Views.push_back(&V);
   // Post-ops (convolutions): the add operands follow the inputs, and the
   // scalar args carry the 7 convolution parameters, the post-op count, then
-  // kind, alpha and beta (doubles bit-cast) for each post-op.
+  // kind, alpha and beta (doubles bit-cast) for each post-op, and then the
+  // mask of the views in the blocked layout (1: the output, 2: the input,
+  // 4 << k: the k-th add's operand) if there are any.
   std::vector<Expr> Scalars = Op->ScalarArgs;
-  if (!Op->PostOps.empty()) {
+  int64_t Mask = (Op->Out.Blocked ? 1 : 0) |
+                 (!Op->Args.empty() && Op->Args[0].Blocked ? 2 : 0);
+  for (size_t I = 0, K = 0; I < Op->PostOps.size(); ++I)
+    if (Op->PostOps[I].Other && Op->PostOps[I].Other->Blocked)
+      Mask |= int64_t(4) << K++;
+    else if (Op->PostOps[I].Other)
+      ++K;
+  if (!Op->PostOps.empty() || Mask) {
     for (const PostOp &P : Op->PostOps)
       if (P.Other)
         Views.push_back(&*P.Other);
@@ -1362,6 +1371,8 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
       Scalars.push_back(IntImm::make(DType::I64, A, Op->Loc));
       Scalars.push_back(IntImm::make(DType::I64, B, Op->Loc));
     }
+    if (Mask)
+      Scalars.push_back(IntImm::make(DType::I64, Mask, Op->Loc));
   }
   uint64_t N = Views.size(), TotalRank = 0;
   for (const BufferView *V : Views)

@@ -32,7 +32,8 @@ bool equalBuffers(const Buffer &A, const Buffer &B) {
 
 bool equalViews(const BufferView &A, const BufferView &B) {
   return equalBuffers(A.Buf, B.Buf) && A.Explicit == B.Explicit &&
-         A.Type == B.Type && equalExprs(A.Sizes, B.Sizes) &&
+         A.Blocked == B.Blocked && A.Type == B.Type &&
+         equalExprs(A.Sizes, B.Sizes) &&
          equalExprs(A.Strides, B.Strides);
 }
 

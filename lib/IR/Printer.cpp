@@ -249,13 +249,13 @@ void printExprList(std::ostream &OS, const std::vector<Expr> &Es) {
 
 void printView(std::ostream &OS, const BufferView &V) {
   OS << V.Buf->Name;
-  if (!V.Explicit)
+  if (!V.Explicit && !V.Blocked)
     return;
   OS << "(dtype=" << dtypeCName(V.Type) << ", sizes=[";
   printExprList(OS, V.Sizes);
   OS << "], strides=[";
   printExprList(OS, V.Strides);
-  OS << "])";
+  OS << (V.Blocked ? "], layout=blocked)" : "])");
 }
 
 class StmtPrinter {

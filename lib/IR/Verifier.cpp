@@ -5,6 +5,7 @@
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
 
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -70,6 +71,7 @@ public:
       visit(K.Body);
     else
       error(K.Loc, "kernel '" + K.Name + "' has no body");
+    checkBlockedBuffers();
     return Diags.numErrors() == Before;
   }
 
@@ -277,6 +279,7 @@ private:
   }
 
   void visitLoad(const Load *Op) override {
+    PlainUse.emplace(Op->Buf.get(), Op->Loc);
     checkAccess(Op->Buf, Op->Indices, Op->Loc, false);
     if (Op->Type != Op->Buf->Type)
       error(Op->Loc, "load from '" + Op->Buf->Name + "' has the wrong type");
@@ -392,6 +395,7 @@ private:
   }
 
   void visitStore(const Store *Op) override {
+    PlainUse.emplace(Op->Buf.get(), Op->Loc);
     visit(Op->Value);
     checkAccess(Op->Buf, Op->Indices, Op->Loc, true);
     if (Op->Value->Type != Op->Buf->Type)
@@ -485,6 +489,95 @@ private:
       release(B, Op->Loc);
   }
 
+  //===--------------------------------------------------------------------===//
+  // Blocked layouts (conv-layouts)
+  //===--------------------------------------------------------------------===//
+
+  /// Where each buffer is first seen through a `layout=blocked` view, and
+  /// first used as plain memory (a load, a store, a plain view, a task).
+  std::map<const BufferNode *, SourceLoc> BlockedUse, PlainUse;
+  /// The sizes and strides of each buffer's first blocked view: the others
+  /// must be the same (the blocked layout keeps the elements' logical order,
+  /// not their strides).
+  std::map<const BufferNode *, const BufferView *> FirstBlocked;
+
+  /// The views of a call that may be blocked (a convolution's output, input
+  /// and add operands) hold a whole temporary whose blocked form takes the
+  /// same storage: f32 [N, C, H, W] with constant sizes, C a multiple of 16
+  /// (oneDNN's largest channel block), over dense storage.
+  void checkBlockedViews(const ExternalCall &Op) {
+    auto Check = [&](const BufferView &V, bool MayBeBlocked) {
+      if (!V.Blocked) {
+        PlainUse.emplace(V.Buf.get(), Op.Loc);
+        return;
+      }
+      BlockedUse.emplace(V.Buf.get(), Op.Loc);
+      std::string What = "'" + V.Buf->Name + "' (layout=blocked)";
+      const BufferView *&First = FirstBlocked[V.Buf.get()];
+      if (!First)
+        First = &V;
+      else if (constantStorageSize(V.Sizes, V.Strides) !=
+                   constantStorageSize(First->Sizes, First->Strides) ||
+               !std::equal(V.Sizes.begin(), V.Sizes.end(),
+                           First->Sizes.begin(), First->Sizes.end(),
+                           [](const Expr &A, const Expr &B) {
+                             return evaluateConstant(A) == evaluateConstant(B);
+                           }) ||
+               !std::equal(V.Strides.begin(), V.Strides.end(),
+                           First->Strides.begin(), First->Strides.end(),
+                           [](const Expr &A, const Expr &B) {
+                             return evaluateConstant(A) == evaluateConstant(B);
+                           }))
+        error(Op.Loc, What + " has other sizes or strides than its blocked "
+                             "view before");
+      if (!MayBeBlocked) {
+        error(Op.Loc, What + ": only the output, input and add operands of "
+                             "nnc_aten_conv2d may be in the blocked layout");
+        return;
+      }
+      if (!V.Buf->isTemp())
+        error(Op.Loc, What + " must be a temporary, not a parameter");
+      auto Sizes = constantStorageSize(V.Sizes, V.Strides);
+      auto Storage = constantStorageSize(V.Buf->Dims, V.Buf->Strides);
+      int64_t Elems = 1;
+      bool Const = V.Sizes.size() == 4;
+      for (const Expr &E : V.Sizes) {
+        auto C = evaluateConstant(E);
+        Const = Const && C && *C > 0;
+        Elems *= Const ? *C : 1;
+      }
+      if (V.Type != DType::F32 || !Const || !Sizes || !Storage ||
+          *Sizes != Elems || *Storage != Elems)
+        error(Op.Loc, What + " must be a whole f32 [N, C, H, W] buffer with "
+                             "constant sizes over dense storage");
+      else if (*evaluateConstant(V.Sizes[1]) % 16 != 0)
+        error(Op.Loc, What + " has " +
+                          std::to_string(*evaluateConstant(V.Sizes[1])) +
+                          " channels, not a multiple of 16");
+    };
+    bool Conv = Op.Func == "nnc_aten_conv2d";
+    Check(Op.Out, Conv);
+    for (size_t I = 0; I < Op.Args.size(); ++I)
+      Check(Op.Args[I], Conv && I == 0);
+    for (const PostOp &P : Op.PostOps)
+      if (P.Other)
+        Check(*P.Other, Conv);
+  }
+
+  /// A buffer in the blocked layout anywhere is in it everywhere: compiled
+  /// code would read oneDNN's blocks where the interpreter reads elements.
+  void checkBlockedBuffers() {
+    for (const auto &[B, At] : BlockedUse) {
+      auto Plain = PlainUse.find(B);
+      if (Plain != PlainUse.end())
+        error(Plain->second, "'" + B->Name +
+                                 "' is in oneDNN's blocked layout at line " +
+                                 std::to_string(At.Line) +
+                                 " (layout=blocked), so only convolutions "
+                                 "may use it, each through a blocked view");
+    }
+  }
+
   /// A view's dtype and sizes agree with its buffer and it stays inside it.
   void checkView(const BufferView &V, SourceLoc L) {
     if (!V.Explicit)
@@ -562,6 +655,7 @@ private:
         error(Op->Loc, "the operand of add, '" + P.Other->Buf->Name +
                            "', must be f32 with the output's shape");
     }
+    checkBlockedViews(*Op);
     const ExternalFunctionInfo *Info = lookupExternalFunction(Op->Func);
     if (!Info) {
       error(Op->Loc, "unknown external function '" + Op->Func +
@@ -594,6 +688,8 @@ private:
     for (size_t I = 0; I < Op->Args.size(); ++I) {
       const Param &P = T.Params[I + 2];
       const TaskArg &A = Op->Args[I];
+      if (A.Buf)
+        PlainUse.emplace(A.Buf.get(), Op->Loc);
       std::string What = "argument " + std::to_string(I + 1) + " of task '" +
                          T.Name + "'";
       if (P.isBuffer() != (A.Buf != nullptr)) {

@@ -596,8 +596,9 @@ private:
     return FreeExt::make(std::move(Bufs), locOf(Kw));
   }
 
-  /// `name` or `name(dtype=T, sizes=[...], strides=[...])`. For an output
-  /// that is not declared yet, returns a view of a new temporary.
+  /// `name` or `name(dtype=T, sizes=[...], strides=[...][, layout=blocked])`.
+  /// For an output that is not declared yet, returns a view of a new
+  /// temporary.
   BufferView parseView(bool IsOutput, bool &Declares) {
     Token NameTok = expectIdent("a buffer name");
     std::string Name(NameTok.Text);
@@ -635,6 +636,16 @@ private:
     if (!peek().is(TokKind::RBracket))
       V.Strides = parseIndexList(TokKind::RBracket);
     expect(TokKind::RBracket, "']'");
+    if (peek().is(TokKind::Comma)) {
+      take();
+      expectKeyword("layout");
+      expect(TokKind::Assign, "'=' after 'layout'");
+      Token L = expectIdent("a layout");
+      if (L.Text != "blocked")
+        failAt(L, "unknown layout '" + std::string(L.Text) +
+                      "' (known: blocked)");
+      V.Blocked = true;
+    }
     expect(TokKind::RParen, "')' to close the buffer description");
     if (V.Sizes.size() != V.Strides.size())
       failAt(NameTok, "buffer description of '" + Name + "' has " +

@@ -16,6 +16,7 @@
 #include <exception>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -129,19 +130,25 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
     }
     nnc::TensorRef Out = Bufs.front();
     Bufs.erase(Bufs.begin());
-    auto T = [](const nnc::TensorRef &R) {
-      return nnc::onednn::Tensor{R.Data, R.Sizes, R.Strides};
+    auto T = [](const nnc::TensorRef &R, bool Blocked = false) {
+      return nnc::onednn::Tensor{R.Data, R.Sizes, R.Strides, Blocked};
     };
     std::string Err;
     if (Func == nnc::ExternalFunc::Conv2d) {
       // Args: 7 parameters, then optionally a post-op count and (kind,
-      // alpha, beta) triples; add operands are the last buffers.
+      // alpha, beta) triples, and then a mask of the operands in the blocked
+      // layout (1: the output, 2: the input, 4 << k: the k-th add's
+      // operand); add operands are the last buffers.
       std::vector<nnc::onednn::PostOp> Ops;
       std::vector<const float *> Others;
+      int64_t Mask = 0;
       if (IntArgs.size() > 7) {
         int64_t N = IntArgs[7];
-        if (N < 0 || IntArgs.size() != size_t(8 + 3 * N))
+        if (N < 0 || N > 64 || (IntArgs.size() != size_t(8 + 3 * N) &&
+                                IntArgs.size() != size_t(9 + 3 * N)))
           return failWith("malformed post-op arguments");
+        if (IntArgs.size() == size_t(9 + 3 * N))
+          Mask = IntArgs.back();
         for (int64_t I = 0; I < N; ++I) {
           nnc::onednn::PostOp Op;
           Op.K = static_cast<nnc::PostOpKind>(IntArgs[8 + 3 * I]);
@@ -156,13 +163,16 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
         Adds += Op.K == nnc::PostOpKind::Add;
       if (Bufs.size() < 2 + Adds || Bufs.size() > 3 + Adds)
         return failWith("expected 2 or 3 input buffers");
-      for (size_t I = Bufs.size() - Adds, K = 0; I < Bufs.size(); ++I) {
+      for (size_t I = Bufs.size() - Adds, K = 0, Add = 0; I < Bufs.size();
+           ++I, ++Add) {
         while (Ops[K].K != nnc::PostOpKind::Add)
           ++K;
         Ops[K].OtherStrides = Bufs[I].Strides;
+        Ops[K].OtherBlocked = Add < 60 && (Mask >> (2 + Add) & 1);
         Others.push_back(Bufs[I].Data);
         ++K;
       }
+      bool OutBlocked = Mask & 1, XBlocked = Mask & 2;
       std::vector<nnc::TensorRef> OtherRefs;
       for (size_t I = Bufs.size() - Adds; I < Bufs.size(); ++I)
         OtherRefs.push_back(Bufs[I]);
@@ -170,10 +180,35 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
       // The reference gives what oneDNN cannot: empty work (an output of
       // bias values, or nothing), and layouts it has no descriptor for
       // (views whose rows overlap). Its shape checks are the interpreter's.
+      // Operands in the blocked layout reach it through plain copies.
       auto Reference = [&] {
-        Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
+        std::vector<std::vector<float>> Copies;
+        auto Plain = [&](nnc::TensorRef R, bool Blocked, bool In) {
+          if (!Blocked)
+            return R;
+          int64_t N = 1;
+          for (int64_t S : R.Sizes)
+            N *= S;
+          Copies.emplace_back(N);
+          nnc::TensorRef P{Copies.back().data(), R.Sizes, {}};
+          P.Strides.resize(R.Sizes.size());
+          for (size_t D = R.Sizes.size(), Acc = 1; D-- > 0;
+               Acc *= static_cast<size_t>(R.Sizes[D]))
+            P.Strides[D] = static_cast<int64_t>(Acc);
+          if (In && nnc::onednn::reorder(T(R, true), T(P), Err))
+            throw std::runtime_error(Err);
+          return P;
+        };
+        nnc::TensorRef POut = Plain(Out, OutBlocked, false);
+        std::vector<nnc::TensorRef> PBufs = Bufs, POthers = OtherRefs;
+        PBufs[0] = Plain(Bufs[0], XBlocked, true);
+        for (size_t I = 0; I < POthers.size(); ++I)
+          POthers[I] = Plain(OtherRefs[I], I < 60 && (Mask >> (2 + I) & 1), true);
+        Err = nnc::runReferenceExternal(Func, POut, PBufs, IntArgs, FloatArgs);
         if (Err.empty())
-          nnc::applyReferencePostOps(Out, toIRPostOps(Ops), OtherRefs);
+          nnc::applyReferencePostOps(POut, toIRPostOps(Ops), POthers);
+        if (Err.empty() && OutBlocked)
+          nnc::onednn::reorder(T(POut), T(Out, true), Err);
         return Err.empty() ? 0 : failWith(Err);
       };
       if (anyEmpty(Out, Bufs) || anyEmpty(Out, OtherRefs))
@@ -184,9 +219,9 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
       nnc::onednn::Tensor B;
       if (Bufs.size() == 3)
         B = T(Bufs[2]);
-      return nnc::onednn::conv2d(T(Out), T(Bufs[0]), T(Bufs[1]),
-                                 Bufs.size() == 3 ? &B : nullptr, P, Ops,
-                                 Others, Err) == 0
+      return nnc::onednn::conv2d(T(Out, OutBlocked), T(Bufs[0], XBlocked),
+                                 T(Bufs[1]), Bufs.size() == 3 ? &B : nullptr,
+                                 P, Ops, Others, Err) == 0
                  ? 0
                  : Reference();
     }

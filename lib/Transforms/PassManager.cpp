@@ -34,6 +34,8 @@ std::vector<std::string> buildDefaultPipeline() {
   return {
       // First, so that fused loops are neither analysed nor parallelized.
       "fuse-conv-post-ops",
+      // Then the temporaries left to convolutions alone can be blocked.
+      "conv-layouts",
       // Which temporaries are written in full before being read.
       "elide-zero-fill",
       // Which stores are reductions: code generation keeps them in

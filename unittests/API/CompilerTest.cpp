@@ -170,9 +170,9 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   Compiler C;
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
-              "fuse-conv-post-ops, elide-zero-fill, reductions, fuse-loops, "
-              "parallelize, "
-              "stream-stores, plan-memory, outline-parallel)");
+              "fuse-conv-post-ops, conv-layouts, elide-zero-fill, reductions, "
+              "fuse-loops, parallelize, stream-stores, plan-memory, "
+              "outline-parallel)");
   CompileOptions Bad;
   Bad.CPU = "not-a-cpu";
   Compiler BadC(Bad);
@@ -709,21 +709,21 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
   O.Passes = std::vector<std::string>{"parallelise"};
   expectError(Compiler(O).compile(K).takeError(),
               "error: CompileOptions::Passes: unknown pass 'parallelise'; did "
-              "you mean 'parallelize'? (known: elide-zero-fill, "
+              "you mean 'parallelize'? (known: conv-layouts, elide-zero-fill, "
               "fuse-conv-post-ops, fuse-loops, outline-parallel, "
               "parallelize, plan-memory, reductions, stream-stores)");
   O = {};
   O.PrintAfter = {"outline"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::PrintAfter: unknown pass 'outline' "
-              "(known: elide-zero-fill, fuse-conv-post-ops, fuse-loops, "
+              "(known: conv-layouts, elide-zero-fill, fuse-conv-post-ops, fuse-loops, "
               "outline-parallel, parallelize, plan-memory, reductions, "
               "stream-stores)");
   O = {};
   O.Remarks = {"outline-parallel"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::Remarks: no remarks from "
-              "'outline-parallel' (known: elide-zero-fill, "
+              "'outline-parallel' (known: conv-layouts, elide-zero-fill, "
               "fuse-conv-post-ops, fuse-loops, onednn, parallelize, "
               "plan-memory, reductions, stream-stores)");
   std::vector<float> X(4), Y(4);

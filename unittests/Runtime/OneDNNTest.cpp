@@ -209,6 +209,57 @@ TEST(OneDNNConv, FusedPostOpsKeepTheConvolutionsImplementation) {
   EXPECT_EQ(Cases, 4 * 3 * 9);
 }
 
+// Tensors in the blocked layout (conv-layouts temporaries) as the input, the
+// output and the residual, in every combination: the result, reordered back,
+// is the reference's, and no combination falls to oneDNN's reference kernel
+// (a blocked input and a plain output run on oneDNN's layouts, reordered).
+TEST(OneDNNConv, BlockedTensorsMatchTheReference) {
+  std::string Name = onednn::blockedLayoutName();
+  EXPECT_TRUE(Name == "nChw16c" || Name == "nChw8c" || Name == "nhwc" ||
+              Name == "nchw")
+      << Name;
+  std::mt19937 R(13);
+  const int64_t C = 32, H = 14;
+  Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
+  HostBuffer X = make({1, C, H, H}, true, R), Wt = make({C, C, 3, 3}, true, R);
+  HostBuffer B = make({C}, false, R), Res = make({1, C, H, H}, true, R);
+  HostBuffer Want = make({1, C, H, H}, true, R);
+  ASSERT_EQ(runReferenceExternal(ExternalFunc::Conv2d, ref(Want),
+                                 {ref(X), ref(Wt), ref(B)},
+                                 {1, 1, 1, 1, 1, 1, 1}, {}),
+            "");
+  applyReferencePostOps(ref(Want), {{PostOpKind::Add, 0, 0, {}}}, {ref(Res)});
+  auto Blocked = [](HostBuffer &Plain, HostBuffer &Into) {
+    onednn::Tensor T = tensor(Into);
+    T.Blocked = true;
+    std::string Err;
+    EXPECT_EQ(onednn::reorder(tensor(Plain), T, Err), 0) << Err;
+    return T;
+  };
+  onednn::Tensor TB = tensor(B);
+  for (int Mask = 0; Mask < 8; ++Mask) {
+    HostBuffer XB = make({1, C, H, H}, true, R), ResB = make({1, C, H, H}, true, R);
+    HostBuffer Got = make({1, C, H, H}, true, R), Plain = make({1, C, H, H}, true, R);
+    onednn::Tensor TX = Mask & 1 ? Blocked(X, XB) : tensor(X);
+    onednn::Tensor TR = Mask & 4 ? Blocked(Res, ResB) : tensor(Res);
+    onednn::Tensor TOut = tensor(Got);
+    TOut.Blocked = Mask & 2;
+    std::vector<onednn::PostOp> Ops = {{PostOpKind::Add, 0, 0, Res.strides()}};
+    Ops[0].OtherBlocked = TR.Blocked;
+    std::string Err;
+    ASSERT_EQ(onednn::conv2d(TOut, TX, tensor(Wt), &TB, P, Ops, {TR.Data}, Err),
+              0)
+        << Err;
+    if (TOut.Blocked) {
+      ASSERT_EQ(onednn::reorder(TOut, tensor(Plain), Err), 0) << Err;
+    }
+    EXPECT_LT(relDiff(TOut.Blocked ? Plain : Got, Want), 1e-4)
+        << "mask " << Mask << ": " << onednn::cacheStats().LastDecision;
+    EXPECT_NE(onednn::cacheStats().LastImpl.rfind("ref", 0), 0u)
+        << "mask " << Mask << ": " << onednn::cacheStats().LastDecision;
+  }
+}
+
 // With Winograd considered, 3x3 stride-1 convolutions time it against the
 // direct algorithm and keep the faster (which one depends on the CPU and
 // the moment); either way the result is the reference's, with a bias, a

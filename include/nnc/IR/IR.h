@@ -528,6 +528,12 @@ public:
 struct BufferView {
   Buffer Buf;
   bool Explicit = false;
+  /// `layout=blocked` (the conv-layouts pass): the whole buffer, exchanged
+  /// between convolutions in oneDNN's blocked layout for this CPU, which
+  /// its strides then do not describe. Only convolutions' outputs, inputs
+  /// and add operands may be such views, and a buffer seen through one is
+  /// used through no other (the verifier checks).
+  bool Blocked = false;
   DType Type = DType::F32;
   std::vector<Expr> Sizes;
   std::vector<Expr> Strides;

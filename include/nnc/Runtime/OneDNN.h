@@ -16,18 +16,31 @@
 
 namespace nnc::onednn {
 
-/// An f32 tensor as a pointer, sizes and element strides.
+/// An f32 tensor as a pointer, sizes and element strides; or, Blocked, a
+/// whole [N, C, H, W] tensor in blockedLayout(), which its strides do not
+/// describe (a conv-layouts temporary, `layout=blocked`).
 struct Tensor {
   float *Data = nullptr;
   std::vector<int64_t> Sizes, Strides;
+  bool Blocked = false;
 };
+
+/// The layout that temporaries exchanged between convolutions take on this
+/// CPU: the source layout oneDNN's direct convolution prefers ("nChw8c" on
+/// AVX2, "nhwc" on AVX-512), found once per process.
+const char *blockedLayoutName();
+
+/// Copies From into To, which have the same sizes (either may be Blocked).
+/// Returns 0, or 1 with Err set.
+int32_t reorder(const Tensor &From, const Tensor &To, std::string &Err);
 
 /// An elementwise operation applied to the convolution's result, in order
 /// (the IR's post-ops, with the add operand's strides).
 struct PostOp {
   PostOpKind K;
   float Alpha = 0, Beta = 0;
-  std::vector<int64_t> OtherStrides; ///< Add: the other tensor's strides.
+  std::vector<int64_t> OtherStrides; ///< Add: the other tensor's strides,
+  bool OtherBlocked = false;         ///< or it is in blockedLayout().
 };
 
 /// Out = post-ops(conv2d(X, W, Bias)); Others are the Add operands in order.

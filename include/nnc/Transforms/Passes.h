@@ -85,6 +85,9 @@ bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
 /// elide-zero-fill: marks the Allocates whose temporary is written in full
 /// before any read not to be zero-filled.
 bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+/// conv-layouts: temporaries that only convolutions write and read get
+/// `layout=blocked` views (lib/Transforms/ConvLayouts.cpp).
+bool convLayouts(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 /// fuse-loops: fuses each top-level loop into the one before it where it
 /// reads what that one reduces into, fusing is legal and the fused loop
 /// stays parallel.
