@@ -17,6 +17,14 @@
 // runtime's size-class cache (nnc_runtime_alloc), so a repeated call reuses
 // the same warm block.
 //
+// Choosing a primitive (on a call's first use of a key): the post-ops that
+// keep the implementation oneDNN has for the convolution alone are fused,
+// the rest run after it; oneDNN's own layouts (reorders included), an add
+// after the convolution and Winograd are timed against the choice so far
+// on the call's data; the choice is recorded as a runtime note for the
+// call's line (docs/Runtime.md). Tensors marked Blocked (conv-layouts
+// temporaries) are in blockedLayoutName() whatever their strides say.
+//
 // oneDNN runs on the process's OpenMP runtime, which is libomp (see
 // docs/Parallelism.md), with the thread count set by
 // nnc_runtime_set_num_threads.
