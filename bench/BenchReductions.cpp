@@ -3,8 +3,9 @@
 // Fused reductions in the forms NNC prints, compiled by nnc-jit, against the
 // same computation written by hand (ReductionBaselines.cpp: `omp parallel
 // for` over rows, `omp simd reduction`, an inline polynomial exp), on the
-// same data in the same process, at 1 and 2 threads (the benchmark
-// argument):
+// same data in the same process, at 1 and 2 threads, and for the host and
+// for AVX2 (the kernels compiled for x86-64-v3, the hand loops compiled with
+// -march=x86-64-v3: the `avx2:1` rows):
 //  - softmax over the rows of 4096x1024, in NNC's three-loop form (running
 //    max, sum of exps, exp / sum) and with the exps stored by the sum's loop;
 //  - layer norm over [512, 768] and [4096, 1024];
@@ -110,17 +111,27 @@ kernel triad(in a: f32[16777216], in b: f32[16777216], out c: f32[16777216]) {
 }
 )";
 
+/// The benchmark's thread count (its first argument).
+int threads(const benchmark::State &S) { return static_cast<int>(S.range(0)); }
+/// Whether it compares AVX2 code (its second argument): kernels compiled for
+/// x86-64-v3 against the hand loops compiled for it (hand_avx2).
+bool avx2(const benchmark::State &S) { return S.range(1) != 0; }
+
 /// Kernel Name of Text compiled at Threads, with reductions reassociated or
-/// not, bound to pseudo-random arguments; compiled once.
+/// not, for the host or for AVX2, bound to pseudo-random arguments; compiled
+/// once.
 const bench::BoundKernel &kernel(const std::string &Text, const std::string &Name,
-                                 int Threads, bool Reassociate = true) {
+                                 int Threads, bool Reassociate = true,
+                                 bool AVX2 = false) {
   static std::map<std::string, std::unique_ptr<bench::BoundKernel>> Cache;
   auto &Slot = Cache[Text + Name + std::to_string(Threads) +
-                     (Reassociate ? "" : "/off")];
+                     (Reassociate ? "" : "/off") + (AVX2 ? "/avx2" : "")];
   if (!Slot) {
     CompileOptions O;
     O.Threads = Threads;
     O.Reassociate = Reassociate;
+    if (AVX2)
+      O.CPU = "x86-64-v3";
     Slot = bench::bindKernel(bench::kernelOf(Text, Name), O);
   }
   return *Slot;
@@ -137,15 +148,17 @@ void runNNC(benchmark::State &S, const bench::BoundKernel &K, int64_t Bytes) {
 }
 
 void softmaxNNC(benchmark::State &S, bool Fused, bool Reassociate) {
-  runNNC(S, kernel(softmaxText(Fused), "softmax", S.range(0), Reassociate),
+  runNNC(S,
+         kernel(softmaxText(Fused), "softmax", threads(S), Reassociate, avx2(S)),
          2 * 4096 * 1024 * 4);
 }
 void softmaxHand(benchmark::State &S, bool Fused) {
   // The JIT's kernel's arguments: the same data.
   const bench::BoundKernel &K = kernel(softmaxText(Fused), "softmax", 1);
   for (auto _ : S) {
-    (Fused ? hand::softmaxFused : hand::softmax)(buf(K, 0), buf(K, 1), 4096,
-                                                 1024, S.range(0));
+    auto *F = avx2(S) ? (Fused ? hand_avx2::softmaxFused : hand_avx2::softmax)
+                      : (Fused ? hand::softmaxFused : hand::softmax);
+    F(buf(K, 0), buf(K, 1), 4096, 1024, threads(S));
     benchmark::ClobberMemory();
   }
   S.SetBytesProcessed(S.iterations() * 2 * 4096 * 1024 * 4);
@@ -159,14 +172,16 @@ void BM_SoftmaxFused_NNC_Off(benchmark::State &S) { softmaxNNC(S, true, false); 
 void BM_SoftmaxFused_Hand(benchmark::State &S) { softmaxHand(S, true); }
 
 void layerNormNNC(benchmark::State &S, int64_t R, int64_t C, bool Reassociate) {
-  runNNC(S, kernel(layerNormText(R, C), "layernorm", S.range(0), Reassociate),
+  runNNC(S,
+         kernel(layerNormText(R, C), "layernorm", threads(S), Reassociate,
+                avx2(S)),
          2 * R * C * 4);
 }
 void layerNormHand(benchmark::State &S, int64_t R, int64_t C) {
   const bench::BoundKernel &K = kernel(layerNormText(R, C), "layernorm", 1);
   for (auto _ : S) {
-    hand::layerNorm(buf(K, 0), buf(K, 1), buf(K, 2), buf(K, 3), R, C,
-                    S.range(0));
+    (avx2(S) ? hand_avx2::layerNorm : hand::layerNorm)(
+        buf(K, 0), buf(K, 1), buf(K, 2), buf(K, 3), R, C, threads(S));
     benchmark::ClobberMemory();
   }
   S.SetBytesProcessed(S.iterations() * 2 * R * C * 4);
@@ -179,24 +194,26 @@ void BM_LayerNorm4096x1024_NNC_Off(benchmark::State &S) { layerNormNNC(S, 4096, 
 void BM_LayerNorm4096x1024_Hand(benchmark::State &S) { layerNormHand(S, 4096, 1024); }
 
 void BM_Sum_NNC(benchmark::State &S) {
-  runNNC(S, kernel(SumText, "sum", S.range(0)), kSumN * 4);
+  runNNC(S, kernel(SumText, "sum", threads(S), true, avx2(S)), kSumN * 4);
 }
 void BM_Sum_NNC_Off(benchmark::State &S) {
-  runNNC(S, kernel(SumText, "sum", S.range(0), false), kSumN * 4);
+  runNNC(S, kernel(SumText, "sum", threads(S), false, avx2(S)), kSumN * 4);
 }
 void BM_Sum_Hand(benchmark::State &S) {
   const bench::BoundKernel &K = kernel(SumText, "sum", 1);
   for (auto _ : S)
-    benchmark::DoNotOptimize(hand::sum(buf(K, 0), kSumN, S.range(0)));
+    benchmark::DoNotOptimize(
+        (avx2(S) ? hand_avx2::sum : hand::sum)(buf(K, 0), kSumN, threads(S)));
   S.SetBytesProcessed(S.iterations() * kSumN * 4);
 }
 void BM_Triad_NNC(benchmark::State &S) {
-  runNNC(S, kernel(SumText, "triad", S.range(0)), 3 * kSumN * 4);
+  runNNC(S, kernel(SumText, "triad", threads(S), true, avx2(S)), 3 * kSumN * 4);
 }
 void BM_Triad_Hand(benchmark::State &S) {
   const bench::BoundKernel &K = kernel(SumText, "triad", 1);
   for (auto _ : S) {
-    hand::triad(buf(K, 0), buf(K, 1), buf(K, 2), 3.f, kSumN, S.range(0));
+    (avx2(S) ? hand_avx2::triad : hand::triad)(buf(K, 0), buf(K, 1), buf(K, 2),
+                                               3.f, kSumN, threads(S));
     benchmark::ClobberMemory();
   }
   S.SetBytesProcessed(S.iterations() * 3 * kSumN * 4);
@@ -204,8 +221,14 @@ void BM_Triad_Hand(benchmark::State &S) {
 
 } // namespace
 
+// Arguments: threads (1, 2) and avx2 (0: the host's code, 1: AVX2 code on
+// both sides), e.g. BM_Softmax_NNC/threads:2/avx2:1.
 #define NNC_BENCH(F)                                                           \
-  BENCHMARK(F)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()
+  BENCHMARK(F)                                                                 \
+      ->ArgNames({"threads", "avx2"})                                          \
+      ->ArgsProduct({{1, 2}, {0, 1}})                                          \
+      ->Unit(benchmark::kMillisecond)                                          \
+      ->UseRealTime()
 NNC_BENCH(BM_Softmax_NNC);
 NNC_BENCH(BM_Softmax_NNC_Off);
 NNC_BENCH(BM_Softmax_Hand);

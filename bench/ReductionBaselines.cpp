@@ -1,12 +1,17 @@
 // The reductions of BenchReductions.cpp as a user writes them by hand with
 // OpenMP: rows split over threads with `omp parallel for`, the row loops
 // vectorized with `omp simd reduction`, and an inline polynomial exp
-// (PolyMath.h). Compiled with -O3 -march=native -fopenmp, linked against
-// libomp.
+// (PolyMath.h). Compiled with -O3 -march=native -fopenmp into namespace
+// hand, and again by ReductionBaselinesAVX2.cpp with -march=x86-64-v3 into
+// hand_avx2; linked against libomp.
 #include "ReductionBaselines.h"
 #include "PolyMath.h"
 
-namespace hand {
+#ifndef NNC_HAND_NS
+#define NNC_HAND_NS hand
+#endif
+
+namespace NNC_HAND_NS {
 
 namespace {
 float rowMax(const float *Row, int64_t Cols) {
@@ -95,4 +100,4 @@ void triad(const float *A, const float *B, float *C, float S, int64_t N,
     C[I] = A[I] + S * B[I];
 }
 
-} // namespace hand
+} // namespace NNC_HAND_NS

@@ -2,7 +2,8 @@
 //
 // The loops nnc-bench-reductions compares the JIT with, written as a user
 // writes them by hand (ReductionBaselines.cpp): rows over threads, `omp simd
-// reduction` for the row loops, an inline polynomial exp.
+// reduction` for the row loops, an inline polynomial exp; once for the host
+// and once for AVX2.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNC_BENCH_REDUCTIONBASELINES_H
@@ -10,20 +11,15 @@
 
 #include <cstdint>
 
+/// Compiled with -march=native: the host's vector width.
 namespace hand {
-/// y = softmax(x) over each row: max, sum of exps, exp / sum.
-void softmax(const float *X, float *Y, int64_t Rows, int64_t Cols, int Threads);
-/// The same with the exps stored by the sum's loop and scaled after it.
-void softmaxFused(const float *X, float *Y, int64_t Rows, int64_t Cols,
-                  int Threads);
-/// y = (x - mean) / sqrt(var + 1e-5) * w + b over each row.
-void layerNorm(const float *X, const float *W, const float *B, float *Y,
-               int64_t Rows, int64_t Cols, int Threads);
-/// The sum of X.
-float sum(const float *X, int64_t N, int Threads);
-/// c = a + s * b.
-void triad(const float *A, const float *B, float *C, float S, int64_t N,
-           int Threads);
+#include "ReductionBaselines.inc"
 } // namespace hand
+
+/// The same loops compiled with -march=x86-64-v3 (AVX2 and FMA), to compare
+/// with kernels compiled for AVX2 on an AVX-512 host.
+namespace hand_avx2 {
+#include "ReductionBaselines.inc"
+} // namespace hand_avx2
 
 #endif // NNC_BENCH_REDUCTIONBASELINES_H
