@@ -27,5 +27,9 @@
 NNC_BASELINE_DECLS(baseline)
 NNC_BASELINE_DECLS(baseline_fastmath)
 NNC_BASELINE_DECLS(scalar_libm)
+// Baselines.cpp's and BaselinesFastMath.cpp's loops compiled for AVX2
+// (-march=x86-64-v3), to compare with kernels compiled for it.
+NNC_BASELINE_DECLS(baseline_avx2)
+NNC_BASELINE_DECLS(baseline_fastmath_avx2)
 
 #endif // NNC_BENCH_BASELINES_H

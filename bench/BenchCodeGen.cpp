@@ -3,6 +3,7 @@
 // Each kernel runs through nnc-jit and, in the same process, as the same loop
 // written in C++ (bench/Baselines.h): compare the rows of one run, not runs
 // across processes, since these machines are shared and noisy. One thread.
+// The `_AVX2` rows compile both sides for x86-64-v3.
 //
 //   build/bin/nnc-bench-codegen --benchmark_repetitions=6
 //       --benchmark_enable_random_interleaving=true
@@ -73,26 +74,32 @@ const Module &module() {
   return M;
 }
 
-/// Code generation alone: no IR passes (the kernels are serial loops).
-CompileOptions codegenOnly(bool Checked) {
+/// Code generation alone: no IR passes (the kernels are serial loops); for
+/// the host, or for AVX2 (x86-64-v3, the `_AVX2` rows).
+CompileOptions codegenOnly(bool Checked, bool AVX2 = false) {
   CompileOptions O;
   O.Passes.emplace();
   if (Checked)
     O.Bounds = BoundsChecking::All; // As --bounds-check.
+  if (AVX2)
+    O.CPU = "x86-64-v3";
   return O;
 }
 
-const Compiler &compiler(bool Checked = false) {
-  static Compiler Plain(codegenOnly(false)), WithChecks(codegenOnly(true));
-  return Checked ? WithChecks : Plain;
+const Compiler &compiler(bool Checked = false, bool AVX2 = false) {
+  static Compiler Plain(codegenOnly(false)), WithChecks(codegenOnly(true)),
+      ForAVX2(codegenOnly(false, true));
+  return AVX2 ? ForAVX2 : Checked ? WithChecks : Plain;
 }
 
-const Function &compiled(const char *Name, bool Checked = false) {
+const Function &compiled(const char *Name, bool Checked = false,
+                         bool AVX2 = false) {
   static std::map<std::string, std::unique_ptr<Function>> Cache;
-  auto &Slot = Cache[std::string(Name) + (Checked ? "/checked" : "")];
+  auto &Slot = Cache[std::string(Name) + (Checked ? "/checked" : "") +
+                     (AVX2 ? "/avx2" : "")];
   if (!Slot)
-    Slot = std::make_unique<Function>(
-        bench::orDie(compiler(Checked).compile(*module().findKernel(Name))));
+    Slot = std::make_unique<Function>(bench::orDie(
+        compiler(Checked, AVX2).compile(*module().findKernel(Name))));
   return *Slot;
 }
 
@@ -189,9 +196,10 @@ void unaryCxx(benchmark::State &S) {
   setBytes(S, kMathN, 2);
 }
 
-void unaryNNC(benchmark::State &S, const char *Name, bool BoundsCheck = false) {
+void unaryNNC(benchmark::State &S, const char *Name, bool BoundsCheck = false,
+              bool AVX2 = false) {
   Data &D = mathData();
-  const Function &K = compiled(Name, BoundsCheck);
+  const Function &K = compiled(Name, BoundsCheck, AVX2);
   int64_t N = kMathN;
   void *Args[] = {D.X, D.Y, &N};
   for (auto _ : S)
@@ -205,16 +213,25 @@ void BM_GeluTanh_NNC(benchmark::State &S) { unaryNNC(S, "gelu_tanh"); }
 void BM_GeluTanh_NNCBoundsChecked(benchmark::State &S) {
   unaryNNC(S, "gelu_tanh", true);
 }
+void BM_Sigmoid_NNC_AVX2(benchmark::State &S) {
+  unaryNNC(S, "sigmoid", false, true);
+}
+void BM_Tanh_NNC_AVX2(benchmark::State &S) { unaryNNC(S, "tanh", false, true); }
+void BM_GeluTanh_NNC_AVX2(benchmark::State &S) {
+  unaryNNC(S, "gelu_tanh", false, true);
+}
 
-void BM_SiluMul_NNC(benchmark::State &S) {
+void siluNNC(benchmark::State &S, bool AVX2) {
   Data &D = mathData();
-  const Function &K = compiled("silu_mul");
+  const Function &K = compiled("silu_mul", false, AVX2);
   int64_t N = kMathN;
   void *Args[] = {D.X, D.G, D.Y, &N};
   for (auto _ : S)
     benchmark::DoNotOptimize(K.callRaw(Args));
   setBytes(S, N, 3);
 }
+void BM_SiluMul_NNC(benchmark::State &S) { siluNNC(S, false); }
+void BM_SiluMul_NNC_AVX2(benchmark::State &S) { siluNNC(S, true); }
 template <void (*Fn)(const float *, const float *, float *, int64_t)>
 void siluCxx(benchmark::State &S) {
   Data &D = mathData();
@@ -282,6 +299,19 @@ BENCHMARK(siluCxx<baseline::siluMul>)->Name("BM_SiluMul_Cxx")->Unit(benchmark::k
 BENCHMARK(siluCxx<baseline_fastmath::siluMul>)->Name("BM_SiluMul_CxxFastMath")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(siluCxx<baseline::siluMulPoly>)->Name("BM_SiluMul_CxxPoly")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(siluCxx<scalar_libm::siluMul>)->Name("BM_SiluMul_ScalarLibm")->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The AVX2 path: kernels compiled for x86-64-v3 against the same loops
+// compiled with -march=x86-64-v3 (Baselines.h).
+BENCHMARK(BM_Sigmoid_NNC_AVX2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(unaryCxx<baseline_fastmath_avx2::sigmoid>)->Name("BM_Sigmoid_CxxFastMath_AVX2")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Tanh_NNC_AVX2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(unaryCxx<baseline_fastmath_avx2::tanh>)->Name("BM_Tanh_CxxFastMath_AVX2")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GeluTanh_NNC_AVX2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(unaryCxx<baseline_avx2::geluTanhPoly>)->Name("BM_GeluTanh_CxxPoly_AVX2")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(unaryCxx<baseline_fastmath_avx2::geluTanh>)->Name("BM_GeluTanh_CxxFastMath_AVX2")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SiluMul_NNC_AVX2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(siluCxx<baseline_avx2::siluMulPoly>)->Name("BM_SiluMul_CxxPoly_AVX2")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(siluCxx<baseline_fastmath_avx2::siluMul>)->Name("BM_SiluMul_CxxFastMath_AVX2")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK(BM_CompileGelu2D_Cold)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileGelu2D_Cached)->Unit(benchmark::kMicrosecond);
