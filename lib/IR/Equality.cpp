@@ -274,4 +274,15 @@ std::optional<Accumulation> matchAccumulation(const Store &S) {
   return std::nullopt;
 }
 
+bool sameValues(const std::vector<Expr> &A, const std::vector<Expr> &B) {
+  if (A.size() != B.size())
+    return false;
+  for (size_t I = 0; I < A.size(); ++I) {
+    auto CA = evaluateConstant(A[I]), CB = evaluateConstant(B[I]);
+    if (CA && CB ? *CA != *CB : !equal(A[I], B[I]))
+      return false;
+  }
+  return true;
+}
+
 } // namespace nnc

@@ -516,18 +516,8 @@ private:
       const BufferView *&First = FirstBlocked[V.Buf.get()];
       if (!First)
         First = &V;
-      else if (constantStorageSize(V.Sizes, V.Strides) !=
-                   constantStorageSize(First->Sizes, First->Strides) ||
-               !std::equal(V.Sizes.begin(), V.Sizes.end(),
-                           First->Sizes.begin(), First->Sizes.end(),
-                           [](const Expr &A, const Expr &B) {
-                             return evaluateConstant(A) == evaluateConstant(B);
-                           }) ||
-               !std::equal(V.Strides.begin(), V.Strides.end(),
-                           First->Strides.begin(), First->Strides.end(),
-                           [](const Expr &A, const Expr &B) {
-                             return evaluateConstant(A) == evaluateConstant(B);
-                           }))
+      else if (!sameValues(V.Sizes, First->Sizes) ||
+               !sameValues(V.Strides, First->Strides))
         error(Op.Loc, What + " has other sizes or strides than its blocked "
                              "view before");
       if (!MayBeBlocked) {

@@ -34,19 +34,6 @@ namespace nnc {
 
 namespace {
 
-/// Whether A and B are the same sizes (or strides): equal constants, or
-/// the same expressions.
-bool sameExprs(const std::vector<Expr> &A, const std::vector<Expr> &B) {
-  if (A.size() != B.size())
-    return false;
-  for (size_t I = 0; I < A.size(); ++I) {
-    auto CA = evaluateConstant(A[I]), CB = evaluateConstant(B[I]);
-    if (CA && CB ? *CA != *CB : !equal(A[I], B[I]))
-      return false;
-  }
-  return true;
-}
-
 /// What the kernel does with each temporary.
 struct Use {
   /// The sizes and strides the convolutions see it with (all the same).
@@ -106,8 +93,8 @@ private:
     if (U.WrittenAt.empty() && U.ReadAt.empty()) {
       U.Sizes = V.Sizes;
       U.Strides = V.Strides;
-    } else if (!sameExprs(V.Sizes, U.Sizes) ||
-               !sameExprs(V.Strides, U.Strides)) {
+    } else if (!sameValues(V.Sizes, U.Sizes) ||
+               !sameValues(V.Strides, U.Strides)) {
       refuse(B, "the convolution at " + At + " sees it with other sizes or "
                 "strides than the one before");
     }

@@ -28,6 +28,10 @@ bool equal(const Stmt &A, const Stmt &B);
 bool equal(const BufferNode &A, const BufferNode &B);
 /// Names, parameters (in order), bodies and the tasks they call.
 bool equal(const Kernel &A, const Kernel &B);
+/// Whether two lists of sizes (or strides) are the same: equal constants
+/// where both evaluate to one (`1ll * 64ll` and `64ll`), else equal
+/// expressions.
+bool sameValues(const std::vector<Expr> &A, const std::vector<Expr> &B);
 
 /// A hash consistent with equal(Expr, Expr): equal expressions hash alike.
 size_t hashExpr(const Expr &E);
