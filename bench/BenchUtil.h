@@ -64,6 +64,16 @@ bindKernel(const Kernel &K, const CompileOptions &O,
       K, std::move(F), std::move(*Args), std::move(Call)});
 }
 
+/// If A is `--Name=N`, sets Out to N and returns true.
+inline bool countFlag(const std::string &A, const std::string &Name,
+                      unsigned &Out) {
+  std::string Prefix = "--" + Name + "=";
+  if (A.rfind(Prefix, 0) != 0)
+    return false;
+  Out = static_cast<unsigned>(std::stoul(A.substr(Prefix.size())));
+  return true;
+}
+
 /// The median of V (0 if empty).
 inline double median(std::vector<double> V) {
   std::sort(V.begin(), V.end());

@@ -166,11 +166,10 @@ int main(int Argc, char **Argv) {
   std::vector<std::string> Files;
   for (int I = 1; I < Argc; ++I) {
     std::string A = Argv[I];
-    if (A.rfind("--threads=", 0) == 0)
-      Threads = static_cast<unsigned>(std::stoul(A.substr(10)));
-    else if (A.rfind("--rounds=", 0) == 0)
-      Rounds = static_cast<unsigned>(std::stoul(A.substr(9)));
-    else if (A == "--verbose")
+    if (bench::countFlag(A, "threads", Threads) ||
+        bench::countFlag(A, "rounds", Rounds))
+      continue;
+    if (A == "--verbose")
       Verbose = true;
     else
       Files.push_back(A);

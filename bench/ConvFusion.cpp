@@ -85,11 +85,8 @@ int main(int Argc, char **Argv) {
   unsigned Threads = 2, Rounds = 21;
   for (int I = 1; I < Argc; ++I) {
     std::string A = Argv[I];
-    if (A.rfind("--threads=", 0) == 0)
-      Threads = static_cast<unsigned>(std::stoul(A.substr(10)));
-    else if (A.rfind("--rounds=", 0) == 0)
-      Rounds = static_cast<unsigned>(std::stoul(A.substr(9)));
-    else
+    if (!bench::countFlag(A, "threads", Threads) &&
+        !bench::countFlag(A, "rounds", Rounds))
       bench::die("usage: nnc-bench-conv-fusion [--threads=N] [--rounds=R]");
   }
   nnc_runtime_set_num_threads(static_cast<int32_t>(Threads));

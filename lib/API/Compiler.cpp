@@ -121,6 +121,8 @@ int32_t Function::callRaw(void **Args) const {
   int32_t Status = S->CK->callRaw(Args);
   std::vector<RuntimeNote> Notes = takeRuntimeNotes();
   recordRuntimeNotes(Previous);
+  if (Notes.empty()) // The steady state: only new primitives have notes.
+    return Status;
   DiagnosticEngine Diags(S->K.Source);
   for (const RuntimeNote &N : Notes)
     if (N.Warning || S->RuntimeRemarks)
