@@ -10,11 +10,17 @@
 // Each function follows libm on special values: NaN gives NaN, the
 // infinities their limits (exp(-inf) = 0, exp(inf) = inf, log(0) = -inf,
 // log(x < 0) = NaN, tanh(+-inf) = +-1), -0 stays -0 where libm keeps it
-// (expm1, tanh), overflow gives inf and underflow denormals or 0. The
-// reductions are Cody and Waite's (x = n ln2 + r, |r| <= ln2 / 2, with ln2
-// split in two) and the polynomials Cephes' (exp, log), Taylor's (expm1
-// near 0) or least-squares fits (erf, tanh near 0). bench/nnc-ulp measures every function over all 2^32
-// inputs against an f64 reference; docs/performance.md has the table.
+// (expm1, tanh), overflow gives inf and underflow denormals or 0. A NaN
+// needs no test where it flows through every step as a NaN (the clamps are
+// selects that keep it); only log tests for it. The reductions are Cody and
+// Waite's (x = n ln2 + r, |r| <= ln2 / 2, with ln2 split in two) and the
+// polynomials Cephes' (exp, log, and tanh through exp's), Taylor's (expm1
+// near 0) or least-squares fits (erf). Every instruction counts: these
+// loops are compute-bound, so n and 2^n come from one float addition
+// (roundToInt), and the scale by 2^n is split in two only where a result
+// can be denormal or overflow. bench/nnc-ulp measures every function over
+// all 2^32 inputs against an f64 reference; docs/performance.md has the
+// table.
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/CodeGen/CodeGen.h"
@@ -36,19 +42,15 @@ public:
 
   Value *exp(Value *X) {
     // Beyond these exp(x) is inf or rounds to 0; the clamp keeps n small.
+    // A NaN passes the clamp, and every step after it, as a NaN.
     Value *C = clamp(X, -104.f, 89.f);
-    auto [N, NI] = roundToInt(B.CreateFMul(C, f(1.44269504088896341f)));
-    Value *R = reduce(C, N);
-    // Cephes expf: exp(r) = 1 + r + r^2 P(r).
-    Value *P = horner(R, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                          4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f});
-    Value *Y = B.CreateFAdd(fma(P, B.CreateFMul(R, R), R), f(1.f));
-    return keepNaN(X, scale(Y, NI));
+    auto [N, T] = roundToInt(C, Log2e);
+    return expScaled(expm1Reduced(reduce(C, N)), N, T);
   }
 
   Value *expm1(Value *X) {
     Value *C = clamp(X, -104.f, 89.f);
-    auto [N, NI] = roundToInt(B.CreateFMul(C, f(1.44269504088896341f)));
+    auto [N, T] = roundToInt(C, Log2e);
     Value *R = reduce(C, N);
     // expm1(r) = r + r^2 (1/2 + r/6 + ...), Taylor to r^8 (|r| <= 0.35:
     // the remainder is below 1e-9 relative).
@@ -57,42 +59,44 @@ public:
     Value *Em1 = fma(P, B.CreateFMul(R, R), R);
     // expm1(x) = 2^n expm1(r) + (2^n - 1), exact in 2^n - 1 for |n| <= 24;
     // beyond, exp(x) - 1 loses nothing that rounding keeps.
-    Value *S = pow2(NI);
+    Value *S = pow2(T);
     Value *Mid = fma(S, Em1, B.CreateFSub(S, f(1.f)));
-    Value *Far = B.CreateFSub(scale(B.CreateFAdd(Em1, f(1.f)), NI), f(1.f));
-    Value *IsMid = B.CreateAnd(B.CreateICmpSLE(NI, i(24)),
-                               B.CreateICmpSGE(NI, i(-24)));
+    Value *Far = B.CreateFSub(expScaled(Em1, N, T), f(1.f));
+    Value *IsMid = B.CreateFCmpOLE(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, N),
+                                   f(24.f));
     Value *Y = B.CreateSelect(IsMid, Mid, Far);
     // expm1(+-0) = +-0.
-    Y = B.CreateSelect(B.CreateFCmpOEQ(X, f(0.f)), X, Y);
-    return keepNaN(X, Y);
+    return B.CreateSelect(B.CreateFCmpOEQ(X, f(0.f)), X, Y);
   }
 
   Value *tanh(Value *X) {
-    // |x| < 0.55: tanh x = x P(x^2), a least-squares fit made for this file
-    // (relative error 1e-9 in f64), P in w = x^2 / 0.15125 - 1. Beyond:
-    // tanh |x| = 1 - 2 / (exp(2 |x|) + 1), without cancellation there
-    // (tanh >= 0.5); tanh(9.1) rounds to 1, and the clamp keeps exp finite.
+    // tanh |x| = expm1(2c) / (expm1(2c) + 2), c = min(|x|, 9.1): one
+    // formula without cancellation anywhere (tanh(9.1) rounds to 1). With
+    // m = expm1(2c) / 2 = 2^n (h + h^2 Q(h)) + (2^n - 1) / 2, where
+    // 2c = n ln2 + 2h, tanh |x| = m / (m + 1). Q is Cephes' exp polynomial
+    // in r = 2h (exp r = 1 + r + r^2 P(r), so Q(h) = 2 P(2h), scaled
+    // exactly by powers of two). 2^n - 1 rounds only for n > 24, where
+    // the quotient rounds to 1 regardless.
     Value *A = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, X);
-    Value *T = B.CreateFMul(X, X);
-    Value *P = horner(fma(T, f(1.f / 0.15125f), f(-1.f)),
-                      {-4.931619628e-07f, 8.542962860e-06f, -1.471929572e-04f,
-                       2.552237827e-03f, -4.483393952e-02f, 9.524576068e-01f});
-    Value *Near = B.CreateFMul(X, P);
-    Value *AC = B.CreateSelect(B.CreateFCmpOGT(A, f(9.1f)), f(9.1f), A);
-    Value *E = exp(B.CreateFAdd(AC, AC));
-    Value *Far = B.CreateFSub(f(1.f), B.CreateFDiv(f(2.f), B.CreateFAdd(E, f(1.f))));
-    Far = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, Far, X);
-    Value *Y = B.CreateSelect(B.CreateFCmpOLT(A, f(0.55f)), Near, Far);
-    return keepNaN(X, Y);
+    Value *C = B.CreateSelect(B.CreateFCmpOGT(A, f(9.1f)), f(9.1f), A);
+    auto [N, T] = roundToInt(C, 2 * Log2e);
+    Value *H = reduce(C, N, 0.5f);
+    Value *Q = horner(H, {64 * CephesExp[0], 32 * CephesExp[1], 16 * CephesExp[2],
+                          8 * CephesExp[3], 4 * CephesExp[4], 2 * CephesExp[5]});
+    Value *S = pow2(T);
+    Value *M = fma(S, fma(Q, B.CreateFMul(H, H), H), fma(S, f(0.5f), f(-0.5f)));
+    Value *Y = B.CreateFDiv(M, B.CreateFAdd(M, f(1.f)));
+    return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, Y, X);
   }
 
   Value *sigmoid(Value *X) {
     // e = exp(-|x|) never overflows: 1 / (1 + e) for x >= 0, e / (1 + e)
-    // below, which keeps the denormal results of x < -87.
-    Value *E = exp(B.CreateFNeg(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, X)));
-    Value *Num = B.CreateSelect(B.CreateFCmpOLT(X, f(0.f)), E, f(1.f));
-    return keepNaN(X, B.CreateFDiv(Num, B.CreateFAdd(f(1.f), E)));
+    // below, both as the quotient of E = e 2^64, a normal number, and
+    // E + 2^64: the division alone rounds the denormal results of x < -87.
+    Value *E = expNonPositiveTimes2p64(
+        B.CreateFNeg(B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, X)));
+    Value *Num = B.CreateSelect(B.CreateFCmpOLT(X, f(0.f)), E, f(0x1p64f));
+    return B.CreateFDiv(Num, B.CreateFAdd(E, f(0x1p64f)));
   }
 
   Value *erf(Value *X) {
@@ -115,13 +119,13 @@ public:
                           2.222739626e-03f, -5.235497374e-03f, 1.193648111e-02f,
                           -2.622098103e-02f, 5.531081185e-02f, -1.115185097e-01f,
                           2.136298865e-01f});
-    Value *E = exp(B.CreateFNeg(B.CreateFMul(AB, AB)));
+    Value *E = B.CreateFMul(
+        expNonPositiveTimes2p64(B.CreateFNeg(B.CreateFMul(AB, AB))), f(0x1p-64f));
     Value *Far = fma(B.CreateFNeg(E), Q, f(1.f));
     Value *Y = B.CreateSelect(B.CreateFCmpOLE(A, f(1.f)), Near,
                               B.CreateSelect(B.CreateFCmpOGE(A, f(3.925f)),
                                              f(1.f), Far));
-    Y = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, Y, X);
-    return keepNaN(X, Y);
+    return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, Y, X);
   }
 
   Value *log(Value *X) {
@@ -162,49 +166,75 @@ public:
   }
 
 private:
+  static constexpr float Log2e = 1.44269504088896341f;
+  /// Cephes expf: exp(r) = 1 + r + r^2 P(r), |r| <= ln2 / 2; P's
+  /// coefficients from r^5 down.
+  static constexpr float CephesExp[] = {1.9875691500e-4f, 1.3981999507e-3f,
+                                        8.3334519073e-3f, 4.1665795894e-2f,
+                                        1.6666665459e-1f, 5.0000001201e-1f};
+
   Constant *f(float V) { return ConstantFP::get(B.getFloatTy(), V); }
   Constant *i(int32_t V) { return B.getInt32(V); }
   Value *fma(Value *A, Value *X, Value *C) {
     return B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {A->getType()}, {A, X, C});
   }
   /// c[0] x^(n-1) + ... + c[n-1], by Horner's rule.
-  Value *horner(Value *X, std::initializer_list<float> C) {
-    auto It = C.begin();
-    Value *P = f(*It++);
-    for (; It != C.end(); ++It)
-      P = fma(P, X, f(*It));
+  Value *horner(Value *X, ArrayRef<float> C) {
+    Value *P = f(C.front());
+    for (float K : C.drop_front())
+      P = fma(P, X, f(K));
     return P;
   }
-  /// Lo <= X <= Hi; a NaN stays NaN (keepNaN restores it at the end).
+  /// Lo <= X <= Hi; a NaN stays NaN.
   Value *clamp(Value *X, float Lo, float Hi) {
     X = B.CreateSelect(B.CreateFCmpOLT(X, f(Lo)), f(Lo), X);
     return B.CreateSelect(B.CreateFCmpOGT(X, f(Hi)), f(Hi), X);
   }
-  /// V rounded to the nearest integer, as a float and as an i32, by adding
-  /// 1.5 * 2^23 (no fptosi, which would be poison for a NaN). |V| < 2^22.
-  std::pair<Value *, Value *> roundToInt(Value *V) {
-    Value *Magic = f(12582912.f);
-    Value *T = B.CreateFAdd(V, Magic);
-    Value *N = B.CreateFSub(T, Magic);
-    Value *NI = B.CreateSub(B.CreateBitCast(T, B.getInt32Ty()),
-                            B.CreateBitCast(Magic, B.getInt32Ty()));
-    return {N, NI};
+  /// n = round(X Scale) for |X Scale| < 2^21, as a float, and
+  /// T = X Scale + 1.5 * 2^23 + 127 in one rounding (no fptosi, which would
+  /// be poison for a NaN): T's low mantissa bits hold n + 127, the exponent
+  /// field of 2^n (pow2Bits).
+  std::pair<Value *, Value *> roundToInt(Value *X, float Scale) {
+    Value *Magic = f(12582912.f + 127.f);
+    Value *T = fma(X, f(Scale), Magic);
+    return {B.CreateFSub(T, Magic), T};
   }
-  /// r = x - n ln2, with ln2 in two parts (Cody and Waite).
-  Value *reduce(Value *X, Value *N) {
-    Value *R = fma(N, f(-0.693359375f), X);
-    return fma(N, f(2.12194440e-4f), R);
+  /// x - n ln2 Scale, with ln2 in two parts (Cody and Waite); Scale is a
+  /// power of two, so both parts stay exact.
+  Value *reduce(Value *X, Value *N, float Scale = 1.f) {
+    Value *R = fma(N, f(-0.693359375f * Scale), X);
+    return fma(N, f(2.12194440e-4f * Scale), R);
   }
-  /// 2^n for -126 <= n <= 127.
-  Value *pow2(Value *NI) {
-    return B.CreateBitCast(B.CreateShl(B.CreateAdd(NI, i(127)), 23),
-                           B.getFloatTy());
+  /// exp(r) - 1 for |r| <= ln2 / 2: r + r^2 P(r).
+  Value *expm1Reduced(Value *R) {
+    return fma(horner(R, CephesExp), B.CreateFMul(R, R), R);
   }
-  /// Y 2^n for -150 <= n <= 128, in two steps so that each factor is a
-  /// normal number and a denormal result rounds once.
-  Value *scale(Value *Y, Value *NI) {
-    Value *N1 = B.CreateAShr(NI, 1);
-    return B.CreateFMul(B.CreateFMul(Y, pow2(N1)), pow2(B.CreateSub(NI, N1)));
+  /// The bits of 2^n from roundToInt's T, for -127 < n < 128: the shift
+  /// leaves n + 127 in the exponent field and drops the bits above it.
+  Value *pow2Bits(Value *T) {
+    return B.CreateShl(B.CreateBitCast(T, B.getInt32Ty()), 23);
+  }
+  Value *pow2(Value *T) { return B.CreateBitCast(pow2Bits(T), B.getFloatTy()); }
+  /// (1 + Q) 2^n for -150 <= n <= 128 and |Q| < 1/2: (1 + Q) 2^(n - k)
+  /// 2^k with k = 64 for n > 0 and -64 otherwise, so that the first
+  /// product is a normal number and a denormal or infinite result rounds
+  /// once. (The exponent field of 2^(n - k) is n + 127 - k modulo 2^9 in
+  /// pow2Bits.)
+  Value *expScaled(Value *Q, Value *N, Value *T) {
+    Value *Pos = B.CreateFCmpOGT(N, f(0.f));
+    Value *MinusK = B.CreateSelect(Pos, i(-(64 << 23)), i(64 << 23));
+    Value *S = B.CreateBitCast(B.CreateAdd(pow2Bits(T), MinusK), B.getFloatTy());
+    return B.CreateFMul(fma(Q, S, S),
+                        B.CreateSelect(Pos, f(0x1p64f), f(0x1p-64f)));
+  }
+  /// exp(x) 2^64 for x <= 0 (or NaN), a normal number: n in [-150, 0], so
+  /// the scale by 2^(n + 64) is exact.
+  Value *expNonPositiveTimes2p64(Value *X) {
+    Value *C = B.CreateSelect(B.CreateFCmpOLT(X, f(-104.f)), f(-104.f), X);
+    auto [N, T] = roundToInt(C, Log2e);
+    Value *S = B.CreateBitCast(B.CreateAdd(pow2Bits(T), i(64 << 23)),
+                               B.getFloatTy());
+    return fma(expm1Reduced(reduce(C, N)), S, S);
   }
   Value *keepNaN(Value *X, Value *Y) {
     return B.CreateSelect(B.CreateFCmpUNO(X, X), X, Y);
