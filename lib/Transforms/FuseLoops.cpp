@@ -9,9 +9,6 @@
 //  - the second reads a buffer the first reduces into (a reduction the
 //    `reductions` pass marked: the row's max, sum, mean): a row reduction
 //    and the steps that consume it, which read the same rows again;
-//  - the second calls no math-library function (exp, tanh, ...): such a
-//    nest is bound by computation, and fusing it measured slower (a
-//    softmax's exps; docs/performance.md);
 //  - fusing is legal: no iteration of the second loop touches an element
 //    that a later iteration of the first writes, or the reverse (the
 //    dependence analysis decides), and the names they bind do not clash;
@@ -58,20 +55,6 @@ std::set<const BufferNode *> reducedInto(const Stmt &S) {
   } F;
   F.visit(S);
   return std::move(F.Found);
-}
-
-/// A math-library intrinsic S calls (exp, tanh, ...), if any.
-const Intrinsic *mathCall(const Stmt &S) {
-  struct Finder : IRVisitor {
-    const Intrinsic *Found = nullptr;
-    void visitIntrinsic(const Intrinsic *Op) override {
-      if (!Found && isApproximateIntrinsic(Op->Op))
-        Found = Op;
-      IRVisitor::visitIntrinsic(Op);
-    }
-  } F;
-  F.visit(S);
-  return F.Found;
 }
 
 /// A buffer that S reads among Bufs.
@@ -127,13 +110,6 @@ private:
     if (!Shared || bodySize(*A) + bodySize(*B) > kMaxFusedStatements)
       return nullptr;
     std::string Name = "loop '" + B->Var + "' ";
-    if (const Intrinsic *M = mathCall(Second)) {
-      remark(B->Loc, Name + "not fused into '" + A->Var + "': it calls " +
-                         intrinsicName(M->Op) + " (at " + M->Loc.str() +
-                         "): it is bound by computation, where fusing "
-                         "measured slower");
-      return nullptr;
-    }
     auto Trip = constantTripCount(*A);
     int64_t Wanted = 4 * int64_t(std::max(1u, Opts.Threads));
     if (Trip && *Trip < Wanted) {
