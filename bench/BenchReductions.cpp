@@ -11,7 +11,9 @@
 //  - layer norm over [512, 768] and [4096, 1024];
 //  - the sum of 2^24 floats (split into per-thread partials), with a triad
 //    over 2^24 floats for the machine's bandwidth.
-// Each nnc-jit row has a `_Off` twin compiled with --reassociate=off.
+// Each nnc-jit row has a `_Off` twin compiled with --reassociate=off, and
+// the softmax rows a `_Recip` twin compiled with --reciprocal=on (the last
+// loop multiplies by the reciprocal of the row's sum, as the hand loops do).
 //
 //   build/bin/nnc-bench-reductions --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true
@@ -117,19 +119,23 @@ int threads(const benchmark::State &S) { return static_cast<int>(S.range(0)); }
 /// x86-64-v3 against the hand loops compiled for it (hand_avx2).
 bool avx2(const benchmark::State &S) { return S.range(1) != 0; }
 
-/// Kernel Name of Text compiled at Threads, with reductions reassociated or
-/// not, for the host or for AVX2, bound to pseudo-random arguments; compiled
-/// once.
+/// How a row's kernel rounds: the default options, --reassociate=off, or
+/// --reciprocal=on.
+enum class Policy { Default, Off, Recip };
+
+/// Kernel Name of Text compiled at Threads with Policy P, for the host or for
+/// AVX2, bound to pseudo-random arguments; compiled once.
 const bench::BoundKernel &kernel(const std::string &Text, const std::string &Name,
-                                 int Threads, bool Reassociate = true,
+                                 int Threads, Policy P = Policy::Default,
                                  bool AVX2 = false) {
   static std::map<std::string, std::unique_ptr<bench::BoundKernel>> Cache;
-  auto &Slot = Cache[Text + Name + std::to_string(Threads) +
-                     (Reassociate ? "" : "/off") + (AVX2 ? "/avx2" : "")];
+  auto &Slot = Cache[Text + Name + std::to_string(Threads) + "/" +
+                     std::to_string(int(P)) + (AVX2 ? "/avx2" : "")];
   if (!Slot) {
     CompileOptions O;
     O.Threads = Threads;
-    O.Reassociate = Reassociate;
+    O.Reassociate = P != Policy::Off;
+    O.Reciprocal = P == Policy::Recip;
     if (AVX2)
       O.CPU = "x86-64-v3";
     Slot = bench::bindKernel(bench::kernelOf(Text, Name), O);
@@ -147,9 +153,8 @@ void runNNC(benchmark::State &S, const bench::BoundKernel &K, int64_t Bytes) {
   S.SetBytesProcessed(S.iterations() * Bytes);
 }
 
-void softmaxNNC(benchmark::State &S, bool Fused, bool Reassociate) {
-  runNNC(S,
-         kernel(softmaxText(Fused), "softmax", threads(S), Reassociate, avx2(S)),
+void softmaxNNC(benchmark::State &S, bool Fused, Policy P) {
+  runNNC(S, kernel(softmaxText(Fused), "softmax", threads(S), P, avx2(S)),
          2 * 4096 * 1024 * 4);
 }
 void softmaxHand(benchmark::State &S, bool Fused) {
@@ -164,17 +169,17 @@ void softmaxHand(benchmark::State &S, bool Fused) {
   S.SetBytesProcessed(S.iterations() * 2 * 4096 * 1024 * 4);
 }
 
-void BM_Softmax_NNC(benchmark::State &S) { softmaxNNC(S, false, true); }
-void BM_Softmax_NNC_Off(benchmark::State &S) { softmaxNNC(S, false, false); }
+void BM_Softmax_NNC(benchmark::State &S) { softmaxNNC(S, false, Policy::Default); }
+void BM_Softmax_NNC_Off(benchmark::State &S) { softmaxNNC(S, false, Policy::Off); }
+void BM_Softmax_NNC_Recip(benchmark::State &S) { softmaxNNC(S, false, Policy::Recip); }
 void BM_Softmax_Hand(benchmark::State &S) { softmaxHand(S, false); }
-void BM_SoftmaxFused_NNC(benchmark::State &S) { softmaxNNC(S, true, true); }
-void BM_SoftmaxFused_NNC_Off(benchmark::State &S) { softmaxNNC(S, true, false); }
+void BM_SoftmaxFused_NNC(benchmark::State &S) { softmaxNNC(S, true, Policy::Default); }
+void BM_SoftmaxFused_NNC_Off(benchmark::State &S) { softmaxNNC(S, true, Policy::Off); }
+void BM_SoftmaxFused_NNC_Recip(benchmark::State &S) { softmaxNNC(S, true, Policy::Recip); }
 void BM_SoftmaxFused_Hand(benchmark::State &S) { softmaxHand(S, true); }
 
-void layerNormNNC(benchmark::State &S, int64_t R, int64_t C, bool Reassociate) {
-  runNNC(S,
-         kernel(layerNormText(R, C), "layernorm", threads(S), Reassociate,
-                avx2(S)),
+void layerNormNNC(benchmark::State &S, int64_t R, int64_t C, Policy P) {
+  runNNC(S, kernel(layerNormText(R, C), "layernorm", threads(S), P, avx2(S)),
          2 * R * C * 4);
 }
 void layerNormHand(benchmark::State &S, int64_t R, int64_t C) {
@@ -186,18 +191,18 @@ void layerNormHand(benchmark::State &S, int64_t R, int64_t C) {
   }
   S.SetBytesProcessed(S.iterations() * 2 * R * C * 4);
 }
-void BM_LayerNorm512x768_NNC(benchmark::State &S) { layerNormNNC(S, 512, 768, true); }
-void BM_LayerNorm512x768_NNC_Off(benchmark::State &S) { layerNormNNC(S, 512, 768, false); }
+void BM_LayerNorm512x768_NNC(benchmark::State &S) { layerNormNNC(S, 512, 768, Policy::Default); }
+void BM_LayerNorm512x768_NNC_Off(benchmark::State &S) { layerNormNNC(S, 512, 768, Policy::Off); }
 void BM_LayerNorm512x768_Hand(benchmark::State &S) { layerNormHand(S, 512, 768); }
-void BM_LayerNorm4096x1024_NNC(benchmark::State &S) { layerNormNNC(S, 4096, 1024, true); }
-void BM_LayerNorm4096x1024_NNC_Off(benchmark::State &S) { layerNormNNC(S, 4096, 1024, false); }
+void BM_LayerNorm4096x1024_NNC(benchmark::State &S) { layerNormNNC(S, 4096, 1024, Policy::Default); }
+void BM_LayerNorm4096x1024_NNC_Off(benchmark::State &S) { layerNormNNC(S, 4096, 1024, Policy::Off); }
 void BM_LayerNorm4096x1024_Hand(benchmark::State &S) { layerNormHand(S, 4096, 1024); }
 
 void BM_Sum_NNC(benchmark::State &S) {
-  runNNC(S, kernel(SumText, "sum", threads(S), true, avx2(S)), kSumN * 4);
+  runNNC(S, kernel(SumText, "sum", threads(S), Policy::Default, avx2(S)), kSumN * 4);
 }
 void BM_Sum_NNC_Off(benchmark::State &S) {
-  runNNC(S, kernel(SumText, "sum", threads(S), false, avx2(S)), kSumN * 4);
+  runNNC(S, kernel(SumText, "sum", threads(S), Policy::Off, avx2(S)), kSumN * 4);
 }
 void BM_Sum_Hand(benchmark::State &S) {
   const bench::BoundKernel &K = kernel(SumText, "sum", 1);
@@ -207,7 +212,7 @@ void BM_Sum_Hand(benchmark::State &S) {
   S.SetBytesProcessed(S.iterations() * kSumN * 4);
 }
 void BM_Triad_NNC(benchmark::State &S) {
-  runNNC(S, kernel(SumText, "triad", threads(S), true, avx2(S)), 3 * kSumN * 4);
+  runNNC(S, kernel(SumText, "triad", threads(S), Policy::Default, avx2(S)), 3 * kSumN * 4);
 }
 void BM_Triad_Hand(benchmark::State &S) {
   const bench::BoundKernel &K = kernel(SumText, "triad", 1);
@@ -231,9 +236,11 @@ void BM_Triad_Hand(benchmark::State &S) {
       ->UseRealTime()
 NNC_BENCH(BM_Softmax_NNC);
 NNC_BENCH(BM_Softmax_NNC_Off);
+NNC_BENCH(BM_Softmax_NNC_Recip);
 NNC_BENCH(BM_Softmax_Hand);
 NNC_BENCH(BM_SoftmaxFused_NNC);
 NNC_BENCH(BM_SoftmaxFused_NNC_Off);
+NNC_BENCH(BM_SoftmaxFused_NNC_Recip);
 NNC_BENCH(BM_SoftmaxFused_Hand);
 NNC_BENCH(BM_LayerNorm512x768_NNC);
 NNC_BENCH(BM_LayerNorm512x768_NNC_Off);

@@ -148,6 +148,14 @@ struct Flags {
       cl::values(clEnumValN(OnOff::On, "on", "reorder (as PyTorch does)"),
                  clEnumValN(OnOff::Off, "off", "keep the program's order")),
       cl::cat(Cat)};
+  cl::opt<OnOff> Reciprocal{
+      "reciprocal", cl::init(OnOff::Off),
+      cl::desc("Let a float division by a loop-invariant divisor be a "
+               "multiplication by its reciprocal (default: off)"),
+      cl::values(clEnumValN(OnOff::On, "on",
+                            "multiply (as PyTorch's softmax does)"),
+                 clEnumValN(OnOff::Off, "off", "divide, exactly")),
+      cl::cat(Cat)};
   cl::opt<OnOff> Winograd{
       "winograd", cl::init(OnOff::Off),
       cl::desc("Let 3x3 stride-1 convolutions run oneDNN's Winograd "
@@ -344,6 +352,7 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   C.Features = F.MAttr;
   C.CacheDir = F.CacheDir;
   C.Reassociate = F.Reassociate == Flags::OnOff::On;
+  C.Reciprocal = F.Reciprocal == Flags::OnOff::On;
   C.Winograd = F.Winograd == Flags::OnOff::On;
   C.Math = F.Math;
   if (F.FPContract != Flags::Contract::Default)

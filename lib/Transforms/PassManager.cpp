@@ -34,6 +34,10 @@ std::vector<std::string> buildDefaultPipeline() {
   return {
       // First, so that fused loops are neither analysed nor parallelized.
       "fuse-conv-post-ops",
+      // Divisions by loop-invariant divisors (with --reciprocal=on); before
+      // any pass that moves loops, so that Compiler::interpret, which
+      // makes only this rewrite, rounds as the compiled kernel does.
+      "reciprocals",
       // Then the temporaries left to convolutions alone can be blocked.
       "conv-layouts",
       // Which temporaries are written in full before being read.

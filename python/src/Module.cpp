@@ -201,6 +201,8 @@ CompileOptions compileOptions(const py::kwargs &Kw) {
         O.FPContract = V.cast<bool>();
     } else if (Key == "reassociate") {
       O.Reassociate = V.cast<bool>();
+    } else if (Key == "reciprocal") {
+      O.Reciprocal = V.cast<bool>();
     } else if (Key == "winograd") {
       O.Winograd = V.cast<bool>();
     } else if (Key == "vector_math") {
@@ -214,7 +216,7 @@ CompileOptions compileOptions(const py::kwargs &Kw) {
       raise("unknown compile option '" + Key +
             "'; the options are: opt_level, threads, parallel, grain, "
             "trust_parallel, cpu, features, cache_dir, bounds, streaming, "
-            "streaming_threshold, fp_contract, reassociate, winograd, "
+            "streaming_threshold, fp_contract, reassociate, reciprocal, winograd, "
             "vector_math, "
             "passes");
     }

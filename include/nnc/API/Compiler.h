@@ -81,6 +81,15 @@ struct CompileOptions {
   /// rounding (docs/LanguageReference.md, Reductions). Off keeps the order
   /// bit for bit. Integer reductions are exact either way.
   bool Reassociate = true;
+  /// Let a float division whose divisor is invariant in its loop (softmax's
+  /// `y[i, j] / sm[i]`) be a multiplication by the divisor's reciprocal,
+  /// computed once before the loop, as PyTorch's softmax does: a vector
+  /// multiplication instead of a division per element, and results that
+  /// can differ from the division's in the last bit (more where the
+  /// reciprocal overflows or is denormal; docs/LanguageReference.md,
+  /// Arithmetic). Off, the default, keeps every division. interpret()
+  /// makes the same rewrite.
+  bool Reciprocal = false;
   /// Let 3x3 stride-1 convolutions run oneDNN's Winograd algorithm where
   /// the CPU has one and it measures faster than the direct algorithm (both
   /// are timed on first use of a shape, reorders to its blocked layouts
@@ -259,8 +268,9 @@ public:
 
   /// Runs K in the reference interpreter on the arguments of a call, as
   /// checked by Function::call: the oracle compiled code is compared with.
-  /// It runs K as written (no passes) and contracts `a * b + c` as compiled
-  /// code does (fpContract()).
+  /// It runs K as written (no passes, except the reciprocals rewrite where
+  /// CompileOptions::Reciprocal asks for it) and contracts `a * b + c` as
+  /// compiled code does (fpContract()).
   llvm::Error interpret(const Kernel &K, llvm::ArrayRef<Arg> Args) const;
   /// Whether compiled code fuses multiply-adds (CompileOptions::FPContract,
   /// resolved for the target CPU).

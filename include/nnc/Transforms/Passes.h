@@ -4,6 +4,7 @@
 // default pipeline (buildDefaultPipeline) runs, in order:
 //
 //   fuse-conv-post-ops  fold elementwise loops after convolutions into them
+//   reciprocals         multiply by the reciprocal of an invariant divisor
 //   elide-zero-fill     skip zero-filling temporaries written in full first
 //   reductions          mark stores that accumulate over their loop
 //   fuse-loops          fuse a row reduction with the nests that consume it
@@ -66,6 +67,9 @@ struct PassOptions {
   /// Float reductions may be computed in another order than the program's
   /// (vector partial sums, per-thread partials): CompileOptions::Reassociate.
   bool Reassociate = true;
+  /// A float division by a loop-invariant divisor may be a multiplication
+  /// by its reciprocal, computed before the loop: CompileOptions::Reciprocal.
+  bool Reciprocal = false;
   /// Passes that explain their decisions as remarks ("parallelize",
   /// "fuse-conv-post-ops", "elide-zero-fill").
   std::set<std::string> Remarks;
@@ -95,6 +99,12 @@ bool fuseLoopNests(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
 /// reductions: marks the stores that reduce over their loop
 /// (StoreHint::Reduction, Analysis/Reduction.h).
 bool markReductions(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+
+/// reciprocals: with PassOptions::Reciprocal, a float division whose
+/// divisor is invariant in its loop becomes a multiplication by a
+/// reciprocal computed before the loop (lib/Transforms/Reciprocals.cpp).
+bool hoistReciprocals(Kernel &K, const PassOptions &Opts,
+                      DiagnosticEngine &Diags);
 
 /// stream-stores: marks the stores whose values are written around the
 /// caches (StoreHint::NonTemporal).
