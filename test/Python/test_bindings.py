@@ -203,6 +203,32 @@ def test_options():
         assert (nncjit.compile(SCALE, **opts)(x, 2.0) == 2).all(), opts
 
 
+NORMALIZE = """
+kernel normalize(in d: f32[8], in x: f32[8, 64], out y: f32[8, 64]) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    for (int64_t j = 0ll; j < 64ll; j++) {
+      y[i, j] = (x[i, j]) / (d[i]);
+    }
+  }
+}
+"""
+
+
+def test_reciprocal():
+    rng = np.random.default_rng(7)
+    d = rng.uniform(0.5, 3.0, 8).astype(np.float32)
+    x = rng.uniform(-4.0, 4.0, (8, 64)).astype(np.float32)
+    # Off (the default), a division; on, a multiplication by the reciprocal,
+    # rounded as numpy rounds it.
+    assert (nncjit.compile(NORMALIZE)(d, x) == x / d[:, None]).all()
+    fast = nncjit.compile(NORMALIZE, reciprocal=True)(d, x)
+    assert (fast == x * (np.float32(1) / d)[:, None]).all()
+    assert (fast != x / d[:, None]).any()
+    assert ("division by 'd[i]' computed as a multiplication by its "
+            "reciprocal, invariant in loop 'j'") in nncjit.remarks(NORMALIZE, reciprocal=True)
+    assert "but --reciprocal=off" in nncjit.remarks(NORMALIZE)
+
+
 def test_option_errors():
     with pytest.raises(nncjit.Error) as e:
         nncjit.compile(SCALE, parallel="some")

@@ -170,9 +170,9 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   Compiler C;
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
-              "fuse-conv-post-ops, conv-layouts, elide-zero-fill, reductions, "
-              "fuse-loops, parallelize, stream-stores, plan-memory, "
-              "outline-parallel)");
+              "fuse-conv-post-ops, reciprocals, conv-layouts, "
+              "elide-zero-fill, reductions, fuse-loops, parallelize, "
+              "stream-stores, plan-memory, outline-parallel)");
   CompileOptions Bad;
   Bad.CPU = "not-a-cpu";
   Compiler BadC(Bad);
@@ -692,6 +692,55 @@ kernel add(in a: f32[4], in b: f32[4], out y: f32[4]) {
   EXPECT_EQ(Y[3], 8.f);
 }
 
+// With Reciprocal, compiled code multiplies by the reciprocal of a
+// loop-invariant divisor, and interpret() makes the same rewrite, unless
+// the pipeline leaves the reciprocals pass out; by default both divide.
+TEST(Compiler, ReciprocalPolicyIsInterpretedAsCompiled) {
+  const char *Text = R"(
+kernel normalize(in d: f32[4], in x: f32[4, 64], out y: f32[4, 64]) {
+  for (int64_t i = 0ll; i < 4ll; i++) {
+    for (int64_t j = 0ll; j < 64ll; j++) {
+      y[i, j] = (x[i, j]) / (d[i]);
+    }
+  }
+}
+)";
+  Kernel K = kernelOf(Text);
+  std::vector<float> D = {3.f, 7.f, 0.1f, 1e-3f}, X(4 * 64);
+  for (size_t I = 0; I < X.size(); ++I)
+    X[I] = float(I) * 0.37f - 11.f;
+  auto Run = [&](const CompileOptions &O, bool Compiled) {
+    std::vector<float> Y(X.size());
+    std::vector<Arg> Args = {BufferArg::of(D.data(), {4}),
+                             BufferArg::of(X.data(), {4, 64}),
+                             BufferArg::of(Y.data(), {4, 64})};
+    Compiler C(O);
+    if (Compiled) {
+      auto F = C.compile(K);
+      EXPECT_TRUE(!!F) << errorText(F.takeError());
+      EXPECT_FALSE(!!F->call(Args));
+    } else {
+      EXPECT_FALSE(!!C.interpret(K, Args));
+    }
+    return Y;
+  };
+  std::vector<float> Quotient(X.size()), Product(X.size());
+  for (size_t I = 0; I < X.size(); ++I) {
+    Quotient[I] = X[I] / D[I / 64];
+    Product[I] = X[I] * (1.f / D[I / 64]);
+  }
+  ASSERT_NE(Quotient, Product);
+  CompileOptions O;
+  EXPECT_EQ(Run(O, true), Quotient);
+  EXPECT_EQ(Run(O, false), Quotient);
+  O.Reciprocal = true;
+  EXPECT_EQ(Run(O, true), Product);
+  EXPECT_EQ(Run(O, false), Product);
+  O.Passes = std::vector<std::string>{"parallelize", "outline-parallel"};
+  EXPECT_EQ(Run(O, true), Quotient);
+  EXPECT_EQ(Run(O, false), Quotient);
+}
+
 TEST(Compiler, RejectsTooManyThreads) {
   CompileOptions O;
   O.Threads = NNC_MAX_THREADS + 1;
@@ -711,21 +760,22 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
               "error: CompileOptions::Passes: unknown pass 'parallelise'; did "
               "you mean 'parallelize'? (known: conv-layouts, elide-zero-fill, "
               "fuse-conv-post-ops, fuse-loops, outline-parallel, "
-              "parallelize, plan-memory, reductions, stream-stores)");
+              "parallelize, plan-memory, reciprocals, reductions, "
+              "stream-stores)");
   O = {};
   O.PrintAfter = {"outline"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::PrintAfter: unknown pass 'outline' "
               "(known: conv-layouts, elide-zero-fill, fuse-conv-post-ops, fuse-loops, "
-              "outline-parallel, parallelize, plan-memory, reductions, "
-              "stream-stores)");
+              "outline-parallel, parallelize, plan-memory, reciprocals, "
+              "reductions, stream-stores)");
   O = {};
   O.Remarks = {"outline-parallel"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::Remarks: no remarks from "
               "'outline-parallel' (known: conv-layouts, elide-zero-fill, "
               "fuse-conv-post-ops, fuse-loops, onednn, parallelize, "
-              "plan-memory, reductions, stream-stores)");
+              "plan-memory, reciprocals, reductions, stream-stores)");
   std::vector<float> X(4), Y(4);
   expectError(Compiler().interpret(K, {BufferArg::of(X.data(), {4}),
                                        BufferArg::of(Y.data(), {3}), 1.f,
