@@ -401,6 +401,7 @@ public:
       JO.FPContract = O.FPContract;
       JO.Reassociate = O.Reassociate;
       JO.Math = O.Math;
+      JO.VectorWidth = O.VectorWidth;
       JO.Trace = O.Trace;
       auto J = KernelJIT::create(JO);
       if (!J)

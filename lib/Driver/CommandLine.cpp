@@ -175,6 +175,11 @@ struct Flags {
                  clEnumValN(VectorMath::Libm, "libm",
                             "one scalar libm call per element")),
       cl::cat(Cat)};
+  cl::opt<unsigned> VectorWidth{
+      "vector-width", cl::init(0), cl::value_desc("bits"),
+      cl::desc("Widest vectors loops use: 128, 256 or 512 (default: the "
+               "widest the target has)"),
+      cl::cat(Cat)};
   cl::opt<std::string> CacheDir{"cache-dir", cl::value_desc("dir"),
                                 cl::desc("Keep compiled kernels in DIR across "
                                          "runs"),
@@ -355,6 +360,11 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   C.Reciprocal = F.Reciprocal == Flags::OnOff::On;
   C.Winograd = F.Winograd == Flags::OnOff::On;
   C.Math = F.Math;
+  if (F.VectorWidth.getNumOccurrences() && F.VectorWidth != 128 &&
+      F.VectorWidth != 256 && F.VectorWidth != 512)
+    return Fail("--vector-width expects 128, 256 or 512, got " +
+                std::to_string(F.VectorWidth));
+  C.VectorWidth = F.VectorWidth;
   if (F.FPContract != Flags::Contract::Default)
     C.FPContract = F.FPContract == Flags::Contract::On;
   if (F.BoundsCheck && F.Unchecked)

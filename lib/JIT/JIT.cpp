@@ -293,6 +293,9 @@ public:
   /// Shared with every compiled kernel's code, which it must outlive.
   std::shared_ptr<orc::LLJIT> J;
   std::string CPU, Features;
+  /// JITOptions::VectorWidth resolved for the target: the
+  /// "prefer-vector-width" of every function; 0 leaves LLVM's choice.
+  unsigned VectorWidth = 0;
   /// Target features this CPU lacks ("+avx512fp16, ..."); empty if none.
   std::string Foreign;
   /// The disk cache's key (empty: no disk cache), and why it is not used.
@@ -334,6 +337,7 @@ public:
        << "O" << Opts.OptLevel << " contract=" << Contract
        << " reassociate=" << Opts.Reassociate
        << " math=" << static_cast<int>(Opts.Math)
+       << " vector-width=" << VectorWidth
        << " trace=" << Opts.Trace << " bounds=" << static_cast<int>(Opts.Bounds) << '\n';
     printKernelWithTasks(OS, K);
     return OS.str();
@@ -372,6 +376,8 @@ public:
         continue;
       F.addFnAttr("target-cpu", CPU);
       F.addFnAttr("target-features", Features);
+      if (VectorWidth)
+        F.addFnAttr("prefer-vector-width", std::to_string(VectorWidth));
       // Vector values live across a vector-math call (which clobbers every
       // vector register) are spilled; with the stack realigned to the
       // vector size those spills never straddle a cache line. Without it
@@ -619,6 +625,20 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
     bool HasFMA = (*TM)->getMCSubtargetInfo()->checkFeatures("+fma");
     I->Contract = Opts.FPContract.value_or(HasFMA);
     const MCSubtargetInfo &STI = *(*TM)->getMCSubtargetInfo();
+    // LLVM tunes Intel's AVX-512 server CPUs to prefer 256-bit vectors (a
+    // clock penalty of Skylake-SP in mixed code); these kernels are vector
+    // loops from end to end, and 512 bits measured faster
+    // (docs/performance.md, Vector width). So the default is the widest.
+    bool Has512 = STI.checkFeatures("+avx512f,+evex512");
+    if (Opts.VectorWidth != 0 && Opts.VectorWidth != 128 &&
+        Opts.VectorWidth != 256 && Opts.VectorWidth != 512)
+      return makeError("vector width must be 0 (the widest the target has), "
+                       "128, 256 or 512, not " +
+                       std::to_string(Opts.VectorWidth));
+    if (Opts.VectorWidth == 512 && !Has512)
+      return makeError("a vector width of 512 bits needs AVX-512, which the "
+                       "target CPU lacks");
+    I->VectorWidth = Opts.VectorWidth ? Opts.VectorWidth : Has512 ? 512 : 0;
     if (!Opts.CPU.empty() && !STI.isCPUStringValid(Opts.CPU))
       return makeError("unknown CPU '" + Opts.CPU + "'");
     // Instruction-set features the target has and this CPU lacks: code for

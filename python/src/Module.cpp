@@ -210,6 +210,8 @@ CompileOptions compileOptions(const py::kwargs &Kw) {
                                      {{"inline", VectorMath::Inline},
                                       {"libmvec", VectorMath::Libmvec},
                                       {"libm", VectorMath::Libm}});
+    } else if (Key == "vector_width") {
+      O.VectorWidth = V.cast<unsigned>();
     } else if (Key == "passes") {
       O.Passes = V.cast<std::vector<std::string>>();
     } else {
@@ -217,7 +219,7 @@ CompileOptions compileOptions(const py::kwargs &Kw) {
             "'; the options are: opt_level, threads, parallel, grain, "
             "trust_parallel, cpu, features, cache_dir, bounds, streaming, "
             "streaming_threshold, fp_contract, reassociate, reciprocal, winograd, "
-            "vector_math, "
+            "vector_math, vector_width, "
             "passes");
     }
   }

@@ -198,6 +198,7 @@ def test_options():
     for opts in [dict(opt_level=0), dict(parallel="none"), dict(parallel="outputs"),
                  dict(bounds="all"), dict(streaming="always"), dict(fp_contract=False),
                  dict(reassociate=False), dict(vector_math="libm"), dict(grain=1),
+                 dict(reciprocal=True), dict(vector_width=256), dict(vector_width=128),
                  dict(winograd=True),
                  dict(features="-avx512f"), dict(passes=["parallelize", "outline-parallel"])]:
         assert (nncjit.compile(SCALE, **opts)(x, 2.0) == 2).all(), opts

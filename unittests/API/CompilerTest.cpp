@@ -741,6 +741,22 @@ kernel normalize(in d: f32[4], in x: f32[4, 64], out y: f32[4, 64]) {
   EXPECT_EQ(Run(O, false), Quotient);
 }
 
+TEST(Compiler, RejectsVectorWidthsTheTargetCannotHave) {
+  Kernel K = kernelOf(Saxpy);
+  CompileOptions O;
+  O.VectorWidth = 384;
+  expectError(Compiler(O).compile(K).takeError(),
+              "vector width must be 0 (the widest the target has), "
+              "128, 256 or 512, not 384");
+  O.VectorWidth = 512;
+  O.CPU = "haswell";
+  expectError(Compiler(O).compile(K).takeError(),
+              "a vector width of 512 bits needs AVX-512, which the "
+              "target CPU lacks");
+  O.VectorWidth = 256;
+  EXPECT_TRUE(!!Compiler(O).compile(K));
+}
+
 TEST(Compiler, RejectsTooManyThreads) {
   CompileOptions O;
   O.Threads = NNC_MAX_THREADS + 1;

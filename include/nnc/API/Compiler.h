@@ -100,6 +100,13 @@ struct CompileOptions {
   /// log, tanh, sigmoid, erf; the default), glibc's libmvec, or scalar libm
   /// calls (docs/Runtime.md, Vector math).
   VectorMath Math = VectorMath::Inline;
+  /// The widest vectors vectorized loops use, in bits: 128, 256 or 512
+  /// (which needs AVX-512). 0, the default, means the widest the target
+  /// has. LLVM's own choice for Intel's AVX-512 server CPUs (Skylake-SP to
+  /// Sapphire Rapids) is 256, made for the clock penalty of Skylake-era
+  /// chips in mixed code; in these loops 512 measured up to 1.4x faster
+  /// (docs/performance.md, Vector width).
+  unsigned VectorWidth = 0;
   /// Compile in trace spans around top-level statements and parallel
   /// chunks, recorded between startTrace() and stopTrace().
   bool Trace = false;

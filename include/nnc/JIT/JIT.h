@@ -48,6 +48,9 @@ struct JITOptions {
   bool Reassociate = true;
   /// Where transcendentals' code comes from (CodeGenOptions::Math).
   VectorMath Math = VectorMath::Inline;
+  /// The widest vectors loops use, in bits (128, 256 or 512); 0: the
+  /// widest the target has (CompileOptions::VectorWidth).
+  unsigned VectorWidth = 0;
   /// Directory of the persistent compile cache; empty for none.
   std::string CacheDir;
   /// Record trace spans around top-level statements (see Runtime.h).
