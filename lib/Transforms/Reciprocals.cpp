@@ -75,8 +75,8 @@ protected:
   }
 };
 
-/// 1 / C rounded to T if it is a normal number (so that a * (1 / C) is
-/// within an ulp of a / C), else nullopt.
+/// 1 / C rounded to T if it is a normal number (where a * (1 / C) stays
+/// within 2 ulps of the quotient), else nullopt.
 std::optional<double> normalReciprocal(double C, DType T) {
   double R = T == DType::F32 ? double(1.0f / static_cast<float>(C)) : 1.0 / C;
   if (!std::isnormal(T == DType::F32 ? static_cast<float>(R) : R))
