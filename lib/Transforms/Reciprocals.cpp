@@ -59,7 +59,8 @@ protected:
   }
 };
 
-/// The buffers a statement writes: stores and external calls' outputs.
+/// The buffers a statement writes: stores, external calls' outputs, and
+/// every buffer passed to a parallel call (its task may write any).
 class WrittenBuffers : public IRVisitor {
 public:
   std::set<const BufferNode *> Bufs;
@@ -72,6 +73,12 @@ protected:
   void visitExternalCall(const ExternalCall *Op) override {
     Bufs.insert(Op->Out.Buf.get());
     IRVisitor::visitExternalCall(Op);
+  }
+  void visitParallelCall(const ParallelCall *Op) override {
+    for (const TaskArg &A : Op->Args)
+      if (A.Buf)
+        Bufs.insert(A.Buf.get());
+    IRVisitor::visitParallelCall(Op);
   }
 };
 

@@ -741,6 +741,45 @@ kernel normalize(in d: f32[4], in x: f32[4, 64], out y: f32[4, 64]) {
   EXPECT_EQ(Run(O, false), Quotient);
 }
 
+// interpret() makes the reciprocals rewrite too, so --check cannot catch a
+// wrong one: here a divisor that a task called in the loop changes must
+// stay a division, in compiled code as in the interpreter.
+TEST(Compiler, ReciprocalKeepsDivisorsATaskWrites) {
+  Kernel K = kernelOf(R"(
+task bump_par0(begin: i64, end: i64, inout s: f32[1]) {
+  for (int64_t k = begin; k < end; k++) {
+    s[k] = (s[k]) + 1.f;
+  }
+}
+kernel bump(inout s: f32[1], in x: f32[64], out y: f32[64]) {
+  s[0ll] = 1.f;
+  for (int64_t i = 0ll; i < 64ll; i++) {
+    nnc_parallel_for(task=bump_par0, start=0ll, stop=1ll, grain=1ll, args={s});
+    y[i] = (x[i]) / (s[0ll]);
+  }
+}
+)");
+  std::vector<float> X(64), Want(64);
+  for (int I = 0; I < 64; ++I) {
+    X[I] = float(I) * 0.7f - 20.f;
+    Want[I] = X[I] / float(I + 2);
+  }
+  CompileOptions O;
+  O.Reciprocal = true;
+  Compiler C(O);
+  auto F = C.compile(K);
+  ASSERT_TRUE(!!F) << errorText(F.takeError());
+  for (bool Compiled : {true, false}) {
+    float S = 0;
+    std::vector<float> Y(64);
+    std::vector<Arg> Args = {BufferArg::of(&S, {1}),
+                             BufferArg::of(X.data(), {64}),
+                             BufferArg::of(Y.data(), {64})};
+    EXPECT_FALSE(Compiled ? !!F->call(Args) : !!C.interpret(K, Args));
+    EXPECT_EQ(Y, Want) << (Compiled ? "compiled" : "interpreted");
+  }
+}
+
 TEST(Compiler, RejectsVectorWidthsTheTargetCannotHave) {
   Kernel K = kernelOf(Saxpy);
   CompileOptions O;
