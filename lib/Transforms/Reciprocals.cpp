@@ -14,7 +14,8 @@
 //
 // The divisor is invariant in the innermost loop L around the division when
 // it reads no name bound in L (its variable, lets and temporaries of its
-// body) and no buffer that L writes. Then:
+// body) and no buffer that L writes (stores, external calls' outputs, and
+// the buffers of parallel calls, whose tasks may write them). Then:
 //   - a constant divisor becomes its reciprocal, folded (`x * 0.125f`),
 //     unless that reciprocal is not a normal number;
 //   - any other becomes a let `T inv = 1 / d;` just before L, shared by
