@@ -447,6 +447,18 @@ bool readsMemory(const Expr &E) {
   return F.Found;
 }
 
+std::set<std::string> buffersLoaded(const Expr &E) {
+  struct Loads : IRVisitor {
+    std::set<std::string> Names;
+    void visitLoad(const Load *Op) override {
+      Names.insert(Op->Buf->Name);
+      IRVisitor::visitLoad(Op);
+    }
+  } L;
+  L.visit(E);
+  return L.Names;
+}
+
 std::set<std::string> namesBoundIn(const Stmt &S) {
   struct Binder : IRVisitor {
     std::set<std::string> Names;

@@ -985,18 +985,6 @@ private:
   std::vector<std::pair<const For *, Stmt>> Loops;
 };
 
-/// Every buffer an expression loads.
-class LoadedBuffers : public IRVisitor {
-public:
-  std::set<std::string> Names;
-
-protected:
-  void visitLoad(const Load *Op) override {
-    Names.insert(Op->Buf->Name);
-    IRVisitor::visitLoad(Op);
-  }
-};
-
 /// Drops statements and replaces the loads of one buffer.
 class Inliner : public Replacer {
 public:
@@ -1075,12 +1063,11 @@ llvm::Expected<Stmt> inlineTemporary(const Kernel &K,
     if (!Allowed.count(V))
       return makeError(What + ": its value uses '" + V +
                        "', which is not in scope where it is read");
-  LoadedBuffers Reads;
-  Reads.visit(St.Value);
-  if (Reads.Names.count(Name))
+  std::set<std::string> Reads = buffersLoaded(St.Value);
+  if (Reads.count(Name))
     return makeError(What + ": its value reads '" + Name + "' itself");
   for (const auto &[Pos, Buf, Loc] : Scan.Writes)
-    if (Pos > NestEnd && Reads.Names.count(Buf))
+    if (Pos > NestEnd && Reads.count(Buf))
       return makeError(What + ": its value reads '" + Buf +
                        "', which is written after it is computed");
   for (const auto &[Pos, Ld] : Scan.Loads) {

@@ -48,37 +48,25 @@ namespace nnc {
 
 namespace {
 
-/// The buffers an expression loads from.
-class LoadedBuffers : public IRVisitor {
-public:
-  std::vector<const BufferNode *> Bufs;
-
-protected:
-  void visitLoad(const Load *Op) override {
-    Bufs.push_back(Op->Buf.get());
-    IRVisitor::visitLoad(Op);
-  }
-};
-
 /// The buffers a statement writes: stores, external calls' outputs, and
 /// every buffer passed to a parallel call (its task may write any).
 class WrittenBuffers : public IRVisitor {
 public:
-  std::set<const BufferNode *> Bufs;
+  std::set<std::string> Names;
 
 protected:
   void visitStore(const Store *Op) override {
-    Bufs.insert(Op->Buf.get());
+    Names.insert(Op->Buf->Name);
     IRVisitor::visitStore(Op);
   }
   void visitExternalCall(const ExternalCall *Op) override {
-    Bufs.insert(Op->Out.Buf.get());
+    Names.insert(Op->Out.Buf->Name);
     IRVisitor::visitExternalCall(Op);
   }
   void visitParallelCall(const ParallelCall *Op) override {
     for (const TaskArg &A : Op->Args)
       if (A.Buf)
-        Bufs.insert(A.Buf.get());
+        Names.insert(A.Buf->Name);
     IRVisitor::visitParallelCall(Op);
   }
 };
@@ -117,7 +105,7 @@ protected:
     L.Bound.insert(Op->Var);
     WrittenBuffers W;
     W.visit(Op->Body);
-    L.Written = std::move(W.Bufs);
+    L.Written = std::move(W.Names);
     Loops.push_back(std::move(L));
     // A division is conditional in its innermost loop only: the lets of an
     // inner loop under an `if` go under the `if` with it.
@@ -215,7 +203,8 @@ private:
     const For *F;
     /// Names bound in the loop: its variable, lets and temporaries.
     std::set<std::string> Bound;
-    std::set<const BufferNode *> Written;
+    /// The buffers the loop writes, by name.
+    std::set<std::string> Written;
     /// The lets to put before the loop, and the divisor of each.
     std::vector<Stmt> Lets;
     std::vector<std::pair<Expr, Expr>> Reciprocals;
@@ -226,15 +215,11 @@ private:
     for (const std::string &N : varsOf(D))
       if (L.Bound.count(N))
         return "depends on '" + N + "', bound in loop '" + L.F->Var + "'";
-    LoadedBuffers B;
-    B.visit(D);
-    for (const BufferNode *Buf : B.Bufs) {
-      if (L.Bound.count(Buf->Name))
-        return "reads '" + Buf->Name + "', allocated in loop '" + L.F->Var +
-               "'";
+    for (const std::string &Buf : buffersLoaded(D)) {
+      if (L.Bound.count(Buf))
+        return "reads '" + Buf + "', allocated in loop '" + L.F->Var + "'";
       if (L.Written.count(Buf))
-        return "reads '" + Buf->Name + "', which loop '" + L.F->Var +
-               "' writes";
+        return "reads '" + Buf + "', which loop '" + L.F->Var + "' writes";
     }
     return "";
   }

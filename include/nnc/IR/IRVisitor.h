@@ -94,6 +94,8 @@ protected:
 std::set<std::string> varsOf(const Expr &E);
 /// Whether E loads from a buffer.
 bool readsMemory(const Expr &E);
+/// The names of the buffers E loads from.
+std::set<std::string> buffersLoaded(const Expr &E);
 /// The scalar names bound anywhere inside S: loop variables and lets.
 std::set<std::string> namesBoundIn(const Stmt &S);
 /// Every name S binds: loop variables, lets and temporaries (allocated or
