@@ -32,7 +32,9 @@ const PassEntry Registry[] = {
 
 std::vector<std::string> buildDefaultPipeline() {
   return {
-      // First, so that fused loops are neither analysed nor parallelized.
+      // Temporaries nothing uses go before any pass or codegen sees them.
+      "dead-temporaries",
+      // Then, so that fused loops are neither analysed nor parallelized.
       "fuse-conv-post-ops",
       // Divisions by loop-invariant divisors (with --reciprocal=on); before
       // any pass that moves loops, so that Compiler::interpret, which

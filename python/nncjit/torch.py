@@ -32,6 +32,7 @@ How it works:
    is reported (`OptimizedModule.report`, and a warning) and runs its
    PyTorch ops.
 """
+import copy
 import json
 import os
 import re
@@ -152,6 +153,17 @@ def _close(got, want, rtol, atol):
         atol + rtol * float(want.double().abs().max())
 
 
+def _copy(t):
+    """A copy of t with t's strides, broadcast (0) strides included: clone()
+    makes a view's copy dense, and the kernels are compiled for the
+    strides. It copies the storage t spans."""
+    if t.numel() == 0:
+        return t.clone()
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    flat = t.as_strided([span], [1]).clone()
+    return flat.as_strided(t.shape, t.stride())
+
+
 def _matches(signature, inputs):
     """Whether the tensors have the (sizes, strides, dtype) of signature."""
     return len(signature) == len(inputs) and all(
@@ -171,6 +183,18 @@ def _tensor_type(v):
     return _SCALAR_TYPES[t.scalarType()], sizes, strides
 
 
+def _scalar_type(v):
+    """(the dtype of its 0-dim tensor, the .nnc type) of a scalar graph
+    value."""
+    t = v.type()
+    for kind, dtype, param in ((_torch._C.IntType, _torch.int64, "i64"),
+                               (_torch._C.FloatType, _torch.float64, "f64"),
+                               (_torch._C.BoolType, _torch.bool, "bool")):
+        if isinstance(t, kind):
+            return dtype, param
+    raise _Unsupported("input %%%s is a %s" % (v.debugName(), t))
+
+
 def _one_output(graph):
     """graph with its outputs as one tuple (a function returns one value)."""
     n = len(list(graph.outputs()))
@@ -187,16 +211,23 @@ def _one_output(graph):
 
 def _match_outputs(graph, written):
     """The written buffers in the order of graph's outputs. NNC names a
-    node's buffer after its kind (`aten_mul`, `aten_mul_1`, ...): an output
-    takes the one buffer of its kind's name, and the others take the rest
-    in the order they are first written (the check against PyTorch catches
-    a wrong guess)."""
-    prefixes = [_sanitize(v.node().kind().replace("::", "_")) for v in graph.outputs()]
-    chosen = [None] * len(prefixes)
-    for i, pre in enumerate(prefixes):
-        mine = [b for b in written if re.fullmatch(re.escape(pre) + r"(_\d+)?", b)]
-        if len(mine) == 1 and prefixes.count(pre) == 1:
-            chosen[i] = mine[0]
+    node's buffer after its kind (`aten_mul`, `aten_mul_1`, ... in the order
+    its printer meets them) and writes the outputs in node order: the
+    outputs of one kind take that kind's buffers in the order they are
+    first written, sorted by their nodes' positions. Any output left takes
+    the rest in order (the check against PyTorch catches a wrong guess)."""
+    outs = list(graph.outputs())
+    position = {n: i for i, n in enumerate(graph.nodes())}
+    kinds = {}
+    for i, v in enumerate(outs):
+        kinds.setdefault(_sanitize(v.node().kind().replace("::", "_")), []).append(i)
+    chosen = [None] * len(outs)
+    for prefix, which in kinds.items():
+        mine = [b for b in written if re.fullmatch(re.escape(prefix) + r"(_\d+)?", b)]
+        if len(mine) == len(which):
+            for i, b in zip(sorted(which, key=lambda i: position.get(outs[i].node(), -1)),
+                            mine):
+                chosen[i] = b
     rest = [b for b in written if b not in chosen]
     return [c if c is not None else rest.pop(0) for c in chosen]
 
@@ -212,6 +243,9 @@ class _Group:
                     if n.kind() not in ("prim::Constant", "prim::ListConstruct")]
         self.report = GroupReport(index, self.ops)
         self.constants = {}      # parameter name -> tensor, bound once
+        # The positions of its scalar inputs, which it gets as 0-dim tensors.
+        self.scalars = {i for i, v in enumerate(self.subgraph.inputs())
+                        if not isinstance(v.type(), _torch._C.TensorType)}
         self.fallback = _torch._C._create_function_from_graph(
             "nncjit_group_%d_fallback" % index, _one_output(self.subgraph.copy()))
         self.function = None
@@ -223,6 +257,7 @@ class _Group:
         self.if_node = None      # the prim::If that guards its call
 
     def run_fallback(self, inputs):
+        inputs = [x.item() if i in self.scalars else x for i, x in enumerate(inputs)]
         with _torch.jit.optimized_execution(False):
             r = self.fallback(*inputs)
         return [r] if isinstance(r, _torch.Tensor) else list(r)
@@ -240,8 +275,8 @@ class _Group:
         if self.function is None:
             outs = self.run_fallback(inputs)
             if self.recording:
-                self.recorded = ([t.clone() for t in inputs],
-                                 [t.clone() for t in outs])
+                self.recorded = ([_copy(t) for t in inputs],
+                                 [_copy(t) for t in outs])
             return outs
         r = self.function(*inputs)
         return [r] if isinstance(r, _torch.Tensor) else list(r)
@@ -300,13 +335,22 @@ class _Group:
         body = body[1:-1].strip("\n")
         inputs = []
         for v in pre.inputs():
+            if not isinstance(v.type(), _torch._C.TensorType):
+                # kernel.cpp names a scalar input v<name>; it comes as a
+                # 0-dim tensor (_call_group).
+                dtype, param = _scalar_type(v)
+                name = "v" + _sanitize(v.debugName())
+                inputs.append(name)
+                params.append("%s: %s" % (name, param))
+                self.signature.append(((), (), dtype))
+                continue
             dtype, sizes, strides = _tensor_type(v)
             # kernel.cpp names inputs so, appending '_' until unique.
             name = "t" + _sanitize(v.debugName())
             while name in inputs:
                 name += "_"
-            if not re.search(r"\b%s\b" % re.escape(name), body):
-                raise _Unsupported("input %s is not in NNC's statement" % name)
+            # An input only dead ops of the group read is not in NNC's
+            # statement: the kernel takes it and leaves it alone.
             inputs.append(name)
             params.append(_decl("in", name, dtype, sizes, strides))
             self.signature.append((tuple(sizes), tuple(strides), dtype))
@@ -504,7 +548,7 @@ class _OpKernel:
         if fn is False:
             fn = self.functions[key] = self._specialize(x)
             if self.example is None:
-                self.example = x.clone()
+                self.example = _copy(x)
         if fn is None:
             return self.fallback(x)
         return fn(x)
@@ -705,7 +749,8 @@ def _merge_ops_into_groups(graph, groups, options, ids):
         if not g.report.on_nncjit or g.if_node is None or g.recorded is None:
             continue
         check = g.if_node.inputsAt(0).node()
-        if check.kind() != "prim::TypeCheck":
+        # The type check sees the tensor inputs only.
+        if check.kind() != "prim::TypeCheck" or g.scalars:
             continue
         values = list(check.inputs())
         producers = {}
@@ -789,20 +834,30 @@ def _codegen_stmt(graph):
 
 
 def _script(module):
-    """A frozen ScriptModule of an nn.Module or ScriptModule, or the
-    ScriptFunction of a function."""
+    """A frozen ScriptModule of its own for an nn.Module or ScriptModule, or
+    the ScriptFunction of a function. The caller's module is left as it was:
+    its training flags are restored, and a ScriptModule is copied, since
+    scripting and freezing share its parameters and buffers, which a
+    forward that updates its state would change (issue 32)."""
     if isinstance(module, _torch.jit.ScriptFunction):
         return module
     if isinstance(module, _torch.jit.ScriptModule):
-        sm = module
+        sm = copy.deepcopy(module)
     elif isinstance(module, _torch.nn.Module):
-        sm = _torch.jit.script(module.eval())
+        modes = [(m, m.training) for m in module.modules()]
+        try:
+            sm = copy.deepcopy(_torch.jit.script(module.eval()))
+        finally:
+            for m, training in modes:
+                m.training = training
     elif callable(module):
         return _torch.jit.script(module)
     else:
         raise TypeError("nncjit.torch.optimize takes a torch.nn.Module, a "
                         "scripted module or a function, not %s" % type(module).__name__)
     # A frozen module has no `training` attribute and no parameters left.
+    # Freezing keeps an attribute that forward assigns or updates in place
+    # an attribute, as torch.jit.freeze does.
     if getattr(sm, "training", False):
         sm = sm.eval()
     if hasattr(sm, "training") and list(sm.parameters()):
@@ -842,7 +897,15 @@ def _register_operator():
 
 def _call_group(graph, gid, inputs, node):
     """Inserts before node a call of nncjit::run_group(gid, inputs) whose
-    results replace node's outputs (node is then unused)."""
+    results replace node's outputs (node is then unused). A scalar input
+    (an int attribute of the module, ...) is passed as a 0-dim tensor."""
+    inputs = list(inputs)
+    for i, v in enumerate(inputs):
+        if not isinstance(v.type(), _torch._C.TensorType):
+            n = graph.create("prim::NumToTensor", [v])
+            n.output().setType(_torch._C.TensorType.get())
+            n.insertBefore(node)
+            inputs[i] = n.output()
     lc = graph.create("prim::ListConstruct", inputs)
     lc.output().setType(_torch._C.ListType.ofTensors())
     lc.insertBefore(node)
@@ -945,10 +1008,9 @@ def _weights_to_channels_last(graph):
             node.output().setType(_torch._C.TensorType.create_from_tensor(w))
 
 
-def _capture(module, example_inputs, name, remove_mutation, channels_last):
-    """Scripts, freezes and profiles the module; returns it, its optimized
+def _capture(sm, example_inputs, name, remove_mutation, channels_last):
+    """Profiles the scripted module sm (_script's); returns it, its optimized
     graph (a copy) and the groups."""
-    sm = _script(module)
     graph = sm.graph.copy()
     if channels_last:
         _weights_to_channels_last(graph)
@@ -984,8 +1046,10 @@ def _map_tensors(out, which):
     if isinstance(out, _torch.Tensor):
         return out.contiguous() if 0 in which else out
     if isinstance(out, (tuple, list)):
-        return type(out)(o.contiguous() if i in which and isinstance(o, _torch.Tensor)
-                         else o for i, o in enumerate(out))
+        items = [o.contiguous() if i in which and isinstance(o, _torch.Tensor) else o
+                 for i, o in enumerate(out)]
+        # A namedtuple takes its fields as arguments.
+        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
     return out
 
 
@@ -1016,11 +1080,13 @@ def _replace_ops(graph, first_id, name, options):
     return ops
 
 
-def _build(module, example_inputs, name, remove_mutation, options):
-    """The OptimizedModule with every group on its PyTorch fallback, run
-    once on the example inputs to record what each group sees."""
+def _build(sm, example_inputs, name, remove_mutation, options):
+    """The OptimizedModule of the scripted module sm (_script's) with every
+    group on its PyTorch fallback, run once on the example inputs to record
+    what each group sees. The runs may change sm's state: optimize hands
+    the result a copy made before them."""
     _register_operator()
-    sm, profiled, graph, groups = _capture(module, example_inputs, name,
+    sm, profiled, graph, groups = _capture(sm, example_inputs, name,
                                            remove_mutation,
                                            options.get("channels_last"))
     first = len(_GROUPS)
@@ -1087,6 +1153,10 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
         channels_last = any(_is_nchw(x) for x in example_inputs) and bool(
             sm.graph.findAllNodes("aten::conv2d") or
             sm.graph.findAllNodes("aten::_convolution"))
+    # The profiling runs, the recording run and the eager run below change
+    # a module whose forward updates its attributes: the model gets their
+    # values from before the runs.
+    pristine = copy.deepcopy(sm) if isinstance(sm, _torch.jit.ScriptModule) else sm
     eager_out = None
     if channels_last:
         with _torch.no_grad():
@@ -1100,7 +1170,9 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
             ours = _flat_tensors(model(*example_inputs))
         model._contiguous_outputs = {
             i for i, (a, b) in enumerate(zip(eager_out, ours))
-            if a.is_contiguous() and not b.is_contiguous()}
+            if isinstance(a, _torch.Tensor) and isinstance(b, _torch.Tensor) and
+            a.is_contiguous() and not b.is_contiguous()}
+    model._module = pristine
     for g in model.groups:
         g.compile(options)
     if ops and merge:
@@ -1152,7 +1224,7 @@ def export(module, example_inputs, directory, *, name=None,
     import numpy as np
     name = name or _default_name(module)
     os.makedirs(directory, exist_ok=True)
-    model = _build(module, list(example_inputs), name, remove_mutation, {})
+    model = _build(_script(module), list(example_inputs), name, remove_mutation, {})
     paths = []
     for g in model.groups:
         try:

@@ -1,5 +1,6 @@
 """nncjit.torch: torchvision models against eager, what happens to groups
 nnc-jit does not take, and export round-tripping through the nnc-jit tool."""
+import copy
 import json
 import os
 import subprocess
@@ -141,6 +142,59 @@ def test_kernels_go_with_the_model():
     del fast
     gc.collect()
     assert all(nt._GROUPS[i] is None for i in ids)
+
+
+class Stateful(torch.nn.Module):
+    """A forward that updates its state: a counter, a float gain, a running
+    mean and a cache tensor (issue 32). The fuser takes the scalars into
+    its group as inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+        self.gain = 1.0
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.register_buffer("mean", torch.zeros(4, 1, 1))
+        self.register_buffer("cache", torch.zeros(4, 8, 8))
+
+    def forward(self, x):
+        self.count += 1
+        self.gain = self.gain * 0.5
+        self.mean.mul_(0.5).add_(x.mean((0, 2, 3)).view(4, 1, 1), alpha=0.5)
+        self.cache.copy_(x[0])
+        return torch.relu(self.conv(x) + self.mean) * self.count * self.gain
+
+
+def state_of(m):
+    return (m.count, m.gain, m.mean.clone(), m.cache.clone(), m.training)
+
+
+@pytest.mark.parametrize("kind", ["module", "scripted", "frozen"])
+def test_optimize_leaves_the_module_state_alone(kind):
+    torch.manual_seed(0)
+    m = Stateful().train()  # optimize evaluates; the caller's flag stays
+    eager = copy.deepcopy(m).eval()
+    given = {"module": m, "scripted": torch.jit.script(m),
+             "frozen": torch.jit.freeze(torch.jit.script(m.eval()))}[kind]
+    if kind != "module":
+        m.train()
+    before = state_of(m)
+    xs = [torch.randn(2, 4, 8, 8) for _ in range(3)]
+    fast = nt.optimize(given, xs[:1], threads=2)
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    after = state_of(m)
+    assert after[:2] == before[:2] and after[4] == before[4]
+    assert torch.equal(after[2], before[2]) and torch.equal(after[3], before[3])
+    if kind == "scripted":
+        assert given.count == 0 and not given.mean.any()
+    # The optimized model starts from the state the module had, and updates
+    # it as eager does, call after call: 1, 2, 3, not 5, 6, 7.
+    with torch.no_grad():
+        for i, x in enumerate(xs):
+            want, got = eager(x), fast(x)
+            assert eager.count == i + 1
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert torch.equal(m.mean, before[2]), "the optimized model shares its state"
 
 
 def test_bad_module():

@@ -170,7 +170,7 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   Compiler C;
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
-              "fuse-conv-post-ops, reciprocals, conv-layouts, "
+              "dead-temporaries, fuse-conv-post-ops, reciprocals, conv-layouts, "
               "elide-zero-fill, reductions, fuse-loops, parallelize, "
               "stream-stores, plan-memory, outline-parallel)");
   CompileOptions Bad;
@@ -813,7 +813,7 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
   O.Passes = std::vector<std::string>{"parallelise"};
   expectError(Compiler(O).compile(K).takeError(),
               "error: CompileOptions::Passes: unknown pass 'parallelise'; did "
-              "you mean 'parallelize'? (known: conv-layouts, elide-zero-fill, "
+              "you mean 'parallelize'? (known: conv-layouts, dead-temporaries, elide-zero-fill, "
               "fuse-conv-post-ops, fuse-loops, outline-parallel, "
               "parallelize, plan-memory, reciprocals, reductions, "
               "stream-stores)");
@@ -821,14 +821,14 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
   O.PrintAfter = {"outline"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::PrintAfter: unknown pass 'outline' "
-              "(known: conv-layouts, elide-zero-fill, fuse-conv-post-ops, fuse-loops, "
+              "(known: conv-layouts, dead-temporaries, elide-zero-fill, fuse-conv-post-ops, fuse-loops, "
               "outline-parallel, parallelize, plan-memory, reciprocals, "
               "reductions, stream-stores)");
   O = {};
   O.Remarks = {"outline-parallel"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::Remarks: no remarks from "
-              "'outline-parallel' (known: conv-layouts, elide-zero-fill, "
+              "'outline-parallel' (known: conv-layouts, dead-temporaries, elide-zero-fill, "
               "fuse-conv-post-ops, fuse-loops, onednn, parallelize, "
               "plan-memory, reciprocals, reductions, stream-stores)");
   std::vector<float> X(4), Y(4);

@@ -86,6 +86,10 @@ bool parallelizeLoops(Kernel &K, const PassOptions &Opts,
 bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
                      DiagnosticEngine &Diags);
 
+/// dead-temporaries: removes the Allocate and Free of each temporary that
+/// no statement reads or writes (lib/Transforms/DeadTemporaries.cpp).
+bool removeDeadTemporaries(Kernel &K, const PassOptions &Opts,
+                           DiagnosticEngine &Diags);
 /// elide-zero-fill: marks the Allocates whose temporary is written in full
 /// before any read not to be zero-filled.
 bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);

@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""nnc-bridge-fuzz: a differential fuzzer for the PyTorch bridge
+(nncjit.torch.optimize; docs/reliability.md, "Bridge fuzzing").
+
+Each seed gives a random small PyTorch model, written as Python source from
+a grammar of the ops the bridge supports: convolutions (any groups, stride,
+padding, dilation, with or without bias), linear layers and matmuls,
+pooling, add/mul/cat/split/reshape/transpose/permute, activations, softmax,
+layer and batch norm, masks with -inf, channel shuffle, squeeze-excite,
+several outputs in tuples with None among them, NCHW and channels-last
+inputs, batch 1 and larger. The model is scripted or traced, optimized, and
+run on the example inputs and on fresh ones of the same shape; its outputs
+are compared with eager PyTorch's within the bridge's tolerance.
+
+A failure is any exception from the bridge, any group or op refused for a
+reason other than one listed in SUPPORTED_REFUSALS, or any difference. Each
+failing model is written to OUT/bridge-fuzz-SEED.py, a standalone
+reproducer.
+
+    PYTHONPATH=build/python /usr/bin/python3 fuzz/bridge_fuzz.py \\
+        --seed=1000 --count=0 --time=1800 --out=/tmp/bridge-fuzz
+"""
+import argparse
+import copy
+import os
+import random
+import sys
+import time
+import traceback
+import warnings
+
+import torch
+
+# Refusals that are not failures: what nnc-jit does not cover, reported
+# and left to PyTorch by design (docs/python.md).
+SUPPORTED_REFUSALS = ()
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+# -- the grammar -------------------------------------------------------------
+class _Value:
+    """A tensor of the forward: its name, and its shape, (N, C, H, W) for
+    an image, (N, T, D) for a sequence or (N, F) for a vector."""
+
+    def __init__(self, name, kind, shape):
+        self.name, self.kind, self.shape = name, kind, tuple(shape)
+
+
+class ModelWriter:
+    """Writes one random model's source: an nn.Module `Model`, a function
+    `inputs()` giving its example inputs, and MODE, "script" or "trace"."""
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.r = random.Random(seed)
+        self.init, self.body = [], []
+        self.values, self.count = [], 0
+        self.mode = self.r.choice(["script", "script", "trace"])
+
+    # names
+    def _fresh(self, prefix="v"):
+        self.count += 1
+        return "%s%d" % (prefix, self.count)
+
+    def _module(self, text):
+        name = self._fresh("m")
+        self.init.append("self.%s = %s" % (name, text))
+        return "self." + name
+
+    def _emit(self, kind, shape, expr):
+        v = _Value(self._fresh(), kind, shape)
+        self.body.append("%s = %s" % (v.name, expr))
+        self.values.append(v)
+        return v
+
+    def _pick(self, kind):
+        """A value of the kind, most likely a recent one."""
+        vs = [v for v in self.values if v.kind == kind]
+        if not vs:
+            return None
+        return vs[-1] if self.r.random() < 0.6 else self.r.choice(vs)
+
+    def _same_shape(self, v):
+        vs = [u for u in self.values if u.shape == v.shape and u is not v]
+        return self.r.choice(vs) if vs else None
+
+    # image ops
+    def conv(self, v):
+        n, c, h, w = v.shape
+        r = self.r
+        divisors = [g for g in range(1, c + 1) if c % g == 0]
+        groups = r.choice([1, 1, c, r.choice(divisors)])
+        cout = groups * r.choice([1, 2, 3]) if groups > 1 else r.randint(2, 16)
+        k = r.choice([1, 3, 3, 5])
+        dil = r.choice([1, 1, 2]) if k > 1 else 1
+        stride = r.choice([1, 1, 2])
+        span = dil * (k - 1)
+        pad = r.randint(0, span // 2 + (1 if span else 0))
+        ho = (h + 2 * pad - span - 1) // stride + 1
+        wo = (w + 2 * pad - span - 1) // stride + 1
+        if ho < 1 or wo < 1:
+            k, dil, pad, ho, wo = 1, 1, 0, (h - 1) // stride + 1, (w - 1) // stride + 1
+        bias = r.random() < 0.7
+        m = self._module("nn.Conv2d(%d, %d, %d, stride=%d, padding=%d, dilation=%d, "
+                         "groups=%d, bias=%s)" % (c, cout, k, stride, pad, dil, groups, bias))
+        return self._emit("img", (n, cout, ho, wo), "%s(%s)" % (m, v.name))
+
+    def batchnorm(self, v):
+        c = v.shape[1]
+        m = self._module("nn.BatchNorm2d(%d)" % c)
+        self.init.append("%s.running_mean.uniform_(-1, 1)" % m)
+        self.init.append("%s.running_var.uniform_(0.5, 2)" % m)
+        self.init.append("%s.weight.data.uniform_(0.5, 1.5)" % m)
+        self.init.append("%s.bias.data.uniform_(-0.5, 0.5)" % m)
+        return self._emit("img", v.shape, "%s(%s)" % (m, v.name))
+
+    ACTIVATIONS = ["torch.relu(%s)", "F.relu6(%s)", "F.hardswish(%s)",
+                   "F.hardsigmoid(%s)", "torch.sigmoid(%s)", "torch.tanh(%s)",
+                   "F.gelu(%s)", "F.silu(%s)", "F.leaky_relu(%s, 0.1)", "F.elu(%s)",
+                   "F.hardtanh(%s, -1.0, 2.0)", "%s.clamp(min=-0.5)"]
+
+    def activation(self, v):
+        return self._emit(v.kind, v.shape, self.r.choice(self.ACTIVATIONS) % v.name)
+
+    def pool(self, v):
+        n, c, h, w = v.shape
+        r = self.r
+        choice = r.choice(["max", "avg", "adaptive"] if min(h, w) >= 2 else ["adaptive"])
+        if choice == "adaptive":
+            o = r.choice([1, 1, 2])
+            return self._emit("img", (n, c, o, o), "F.adaptive_avg_pool2d(%s, %d)" % (v.name, o))
+        k = r.choice([2, 3]) if min(h, w) >= 3 else 2
+        pad = r.choice([0, 1]) if k == 3 else 0
+        ho, wo = (h + 2 * pad - k) // 2 + 1, (w + 2 * pad - k) // 2 + 1
+        fn = "F.max_pool2d" if choice == "max" else "F.avg_pool2d"
+        return self._emit("img", (n, c, ho, wo), "%s(%s, %d, 2, %d)" % (fn, v.name, k, pad))
+
+    def binary(self, v):
+        u = self._same_shape(v)
+        op = self.r.choice(["+", "*", "-"])
+        if u is None:
+            return self._emit(v.kind, v.shape, "%s %s %s" % (v.name, op, self.r.choice(
+                ["0.5", "2.0", "1.5"])))
+        return self._emit(v.kind, v.shape, "%s %s %s" % (v.name, op, u.name))
+
+    def cat(self, v):
+        n, c, h, w = v.shape
+        others = [u for u in self.values if u.kind == "img" and u.shape[0] == n and
+                  u.shape[2:] == (h, w)]
+        u = self.r.choice(others)
+        return self._emit("img", (n, c + u.shape[1], h, w),
+                          "torch.cat([%s, %s], 1)" % (v.name, u.name))
+
+    def split(self, v):
+        n, c, h, w = v.shape
+        if c < 2:
+            return self.activation(v)
+        a = self.r.randint(1, c - 1)
+        name = self._fresh("s")
+        self.body.append("%s = torch.split(%s, [%d, %d], 1)" % (name, v.name, a, c - a))
+        first = self._emit("img", (n, a, h, w), "%s[0]" % name)
+        self._emit("img", (n, c - a, h, w), "%s[1]" % name)
+        return first if self.r.random() < 0.5 else self.values[-1]
+
+    def shuffle(self, v):
+        n, c, h, w = v.shape
+        gs = [g for g in (2, 3, 4) if c % g == 0]
+        if not gs:
+            return self.activation(v)
+        g = self.r.choice(gs)
+        return self._emit("img", v.shape,
+                          "%s.reshape(%d, %d, %d, %d, %d).transpose(1, 2).reshape(%d, %d, %d, %d)"
+                          % (v.name, n, g, c // g, h, w, n, c, h, w))
+
+    def squeeze_excite(self, v):
+        n, c, h, w = v.shape
+        red = max(1, c // self.r.choice([2, 4]))
+        s = "F.adaptive_avg_pool2d(%s, 1)" % v.name
+        m1 = self._module("nn.Conv2d(%d, %d, 1)" % (c, red))
+        m2 = self._module("nn.Conv2d(%d, %d, 1)" % (red, c))
+        gate = self.r.choice(["torch.sigmoid", "F.hardsigmoid"])
+        return self._emit("img", v.shape, "%s * %s(%s(torch.relu(%s(%s))))" % (
+            v.name, gate, m2, m1, s))
+
+    def channel_norm(self, v):
+        """ConvNeXt's layer norm over channels, through NHWC."""
+        n, c, h, w = v.shape
+        m = self._module("nn.LayerNorm(%d)" % c)
+        return self._emit("img", v.shape, "%s(%s.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)"
+                          % (m, v.name))
+
+    def transpose_hw(self, v):
+        n, c, h, w = v.shape
+        return self._emit("img", (n, c, w, h), "%s.transpose(2, 3)" % v.name)
+
+    def img_softmax(self, v):
+        dim = self.r.choice([1, -1])
+        return self._emit("img", v.shape, "torch.softmax(%s, %d)" % (v.name, dim))
+
+    def masked(self, v):
+        """A constant mask of -inf on the last two dims, then a softmax over
+        the last: a row may be all -inf (NaN in eager, as here)."""
+        n, c, h, w = v.shape
+        name = self._fresh("mask")
+        density = self.r.choice([0.2, 0.5])
+        self.init.append("self.register_buffer('%s', torch.rand(%d, %d) < %s)" % (
+            name, h, w, density))
+        return self._emit("img", v.shape,
+                          "torch.softmax(%s.masked_fill(self.%s, float('-inf')), -1)" % (
+                              v.name, name))
+
+    def flatten(self, v):
+        n = v.shape[0]
+        f = 1
+        for s in v.shape[1:]:
+            f *= s
+        if f > 2048:
+            v = self._emit("img", v.shape[:2] + (1, 1),
+                           "F.adaptive_avg_pool2d(%s, 1)" % v.name)
+            f = v.shape[1]
+        return self._emit("vec", (n, f), "torch.flatten(%s, 1)" % v.name)
+
+    # vector and sequence ops
+    def linear(self, v):
+        f = v.shape[-1]
+        out = self.r.choice([4, 8, 16, 24])
+        m = self._module("nn.Linear(%d, %d, bias=%s)" % (f, out, self.r.random() < 0.8))
+        return self._emit(v.kind, v.shape[:-1] + (out,), "%s(%s)" % (m, v.name))
+
+    def matmul(self, v):
+        f = v.shape[-1]
+        out = self.r.choice([4, 8, 16])
+        name = self._fresh("w")
+        self.init.append("self.%s = nn.Parameter(torch.randn(%d, %d) / %d)" % (
+            name, f, out, f))
+        return self._emit(v.kind, v.shape[:-1] + (out,),
+                          "torch.matmul(%s, self.%s)" % (v.name, name))
+
+    def layer_norm(self, v):
+        m = self._module("nn.LayerNorm(%d)" % v.shape[-1])
+        return self._emit(v.kind, v.shape, "%s(%s)" % (m, v.name))
+
+    def softmax(self, v):
+        fn = self.r.choice(["torch.softmax", "torch.log_softmax"])
+        return self._emit(v.kind, v.shape, "%s(%s, -1)" % (fn, v.name))
+
+    def attention(self, v):
+        """Self-attention of a sequence, with an optional causal -inf mask."""
+        n, t, d = v.shape
+        q = self.linear(v)
+        k = self._emit("seq", q.shape, "%s(%s)" % (self._module("nn.Linear(%d, %d)" % (
+            d, q.shape[-1])), v.name))
+        scores = self._emit("seq", (n, t, t), "torch.matmul(%s, %s.transpose(1, 2)) * %g" % (
+            q.name, k.name, 1 / q.shape[-1] ** 0.5))
+        if self.r.random() < 0.6:
+            name = self._fresh("causal")
+            self.init.append("self.register_buffer('%s', torch.ones(%d, %d).triu(1).bool())"
+                             % (name, t, t))
+            scores = self._emit("seq", scores.shape, "%s.masked_fill(self.%s, float('-inf'))"
+                                % (scores.name, name))
+        p = self._emit("seq", scores.shape, "torch.softmax(%s, -1)" % scores.name)
+        return self._emit("seq", (n, t, d), "torch.matmul(%s, %s)" % (p.name, v.name))
+
+    def seq_reshape(self, v):
+        n, t, d = v.shape
+        if d % 2:
+            return self.activation(v)
+        return self._emit("seq", v.shape, "%s.reshape(%d, %d, 2, %d).permute(0, 1, 3, 2)"
+                                          ".reshape(%d, %d, %d)" % (v.name, n, t, d // 2, n, t, d))
+
+    IMG_OPS = [("conv", 6), ("batchnorm", 2), ("activation", 4), ("pool", 2),
+               ("binary", 3), ("cat", 1), ("split", 1), ("shuffle", 1),
+               ("squeeze_excite", 1), ("channel_norm", 1), ("transpose_hw", 1),
+               ("img_softmax", 1), ("masked", 1), ("flatten", 1)]
+    VEC_OPS = [("linear", 3), ("matmul", 1), ("activation", 2), ("layer_norm", 1),
+               ("softmax", 1), ("binary", 1)]
+    SEQ_OPS = VEC_OPS + [("attention", 2), ("seq_reshape", 1)]
+
+    def write(self):
+        r = self.r
+        kind = r.choice(["img", "img", "img", "seq", "vec"])
+        n = r.choice([1, 1, 2, 3])
+        self.layout = "nchw"
+        if kind == "img":
+            c, h = r.choice([3, 4, 6, 8, 12, 16]), r.randint(4, 12)
+            shape = (n, c, h, r.choice([h, r.randint(4, 12)]))
+            self.layout = r.choice(["nchw", "channels_last"])
+        elif kind == "seq":
+            shape = (n, r.choice([4, 8, 12]), r.choice([8, 16]))
+        else:
+            shape = (n, r.choice([8, 16, 32]))
+        inputs = [_Value("x0", kind, shape)]
+        if r.random() < 0.25:
+            inputs.append(_Value("x1", kind, shape))
+        self.values = list(inputs)
+        for _ in range(r.randint(2, 9)):
+            v = self._pick(r.choice([k for k in ("img", "seq", "vec")
+                                     if self._pick(k) is not None]))
+            ops = {"img": self.IMG_OPS, "seq": self.SEQ_OPS, "vec": self.VEC_OPS}[v.kind]
+            op = r.choices([o for o, _ in ops], [w for _, w in ops])[0]
+            getattr(self, op)(v)
+        outs = self._outputs(inputs)
+        return self._source(inputs, outs)
+
+    def _outputs(self, inputs):
+        made = [v for v in self.values if v not in inputs]
+        r = self.r
+        picks = [made[-1]] + r.sample(made[:-1], min(len(made) - 1, r.choice([0, 0, 1, 2])))
+        names = [v.name for v in picks]
+        if len(names) == 1 and r.random() < 0.7:
+            return names[0]
+        if self.mode == "script" and r.random() < 0.4:
+            names.insert(r.randint(0, len(names)), "None")
+        return "(%s,)" % ", ".join(names)
+
+    def _source(self, inputs, outs):
+        shapes = ", ".join("(%s)" % ", ".join(map(str, v.shape)) for v in inputs)
+        cl = (".contiguous(memory_format=torch.channels_last)"
+              if self.layout == "channels_last" else "")
+        lines = [
+            "# nnc-bridge-fuzz seed %d (fuzz/bridge_fuzz.py)" % self.seed,
+            "import torch",
+            "import torch.nn as nn",
+            "import torch.nn.functional as F",
+            "",
+            "MODE = %r" % self.mode,
+            "",
+            "",
+            "class Model(nn.Module):",
+            "    def __init__(self):",
+            "        super().__init__()",
+        ] + ["        " + s for s in self.init] + [
+            "",
+            "    def forward(self, %s):" % ", ".join(v.name for v in inputs),
+        ] + ["        " + s for s in self.body] + [
+            "        return %s" % outs,
+            "",
+            "",
+            "def inputs(seed=%d):" % self.seed,
+            "    g = torch.Generator().manual_seed(seed)",
+            "    return [torch.randn(s, generator=g)%s for s in [%s]]" % (cl, shapes),
+            "",
+            "",
+            "def model():",
+            "    torch.manual_seed(%d)" % self.seed,
+            "    return Model().eval()",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+# -- running and comparing ---------------------------------------------------
+_MODULES = None
+
+
+def load(source):
+    """The namespace of a model's source, loaded from a file (TorchScript
+    reads a module's source through inspect)."""
+    import importlib.util
+    import tempfile
+    global _MODULES
+    if _MODULES is None:
+        _MODULES = tempfile.mkdtemp(prefix="nnc-bridge-fuzz-")
+    name = "bridge_fuzz_model_%d" % len(os.listdir(_MODULES))
+    path = os.path.join(_MODULES, name + ".py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return vars(module)
+
+
+def _flat(out):
+    if out is None or isinstance(out, torch.Tensor):
+        return [out]
+    return [x for o in out for x in _flat(o)]
+
+
+def difference(got, want):
+    """Why got is not want within the bridge's tolerance, or None. Equal
+    infinities and NaN in the same positions match."""
+    got, want = _flat(got), _flat(want)
+    if len(got) != len(want):
+        return "%d outputs, eager has %d" % (len(got), len(want))
+    for i, (a, b) in enumerate(zip(got, want)):
+        if a is None or b is None:
+            if a is not b:
+                return "output %d is %s, eager's is %s" % (i, a, b)
+            continue
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return "output %d is %s %s, eager's %s %s" % (i, a.dtype, list(a.shape),
+                                                          b.dtype, list(b.shape))
+        a, b = a.double(), b.double()
+        nan = torch.isnan(b)
+        if not torch.equal(torch.isnan(a), nan):
+            return "output %d has NaN in other positions than eager's" % i
+        inf = torch.isinf(b)
+        if not torch.equal(torch.isinf(a), inf) or not torch.equal(a[inf], b[inf]):
+            return "output %d has infinities other than eager's" % i
+        fin = ~(nan | inf)
+        if fin.any():
+            diff = float((a[fin] - b[fin]).abs().max())
+            bound = ATOL + RTOL * float(b[fin].abs().max())
+            if diff > bound:
+                return "output %d differs by %g (bound %g)" % (i, diff, bound)
+    return None
+
+
+def check(source, threads=2, stats=None):
+    """Runs one model through the bridge; returns None or what failed.
+    stats, a dict, counts the groups and ops that ran on nnc-jit."""
+    import nncjit.torch as nt
+    ns = load(source)
+    model, xs = ns["model"](), ns["inputs"]()
+    eager = copy.deepcopy(model)
+    try:
+        with torch.no_grad():
+            given = (torch.jit.trace(model, xs) if ns["MODE"] == "trace"
+                     else torch.jit.script(model))
+    except Exception as e:  # noqa: BLE001 - a model PyTorch rejects is the generator's bug
+        return "generator: PyTorch cannot %s the model: %s" % (ns["MODE"], e)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fast = nt.optimize(given, xs, threads=threads)
+    except Exception:  # noqa: BLE001
+        return "optimize raised:\n" + traceback.format_exc()
+    refused = [r for r in fast.report if not r.on_nncjit and
+               not r.reason.startswith(SUPPORTED_REFUSALS or ("\0",))]
+    if refused:
+        return "refused: " + "; ".join("%s: %s" % (" ".join(r.ops[:4]), r.reason)
+                                       for r in refused)
+    if stats is not None:
+        stats["groups"] = stats.get("groups", 0) + len(fast.groups)
+        stats["ops"] = stats.get("ops", 0) + len(fast.ops)
+        stats["merged"] = stats.get("merged", 0) + sum(len(r.merged) for r in fast.report)
+    for name, args in (("the example inputs", xs), ("fresh inputs", ns["inputs"](
+            ns_seed(ns) + 1))):
+        try:
+            with torch.no_grad():
+                got = fast(*args)
+        except Exception:  # noqa: BLE001
+            return "the optimized model raised on %s:\n%s" % (name, traceback.format_exc())
+        with torch.no_grad():
+            want = eager(*args)
+        why = difference(got, want)
+        if why:
+            return "on %s: %s" % (name, why)
+    return None
+
+
+def ns_seed(ns):
+    return ns["inputs"].__defaults__[0]
+
+
+REPRODUCER = '''
+
+if __name__ == "__main__":
+    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
+    import nncjit.torch as nt
+    m, xs = model(), inputs()
+    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
+    fast = nt.optimize(given, xs, threads=2)
+    print(fast.summary())
+    with torch.no_grad():
+        got, want = fast(*xs), m(*xs)
+    got = [got] if not isinstance(got, tuple) else got
+    want = [want] if not isinstance(want, tuple) else want
+    for a, b in zip(got, want):
+        if a is not None:
+            print("max abs diff", float((a - b).abs().nan_to_num().max()),
+                  "max magnitude", float(b.abs().nan_to_num().max()))
+'''
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    p.add_argument("--count", type=int, default=20,
+                   help="models to try; 0: until --time runs out (default 20)")
+    p.add_argument("--time", type=float, default=0, help="stop after this many seconds")
+    p.add_argument("--out", default="bridge-fuzz-failures",
+                   help="where failing models are written as reproducers")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--print", action="store_true", help="print each model's source")
+    a = p.parse_args(argv)
+    if a.count <= 0 and a.time <= 0:
+        p.error("--count=0 needs --time")
+    torch.set_num_threads(a.threads)
+    start, seed, failures, tried, stats = time.time(), a.seed, 0, 0, {}
+    while (a.count <= 0 or tried < a.count) and (a.time <= 0 or time.time() - start < a.time):
+        source = ModelWriter(seed).write()
+        if a.print:
+            print(source)
+        why = check(source, a.threads, stats)
+        tried += 1
+        if why:
+            failures += 1
+            os.makedirs(a.out, exist_ok=True)
+            path = os.path.join(a.out, "bridge-fuzz-%d.py" % seed)
+            with open(path, "w") as f:
+                f.write(source + "\n# " + why.replace("\n", "\n# ") + REPRODUCER)
+            print("seed %d: FAILED: %s\n  reproducer: %s" % (seed, why.split("\n")[0], path),
+                  flush=True)
+        seed += 1
+    print("nnc-bridge-fuzz: %d models (seeds %d-%d), %d failed, %.0f s; on nnc-jit: "
+          "%d fusion groups, %d convolutions and linear layers (%d merged into groups)" % (
+              tried, a.seed, seed - 1, failures, time.time() - start, stats.get("groups", 0),
+              stats.get("ops", 0), stats.get("merged", 0)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
