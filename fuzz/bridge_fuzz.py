@@ -425,7 +425,7 @@ def check(source, threads=2, stats=None):
             warnings.simplefilter("ignore")
             fast = nt.optimize(given, xs, threads=threads)
     except Exception:  # noqa: BLE001
-        return "optimize raised:\n" + traceback.format_exc()
+        return "optimize raised " + _exception()
     refused = [r for r in fast.report if not r.on_nncjit and
                not r.reason.startswith(SUPPORTED_REFUSALS or ("\0",))]
     if refused:
@@ -441,13 +441,20 @@ def check(source, threads=2, stats=None):
             with torch.no_grad():
                 got = fast(*args)
         except Exception:  # noqa: BLE001
-            return "the optimized model raised on %s:\n%s" % (name, traceback.format_exc())
+            return "the optimized model raised on %s: %s" % (name, _exception())
         with torch.no_grad():
             want = eager(*args)
         why = difference(got, want)
         if why:
             return "on %s: %s" % (name, why)
     return None
+
+
+def _exception():
+    """The exception being handled: its one-line form, then its traceback."""
+    kind, value = sys.exc_info()[:2]
+    return "%s\n%s" % ("".join(traceback.format_exception_only(kind, value)).strip()
+                       .split("\n")[-1], traceback.format_exc())
 
 
 def ns_seed(ns):
@@ -501,7 +508,7 @@ def main(argv=None):
             os.makedirs(a.out, exist_ok=True)
             path = os.path.join(a.out, "bridge-fuzz-%d.py" % seed)
             with open(path, "w") as f:
-                f.write(source + "\n# " + why.replace("\n", "\n# ") + REPRODUCER)
+                f.write(source + "\n# Found: " + why.replace("\n", "\n# ") + REPRODUCER)
             print("seed %d: FAILED: %s\n  reproducer: %s" % (seed, why.split("\n")[0], path),
                   flush=True)
         seed += 1

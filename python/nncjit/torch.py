@@ -61,6 +61,19 @@ _SCALAR_TYPES = {
 _CONV_POST_OPS = {"aten::relu": "relu"}
 
 
+def _fused_post_op(conv, run):
+    """The op PyTorch folded into the prepacked convolution run that conv
+    became, or None: the convolution's only use was such an op, and the
+    run's output no longer feeds one (NNC's graph rewrites may copy an op,
+    a ReLU after a cat to each of its inputs, so counting them elsewhere
+    does not tell)."""
+    uses = conv.output().uses()
+    op = _CONV_POST_OPS.get(uses[0].user.kind()) if len(uses) == 1 else None
+    if op is None or any(u.user.kind() == uses[0].user.kind() for u in run.output().uses()):
+        return None
+    return op
+
+
 class GroupReport:
     """What happened to one fusion group."""
 
@@ -114,6 +127,20 @@ def _layout(sizes, strides):
     return " strides [%s]" % ", ".join("%dll" % s for s in strides)
 
 
+def _dense_strides(sizes):
+    """The contiguous strides of sizes as NNC computes them (exactly: a
+    size-1 dim's stride counts), and the channels-last ones for rank 4."""
+    sizes = list(sizes)
+    row, out = 1, []
+    for s in reversed(sizes):
+        out.insert(0, row)
+        row *= max(s, 1)
+    if len(sizes) != 4:
+        return [out]
+    n, c, h, w = [max(s, 1) for s in sizes]
+    return [out, [h * w * c, 1, w * c, c]]
+
+
 def _decl(role, name, dtype, sizes, strides):
     if dtype not in _DTYPES:
         raise _Unsupported("%s has element type %s" % (name, dtype))
@@ -138,19 +165,43 @@ def _kernel_text(comment, name, params, body):
         comment, name, ",\n    ".join(params), body.rstrip("\n"))
 
 
-def _close(got, want, rtol, atol):
-    """Whether got is want within rtol of want's largest magnitude, plus
-    atol: the tolerance of a result that sums many products (a convolution
-    by another algorithm, a reassociated sum), whose small elements carry
-    the rounding of the large ones."""
+def _mismatch(got, want, rtol, atol):
+    """How got differs from want, or None where it is want within rtol of
+    want's largest finite magnitude, plus atol: the tolerance of a result
+    that sums many products (a convolution by another algorithm, a
+    reassociated sum), whose small elements carry the rounding of the large
+    ones. Special values must be where PyTorch has them: NaN in the same
+    positions, and infinities of the same sign."""
     if got.shape != want.shape:
-        return False
+        return "shape %s, not %s" % (list(got.shape), list(want.shape))
     if not want.is_floating_point():
-        return bool((got == want).all())
+        return None if bool((got == want).all()) else "other values"
     if not want.numel():
-        return True
-    return float((got.double() - want.double()).abs().max()) <= \
-        atol + rtol * float(want.double().abs().max())
+        return None
+    got, want = got.double(), want.double()
+    nan, inf = _torch.isnan(want), _torch.isinf(want)
+    if not _torch.equal(_torch.isnan(got), nan):
+        return "NaN in other positions"
+    if not _torch.equal(_torch.isinf(got), inf) or not _torch.equal(got[inf], want[inf]):
+        return "other infinities"
+    finite = want[~(nan | inf)]
+    if not finite.numel():
+        return None
+    diff = _max_abs_diff(got, want)
+    if diff > atol + rtol * float(finite.abs().max()):
+        return "max abs diff %g" % diff
+    return None
+
+
+def _max_abs_diff(got, want):
+    """The largest difference at the positions where PyTorch's result is
+    finite (0 for an empty tensor)."""
+    if got.shape != want.shape:
+        return float("inf")
+    finite = _torch.isfinite(want)
+    if not finite.any():
+        return 0.0
+    return float((got.double()[finite] - want.double()[finite]).abs().max())
 
 
 def _copy(t):
@@ -210,26 +261,32 @@ def _one_output(graph):
 
 
 def _match_outputs(graph, written):
-    """The written buffers in the order of graph's outputs. NNC names a
-    node's buffer after its kind (`aten_mul`, `aten_mul_1`, ... in the order
-    its printer meets them) and writes the outputs in node order: the
-    outputs of one kind take that kind's buffers in the order they are
-    first written, sorted by their nodes' positions. Any output left takes
-    the rest in order (the check against PyTorch catches a wrong guess)."""
+    """The written buffers in the order of graph's outputs. NNC computes a
+    group's nodes in order, each output in a loop nest or call of its own,
+    under names of its choosing (`aten_mul_1`, `nnc_matmul`,
+    `mkldnn_prepacked_conv_run`, ...). Then, in the order of the graph's
+    outputs, it copies each output whose strides are not those it computed
+    into a buffer `output_1` (`output_1_1`, ...): the outputs not
+    contiguous, or, where that does not count them, the outputs neither
+    contiguous nor channels-last. So the other buffers, in the order they
+    are first written, are the other outputs sorted by their nodes'
+    positions. The check against PyTorch stands behind it."""
     outs = list(graph.outputs())
+    strides = [list(_tensor_type(v)[2]) for v in outs]
+    dense = [_dense_strides(_tensor_type(v)[1]) for v in outs]
+    copied = [b for b in written if re.fullmatch(r"output_1(_\d+)?", b)]
+    restrided = [i for i, st in enumerate(strides) if st != dense[i][0]]
+    if len(restrided) != len(copied):
+        restrided = [i for i, st in enumerate(strides) if st not in dense[i]]
+    if len(restrided) != len(copied):
+        restrided, copied = [], []
     position = {n: i for i, n in enumerate(graph.nodes())}
-    kinds = {}
-    for i, v in enumerate(outs):
-        kinds.setdefault(_sanitize(v.node().kind().replace("::", "_")), []).append(i)
+    computed = sorted((i for i in range(len(outs)) if i not in restrided),
+                      key=lambda i: position[outs[i].node()])
     chosen = [None] * len(outs)
-    for prefix, which in kinds.items():
-        mine = [b for b in written if re.fullmatch(re.escape(prefix) + r"(_\d+)?", b)]
-        if len(mine) == len(which):
-            for i, b in zip(sorted(which, key=lambda i: position.get(outs[i].node(), -1)),
-                            mine):
-                chosen[i] = b
-    rest = [b for b in written if b not in chosen]
-    return [c if c is not None else rest.pop(0) for c in chosen]
+    for i, b in zip(restrided + computed, copied + [b for b in written if b not in copied]):
+        chosen[i] = b
+    return chosen
 
 
 class _Group:
@@ -313,13 +370,12 @@ class _Group:
                 self.report.reason = "it failed on the example inputs: %s" % e
                 return
             self.report.max_abs_diff = max(
-                (float((a.double() - b.double()).abs().max()) if a.numel() else 0.0)
-                for a, b in zip(got, want))
-            if not all(_close(a, b, options["rtol"], options["atol"])
-                       for a, b in zip(got, want)):
+                (_max_abs_diff(a, b) for a, b in zip(got, want)), default=0.0)
+            why = [w for w in (_mismatch(a, b, options["rtol"], options["atol"])
+                               for a, b in zip(got, want)) if w]
+            if why:
                 self.function = None
-                self.report.reason = ("its result differs from PyTorch's (max abs "
-                                      "diff %g)" % self.report.max_abs_diff)
+                self.report.reason = "its result differs from PyTorch's (%s)" % why[0]
                 return
         self.report.on_nncjit = True
 
@@ -413,22 +469,10 @@ class _Group:
             raise _Unsupported("%d prepacked calls, %d conv2d_run nodes, "
                                "%d convolutions" %
                                (len(calls), len(runs), len(convs)))
-        # Which convolutions PyTorch fused a post-op into: those whose only
-        # use is one; the ops that vanished from the graph must be exactly
-        # these.
-        fused = []
-        for c in convs:
-            uses = c.output().uses()
-            k = uses[0].user.kind() if len(uses) == 1 else None
-            fused.append(_CONV_POST_OPS.get(k))
-        count = lambda g, k: sum(1 for n in g.nodes() if n.kind() == k)
-        for kind, op in _CONV_POST_OPS.items():
-            if count(pre, kind) - count(post, kind) != fused.count(op):
-                raise _Unsupported("cannot tell which convolutions PyTorch "
-                                   "fused a %s into" % op)
         params, out, last = [], [], 0
-        for i, (m, run, conv, post_op) in enumerate(zip(calls, runs, convs, fused)):
+        for i, (m, run, conv) in enumerate(zip(calls, runs, convs)):
             state = run.inputsAt(1).toIValue().__getstate__()[0]
+            post_op = _fused_post_op(conv, run)
             weight, bias, stride, padding, dilation, groups = state[:6]
             w_shape = list(conv.inputsAt(1).type().sizes() or [])
             if list(weight.shape) != w_shape:
@@ -479,11 +523,15 @@ def _rewrite_temporaries(body):
     frees = []
 
     def alias(m):
-        a = m.group(2)
-        d = re.search(r"\b%s\(dtype=(\w+), sizes=\[([^\]]*)\]" % re.escape(a), body)
+        a, b = m.group(2), m.group(3)
+        # Its description (an external call writes it), or else the
+        # temporary it reuses, which NNC's memory planner chose at least as
+        # large; the statement indexes both with flat offsets.
+        d = re.search(r"\b%s\(dtype=(\w+), sizes=\[([^\]]*)\]" % re.escape(a), body) or \
+            re.search(r"\bAllocate\(%s\); // dtype=(\w+), dims=\[([^\]]*)\]" % re.escape(b),
+                      body)
         if not d:
-            raise _Unsupported("Alias(%s, %s): %s has no description" %
-                               (a, m.group(3), a))
+            raise _Unsupported("Alias(%s, %s): %s has no description" % (a, b, a))
         frees.append("%sFree(%s);" % (m.group(1), a))
         return "%sAllocate(%s); // dtype=%s, dims=[%s]" % (
             m.group(1), a, d.group(1), d.group(2))
@@ -563,11 +611,11 @@ class _OpKernel:
         self.report.kernel = text
         if self.options["check"]:
             got, want = fn(x), self.fallback(x)
-            self.report.max_abs_diff = float((got - want).abs().max()) if got.numel() else 0.0
-            if not _close(got, want, self.options["rtol"], self.options["atol"]):
+            self.report.max_abs_diff = _max_abs_diff(got, want)
+            why = _mismatch(got, want, self.options["rtol"], self.options["atol"])
+            if why:
                 self.report.reason = ("input %s: its result differs from PyTorch's "
-                                      "(max abs diff %g)" % (list(x.shape),
-                                                             self.report.max_abs_diff))
+                                      "(%s)" % (list(x.shape), why))
                 return None
         return fn
 
@@ -708,8 +756,8 @@ class _MergedGroup:
         got = fn(*inputs)
         got = [got] if isinstance(got, _torch.Tensor) else list(got)
         want = self.group.recorded[1]
-        if options["check"] and not all(
-                _close(a, b, options["rtol"], options["atol"]) for a, b in zip(got, want)):
+        if options["check"] and any(
+                _mismatch(a, b, options["rtol"], options["atol"]) for a, b in zip(got, want)):
             return False
         self.function = fn
         self.report.kernel = self.kernel

@@ -118,6 +118,40 @@ def test_group_with_two_outputs():
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_check_compares_special_values():
+    inf, nan = float("inf"), float("nan")
+    want = torch.tensor([1.0, -inf, inf, nan])
+    assert nt._mismatch(want.clone(), want, 1e-4, 1e-5) is None
+    assert nt._mismatch(torch.tensor([1.0, -inf, inf, 0.0]), want, 1e-4, 1e-5) == \
+        "NaN in other positions"
+    assert nt._mismatch(torch.tensor([1.0, inf, inf, nan]), want, 1e-4, 1e-5) == \
+        "other infinities"
+    assert nt._mismatch(torch.tensor([1.5, -inf, inf, nan]), want, 1e-4, 1e-5) == \
+        "max abs diff 0.5"
+    assert nt._mismatch(torch.full((2,), nan), torch.full((2,), nan), 0, 0) is None
+    assert nt._mismatch(torch.zeros(3), torch.zeros(2), 0, 0) == "shape [3], not [2]"
+
+
+def test_masked_softmax_with_rows_of_minus_infinity():
+    # A row masked in full is NaN in PyTorch's softmax, and log gives -inf
+    # elsewhere: the group (mul log add) has both special values and is
+    # not refused for them (issue 34).
+    mask = torch.zeros(8, 16, dtype=torch.bool)
+    mask[:, 5:] = True
+    mask[3] = True
+
+    def f(x, m):
+        s = torch.softmax(x.masked_fill(m, float("-inf")), -1)
+        return s * 2.0 + torch.log(s)
+
+    x = torch.randn(8, 16)
+    fast = nt.optimize(torch.jit.script(f), [x, mask])
+    assert fast.groups and all(r.on_nncjit for r in fast.report), fast.summary()
+    got, want = fast(x, mask), f(x, mask)
+    assert torch.isnan(want[3]).all() and torch.isinf(want[0, 5:]).all()
+    assert nt._mismatch(got, want, 1e-4, 1e-5) is None
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)

@@ -1,0 +1,102 @@
+"""The bridge's differential fuzzer (fuzz/bridge_fuzz.py) in CI: its oracle,
+a bounded run of generated models, and every model it found failing, kept
+in bridge_regressions/ as a regression test (docs/reliability.md)."""
+import glob
+import os
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "fuzz"))
+import bridge_fuzz  # noqa: E402
+
+import nncjit.torch as nt  # noqa: E402
+
+REGRESSIONS = sorted(glob.glob(os.path.join(HERE, "bridge_regressions", "*.py")))
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=os.path.basename)
+def test_model_the_fuzzer_found_failing(path):
+    with open(path) as f:
+        source = f.read()
+    assert bridge_fuzz.check(source) is None
+
+
+def test_bounded_run(tmp_path, capsys):
+    # CI's share of the fuzzing: 120 models, every one on nnc-jit and equal
+    # to eager (a long run is in docs/reliability.md).
+    rc = bridge_fuzz.main(["--seed=1", "--count=120", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "120 models (seeds 1-120), 0 failed" in out
+    assert not os.listdir(tmp_path)
+
+
+def test_generator_covers_the_grammar():
+    # Over 300 seeds, the generator writes every op of its grammar, both
+    # layouts, scripted and traced models, and None among the outputs.
+    sources = [bridge_fuzz.ModelWriter(s).write() for s in range(300)]
+    text = "\n".join(sources)
+    for needle in ["nn.Conv2d(", "groups=1,", "dilation=2", "bias=False", "nn.Linear(",
+                   "torch.matmul(", "F.max_pool2d(", "F.avg_pool2d(", "F.adaptive_avg_pool2d(",
+                   "torch.cat(", "torch.split(", ".transpose(1, 2).reshape(", ".permute(0, 2, 3, 1)",
+                   "nn.BatchNorm2d(", "nn.LayerNorm(", "torch.softmax(", "torch.log_softmax(",
+                   "float('-inf')", "triu(1)", "F.hardsigmoid(", "F.gelu(", "F.silu(", "None,",
+                   "channels_last", "MODE = 'trace'", "MODE = 'script'"]:
+        assert needle in text, needle
+    # Depthwise convolutions: groups equal to the input channels.
+    assert any("groups=%d," % c in text for c in (3, 4, 6, 8, 12, 16))
+    assert any("(1, " in s.split("for s in [")[1] for s in sources)  # batch 1
+    assert any("(3, " in s.split("for s in [")[1] for s in sources)  # and larger
+
+
+def test_oracle_compares_special_values():
+    inf, nan = float("inf"), float("nan")
+    want = torch.tensor([1.0, -inf, nan])
+    assert bridge_fuzz.difference(want.clone(), want) is None
+    assert bridge_fuzz.difference((want, None), (want.clone(), None)) is None
+    assert "NaN" in bridge_fuzz.difference(torch.tensor([1.0, -inf, 2.0]), want)
+    assert "infinities" in bridge_fuzz.difference(torch.tensor([1.0, inf, nan]), want)
+    assert "differs by 0.5" in bridge_fuzz.difference(torch.tensor([1.5, -inf, nan]), want)
+    assert "is None" in bridge_fuzz.difference((want, None), (want, want))
+    assert "2 outputs" in bridge_fuzz.difference((want, want), want)
+
+
+def test_fuzzer_reports_each_kind_of_failure(monkeypatch, tmp_path, capsys):
+    # The oracle is not vacuous: a wrong result, a refused group and an
+    # exception are each a failure, written out as a reproducer that runs.
+    source = bridge_fuzz.ModelWriter(3).write()
+    optimize = nt.optimize
+
+    class Off:
+        def __init__(self, fast, delta):
+            self.fast, self.delta = fast, delta
+            self.report, self.groups, self.ops = fast.report, fast.groups, fast.ops
+
+        def __call__(self, *xs):
+            out = self.fast(*xs)
+            return out + self.delta if isinstance(out, torch.Tensor) else \
+                tuple(o + self.delta if o is not None else o for o in out)
+
+    monkeypatch.setattr(nt, "optimize", lambda *a, **k: Off(optimize(*a, **k), 1e-2))
+    assert "differs by" in bridge_fuzz.check(source)
+
+    def refusing(*a, **k):
+        fast = optimize(*a, **k)
+        fast.report[0].on_nncjit, fast.report[0].reason = False, "a test's reason"
+        return fast
+    monkeypatch.setattr(nt, "optimize", refusing)
+    assert "a test's reason" in bridge_fuzz.check(source)
+
+    def raising(*a, **k):
+        raise ValueError("a test's exception")
+    monkeypatch.setattr(nt, "optimize", raising)
+    assert bridge_fuzz.check(source).startswith(
+        "optimize raised ValueError: a test's exception")
+    assert bridge_fuzz.main(["--seed=3", "--count=1", "--out", str(tmp_path)]) == 1
+    assert "seed 3: FAILED: optimize raised ValueError" in capsys.readouterr().out
+    written = open(tmp_path / "bridge-fuzz-3.py").read()
+    assert "# Found: optimize raised ValueError: a test's exception" in written
+    assert 'if __name__ == "__main__":' in written
