@@ -152,6 +152,25 @@ def test_masked_softmax_with_rows_of_minus_infinity():
     assert nt._mismatch(got, want, 1e-4, 1e-5) is None
 
 
+@pytest.mark.parametrize("shape", [(2, 5, 8), (3, 2, 2, 8), (8,), (0, 8)],
+                         ids=["rank3", "rank4", "rank1", "empty"])
+def test_linear_layer_on_a_batch_of_rows(shape):
+    # A linear layer on [..., K] runs as the matmul of its rows on nnc-jit
+    # (the fuzzer found every sequence model's layers left to PyTorch).
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.GELU(), torch.nn.Linear(6, 4)).eval()
+    x = torch.randn(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = nt.optimize(m, [x], threads=2)
+    got, want = fast(x), m(x)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    ops = [r for r in fast.report if r.ops == ["aten::linear"]]
+    assert len(ops) == 2 and all(r.on_nncjit and not r.reason for r in ops), fast.summary()
+    assert shape[0] == 0 or all(r.kernel for r in ops)
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)
