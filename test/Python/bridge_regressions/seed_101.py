@@ -41,20 +41,3 @@ def model():
 
 # Found: refused: aten::cat aten::cat: it failed on the example inputs: <string>:29:11: error: index 648 is out of bounds for 'aten_cat_1' (640 elements)
 # Fixed: two cat outputs matched to each other's buffers (node order)
-
-
-if __name__ == "__main__":
-    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
-    import nncjit.torch as nt
-    m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
-    print(fast.summary())
-    with torch.no_grad():
-        got, want = fast(*xs), m(*xs)
-    got = [got] if not isinstance(got, tuple) else got
-    want = [want] if not isinstance(want, tuple) else want
-    for a, b in zip(got, want):
-        if a is not None:
-            print("max abs diff", float((a - b).abs().nan_to_num().max()),
-                  "max magnitude", float(b.abs().nan_to_num().max()))

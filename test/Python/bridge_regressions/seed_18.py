@@ -38,20 +38,3 @@ def model():
 
 # Found: refused: aten::conv2d aten::relu aten::conv2d aten::sigmoid: it failed on the example inputs: argument 0 ('tv9_1') of kernel 'model_g01': strides [294, 1, 42, 6] are expected, not [49, 1, 7, 1]
 # Fixed: the recorded inputs of a group lost a view's strides (clone() made them dense), so the kernel refused them; the bridge now copies them with their strides
-
-
-if __name__ == "__main__":
-    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
-    import nncjit.torch as nt
-    m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
-    print(fast.summary())
-    with torch.no_grad():
-        got, want = fast(*xs), m(*xs)
-    got = [got] if not isinstance(got, tuple) else got
-    want = [want] if not isinstance(want, tuple) else want
-    for a, b in zip(got, want):
-        if a is not None:
-            print("max abs diff", float((a - b).abs().nan_to_num().max()),
-                  "max magnitude", float(b.abs().nan_to_num().max()))

@@ -35,20 +35,3 @@ def model():
 
 # Found: Found: refused: aten::cat aten::relu aten::conv2d: cannot tell which convolutions PyTorch fused a relu into
 # Fixed: NNC's graph rewrite copied a ReLU after a cat to the cat's inputs, so counting ReLUs did not tell which convolution PyTorch fused one into; each convolution is now decided by its own uses
-
-
-if __name__ == "__main__":
-    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
-    import nncjit.torch as nt
-    m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
-    print(fast.summary())
-    with torch.no_grad():
-        got, want = fast(*xs), m(*xs)
-    got = [got] if not isinstance(got, tuple) else got
-    want = [want] if not isinstance(want, tuple) else want
-    for a, b in zip(got, want):
-        if a is not None:
-            print("max abs diff", float((a - b).abs().nan_to_num().max()),
-                  "max magnitude", float(b.abs().nan_to_num().max()))

@@ -38,20 +38,3 @@ def model():
 
 # Found: refused: aten::conv2d aten::batch_norm aten::conv2d: nnc-jit cannot compile it: <string>:15:3: error: description of 'mkldnn_prepacked_conv_run' has size 12ll in dimension 1 but the buffer has 24ll
 # Fixed: chained convolutions in one group: their outputs are named after the prepacked call, which the output matching did not know
-
-
-if __name__ == "__main__":
-    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
-    import nncjit.torch as nt
-    m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
-    print(fast.summary())
-    with torch.no_grad():
-        got, want = fast(*xs), m(*xs)
-    got = [got] if not isinstance(got, tuple) else got
-    want = [want] if not isinstance(want, tuple) else want
-    for a, b in zip(got, want):
-        if a is not None:
-            print("max abs diff", float((a - b).abs().nan_to_num().max()),
-                  "max magnitude", float(b.abs().nan_to_num().max()))

@@ -39,20 +39,3 @@ def model():
 
 # Found: Found: refused: aten::mul aten::sub aten::hardswish aten::relu: its result differs from PyTorch's (max abs diff 0.100828)
 # Fixed: an output with channels-last strides that NNC copies into output_1 (its strides are not the contiguous ones it computes, exactly, size-1 dims included) was matched in node order
-
-
-if __name__ == "__main__":
-    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
-    import nncjit.torch as nt
-    m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
-    print(fast.summary())
-    with torch.no_grad():
-        got, want = fast(*xs), m(*xs)
-    got = [got] if not isinstance(got, tuple) else got
-    want = [want] if not isinstance(want, tuple) else want
-    for a, b in zip(got, want):
-        if a is not None:
-            print("max abs diff", float((a - b).abs().nan_to_num().max()),
-                  "max magnitude", float(b.abs().nan_to_num().max()))

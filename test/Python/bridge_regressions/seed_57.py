@@ -34,20 +34,3 @@ def model():
 
 # Found: refused: aten::cat aten::sub aten::sub: input tv1_1 is not in NNC's statement
 # Fixed: an input that only dead ops of the group read is not in NNC's statement; the kernel now takes it and leaves it alone
-
-
-if __name__ == "__main__":
-    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
-    import nncjit.torch as nt
-    m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
-    print(fast.summary())
-    with torch.no_grad():
-        got, want = fast(*xs), m(*xs)
-    got = [got] if not isinstance(got, tuple) else got
-    want = [want] if not isinstance(want, tuple) else want
-    for a, b in zip(got, want):
-        if a is not None:
-            print("max abs diff", float((a - b).abs().nan_to_num().max()),
-                  "max magnitude", float(b.abs().nan_to_num().max()))

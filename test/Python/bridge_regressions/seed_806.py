@@ -43,20 +43,3 @@ def model():
 
 # Found: refused: aten::relu aten::sigmoid aten::matmul aten::batch_norm: nnc-jit cannot compile it: <string>:21:3: error: description of 'matmul' has rank 2 but the buffer has rank 4
 # Fixed: a matmul NNC calls as an external function writes a buffer named matmul; matched by node order
-
-
-if __name__ == "__main__":
-    # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
-    import nncjit.torch as nt
-    m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
-    print(fast.summary())
-    with torch.no_grad():
-        got, want = fast(*xs), m(*xs)
-    got = [got] if not isinstance(got, tuple) else got
-    want = [want] if not isinstance(want, tuple) else want
-    for a, b in zip(got, want):
-        if a is not None:
-            print("max abs diff", float((a - b).abs().nan_to_num().max()),
-                  "max magnitude", float(b.abs().nan_to_num().max()))
