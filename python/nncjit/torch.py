@@ -61,6 +61,37 @@ _SCALAR_TYPES = {
 _CONV_POST_OPS = {"aten::relu": "relu"}
 
 
+def _pair_convolutions(runs, states, convs):
+    """The convolution of the group each prepacked run (with its context's
+    state) came from. NNC's graph rewrites may reorder them (a traced
+    ResNeXt's downsampling convolution moves first), so a run's
+    convolution is the one whose constant weight has the values of the
+    run's, on the same input where two have them (the check stands behind
+    a choice between convolutions that only their strides or paddings
+    tell apart)."""
+    left, paired = list(convs), []
+    for run, state in zip(runs, states):
+        weight = state[0]
+
+        def same(c):
+            w = c.inputsAt(1)
+            if w.node().kind() != "prim::Constant":
+                return False
+            w = w.toIValue()
+            return isinstance(w, _torch.Tensor) and w.shape == weight.shape and \
+                _torch.equal(w, weight)
+        found = [c for c in left if same(c)]
+        if len(found) > 1:
+            found = [c for c in found if
+                     c.inputsAt(0).debugName() == run.inputsAt(0).debugName()] or found
+        if not found:
+            raise _Unsupported("no convolution of the group has the weight of "
+                               "prepacked convolution %d" % len(paired))
+        paired.append(found[0])
+        left.remove(found[0])
+    return paired
+
+
 def _fused_post_op(conv, run):
     """The op PyTorch folded into the prepacked convolution run that conv
     became, or None: the convolution's only use was such an op, and the
@@ -470,14 +501,11 @@ class _Group:
                                "%d convolutions" %
                                (len(calls), len(runs), len(convs)))
         params, out, last = [], [], 0
-        for i, (m, run, conv) in enumerate(zip(calls, runs, convs)):
-            state = run.inputsAt(1).toIValue().__getstate__()[0]
+        states = [run.inputsAt(1).toIValue().__getstate__()[0] for run in runs]
+        for i, (m, run, conv, state) in enumerate(zip(calls, runs, _pair_convolutions(
+                runs, states, convs), states)):
             post_op = _fused_post_op(conv, run)
             weight, bias, stride, padding, dilation, groups = state[:6]
-            w_shape = list(conv.inputsAt(1).type().sizes() or [])
-            if list(weight.shape) != w_shape:
-                raise _Unsupported("convolution %d's weight is %s, not %s" %
-                                   (i, list(weight.shape), w_shape))
             wname = "const_conv%d_weight" % i
             self.constants[wname] = weight
             params.append(_decl("in", wname, weight.dtype, weight.shape,

@@ -25,12 +25,12 @@ def test_model_the_fuzzer_found_failing(path):
 
 
 def test_bounded_run(tmp_path, capsys):
-    # CI's share of the fuzzing: 120 models, every one on nnc-jit and equal
+    # CI's share of the fuzzing: 300 models, every one on nnc-jit and equal
     # to eager (a long run is in docs/reliability.md).
-    rc = bridge_fuzz.main(["--seed=1", "--count=120", "--out", str(tmp_path)])
+    rc = bridge_fuzz.main(["--seed=1", "--count=300", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "120 models (seeds 1-120), 0 failed" in out
+    assert "300 models (seeds 1-300), 0 failed" in out
     assert not os.listdir(tmp_path)
 
 

@@ -171,6 +171,44 @@ def test_linear_layer_on_a_batch_of_rows(shape):
     assert shape[0] == 0 or all(r.kernel for r in ops)
 
 
+class Bottleneck(torch.nn.Module):
+    """ResNeXt's block: grouped convolution, and a downsampling one on the
+    block's input."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(8, 16, 1, bias=False)
+        self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1, groups=4, bias=False)
+        self.c3 = torch.nn.Conv2d(16, 32, 1, bias=False)
+        self.down = torch.nn.Conv2d(8, 32, 1, bias=False)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        y = torch.relu(self.c2(y))
+        return torch.relu(self.c3(y) + self.down(x))
+
+
+def test_group_whose_convolutions_nnc_reorders():
+    # Traced, the group has its four convolutions in the order of the
+    # module; NNC's prepacking moves the downsampling one first. Each
+    # prepacked call is paired with its convolution by its weight (the
+    # traced zoo's ResNeXts and ShuffleNets were left to PyTorch).
+    torch.manual_seed(0)
+    m = Bottleneck().eval().to(memory_format=torch.channels_last)
+    x = torch.randn(2, 8, 8, 8).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        fast = nt.optimize(torch.jit.trace(m, [x]), [x], threads=2)
+        group = fast.groups[0]
+        post = group.subgraph.copy()
+        nt._codegen_stmt(post)
+        order = [list(n.inputsAt(1).toIValue().__getstate__()[0][0].shape)
+                 for n in post.findAllNodes("mkldnn_prepacked::conv2d_run")]
+        assert order[0] == [32, 8, 1, 1], order  # the reordering this tests
+        assert group.ops.count("aten::_convolution") == 4
+        assert all(r.on_nncjit for r in fast.report), fast.summary()
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)

@@ -1,0 +1,43 @@
+"""Every torchvision classification model through nncjit.torch.optimize
+(zoo.py): no exception, outputs within 1e-4 of eager's largest magnitude,
+every fusion group and convolution or linear layer on nnc-jit.
+
+CI runs each model of CI_MODELS in one configuration, the configurations
+taken in turn, so that each of batch 1 and 8, NCHW and channels-last,
+frozen or not, scripted or traced, is met by several models. NNC_ZOO=full
+runs every model of zoo.MODELS in every configuration (zoo.py --full does
+the same from the command line)."""
+import os
+
+import pytest
+
+import zoo
+
+# Small ones from each family: the largest take minutes each on 2 cores.
+CI_MODELS = ["alexnet", "vgg11_bn", "resnet18", "resnet50", "resnext50_32x4d",
+             "wide_resnet50_2", "squeezenet1_1", "densenet121", "inception_v3", "googlenet",
+             "shufflenet_v2_x1_0", "mobilenet_v2", "mobilenet_v3_large", "mobilenet_v3_small",
+             "mnasnet0_5", "efficientnet_b0", "efficientnet_v2_s", "regnet_x_400mf",
+             "regnet_y_400mf", "convnext_tiny", "vit_b_16", "swin_t"]
+
+if os.environ.get("NNC_ZOO") == "full":
+    CASES = [(m, c) for m in zoo.MODELS for c in zoo.CONFIGS]
+else:
+    entries = {m[0]: m for m in zoo.MODELS}
+    CASES = [(entries[name], zoo.CONFIGS[i % len(zoo.CONFIGS)])
+             for i, name in enumerate(CI_MODELS)]
+
+
+@pytest.mark.parametrize("model,config", CASES,
+                         ids=["%s-%s" % (m[0], zoo.config_name(c)) for m, c in CASES])
+def test_model(model, config):
+    why, _ = zoo.run(*model, config)
+    assert why is None, why
+
+
+def test_ci_covers_every_option():
+    configs = [c for _, c in CASES]
+    for position, values in enumerate([(1, 8), ("nchw", "cl"), (False, True),
+                                       ("script", "trace")]):
+        for v in values:
+            assert sum(c[position] == v for c in configs) >= 4, (position, v)
