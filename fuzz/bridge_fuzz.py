@@ -22,9 +22,13 @@ reproducer.
         --seed=1000 --count=0 --time=1800 --out=/tmp/bridge-fuzz
 """
 import argparse
+import atexit
+import concurrent.futures
 import copy
+import multiprocessing
 import os
 import random
+import shutil
 import sys
 import time
 import traceback
@@ -358,6 +362,7 @@ def load(source):
     global _MODULES
     if _MODULES is None:
         _MODULES = tempfile.mkdtemp(prefix="nnc-bridge-fuzz-")
+        atexit.register(shutil.rmtree, _MODULES, True)
     name = "bridge_fuzz_model_%d" % len(os.listdir(_MODULES))
     path = os.path.join(_MODULES, name + ".py")
     with open(path, "w") as f:
@@ -491,6 +496,22 @@ if __name__ == "__main__":
 '''
 
 
+def _worker(source, threads, inject=None):
+    """check() in a worker process: what failed, and the counts. inject
+    makes the bridge fail, to test the fuzzer itself: "exception" makes
+    optimize raise, "crash" ends the process."""
+    if inject == "crash":
+        os.abort()
+    if inject == "exception":
+        import nncjit.torch as nt
+
+        def raising(*args, **kwargs):
+            raise RuntimeError("injected by --inject=exception")
+        nt.optimize = raising
+    stats = {}
+    return check(source, threads, stats), stats
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -502,16 +523,30 @@ def main(argv=None):
                    help="where failing models are written as reproducers")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--print", action="store_true", help="print each model's source")
+    p.add_argument("--inject", choices=["exception", "crash"],
+                   help="make the bridge fail (to test the fuzzer itself)")
     a = p.parse_args(argv)
     if a.count <= 0 and a.time <= 0:
         p.error("--count=0 needs --time")
-    torch.set_num_threads(a.threads)
     start, seed, failures, tried, stats = time.time(), a.seed, 0, 0, {}
+    pool = None
     while (a.count <= 0 or tried < a.count) and (a.time <= 0 or time.time() - start < a.time):
         source = ModelWriter(seed).write()
         if a.print:
             print(source)
-        why = check(source, a.threads, stats)
+        # Each model runs in a worker process, replaced every 100 models:
+        # TorchScript keeps every class it scripts for the life of the
+        # process, and a crash is a failure to report, not the end of the run.
+        if pool is None:
+            pool = concurrent.futures.ProcessPoolExecutor(
+                1, multiprocessing.get_context("spawn"), initializer=torch.set_num_threads,
+                initargs=(a.threads,), max_tasks_per_child=100)
+        try:
+            why, counts = pool.submit(_worker, source, a.threads, a.inject).result()
+        except concurrent.futures.process.BrokenProcessPool:
+            why, counts, pool = "the process running the model died", {}, None
+        for k, v in counts.items():
+            stats[k] = stats.get(k, 0) + v
         tried += 1
         if why:
             failures += 1
@@ -522,6 +557,8 @@ def main(argv=None):
             print("seed %d: FAILED: %s\n  reproducer: %s" % (seed, why.split("\n")[0], path),
                   flush=True)
         seed += 1
+    if pool is not None:
+        pool.shutdown()
     print("nnc-bridge-fuzz: %d models (seeds %d-%d), %d failed, %.0f s; on nnc-jit: "
           "%d fusion groups, %d convolutions and linear layers (%d merged into groups)" % (
               tried, a.seed, seed - 1, failures, time.time() - start, stats.get("groups", 0),

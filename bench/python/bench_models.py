@@ -6,18 +6,36 @@ process, interleaved round by round (docs/performance.md).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_models.py \\
         --threads 2 --rounds 5
+    ... bench_models.py --models all      # every model of test/Python/zoo.py
     ONEDNN_MAX_CPU_ISA=AVX2 PYTHONPATH=build/python /usr/bin/python3 \\
         bench/python/bench_models.py --features=-avx512f      # the AVX2 path
 """
 import argparse
+import os
 import statistics
+import sys
 import time
 import warnings
 
-import torch
-import torchvision
+# The baseline is PyTorch as its users have it, on OpenBLAS as Debian ships
+# it. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which some machines set for
+# older OpenBLAS builds, slow a current one: the benchmark runs without
+# them (OpenBLAS reads them when torch loads it, so the process starts
+# again) and says so.
+_OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if any(v in os.environ for v in _OPENBLAS_VARS):
+    print("bench_models: running without %s" % ", ".join(
+        "%s=%s" % (v, os.environ[v]) for v in _OPENBLAS_VARS if v in os.environ), flush=True)
+    os.execve(sys.executable, [sys.executable] + sys.argv,
+              {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS})
 
-import nncjit.torch as nt
+import torch  # noqa: E402
+
+import nncjit.torch as nt  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "test", "Python"))
+import zoo  # noqa: E402
 
 
 def median_ms(fn, budget_s, min_runs=10):
@@ -34,7 +52,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--budget", type=float, default=0.4, help="seconds per measurement")
-    ap.add_argument("--models", default="resnet18,mobilenet_v2,squeezenet1_0")
+    ap.add_argument("--models", default="resnet18,mobilenet_v2,squeezenet1_0",
+                    help="comma-separated names from test/Python/zoo.py, or all")
+    ap.add_argument("--size", type=int, default=224, help="the images' height and width")
+    ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--layouts", default="nchw,cl")
     ap.add_argument("--features", default="",
                     help='nnc-jit CPU feature changes, e.g. "-avx512f" (with '
@@ -42,23 +63,24 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
+    entries = {m[0]: m for m in zoo.MODELS}
+    names = list(entries) if args.models == "all" else args.models.split(",")
     rows = []
-    for arch in args.models.split(","):
+    for arch in names:
+        # At full size: ViT's image size is its default.
+        kwargs = {k: v for k, v in entries[arch][1].items() if k != "image_size"}
         for layout in args.layouts.split(","):
-            torch.manual_seed(0)
-            m = getattr(torchvision.models, arch)().eval()
-            x = torch.randn(1, 3, 224, 224)
-            if layout == "cl":
-                m = m.to(memory_format=torch.channels_last)
-                x = x.contiguous(memory_format=torch.channels_last)
+            m, x = zoo.make(arch, kwargs, args.size, args.batch, layout)
             with torch.no_grad():
                 ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m)))
+                start = time.perf_counter()
                 fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x],
                                    threads=args.threads, features=args.features)
+                optimize_s = time.perf_counter() - start
                 variants = {"eager": lambda: m(x), "optimize_for_inference": lambda: ofi(x),
                             "nncjit": lambda: fast(x)}
-                want = m(x)
-                err = float((fast(x) - want).abs().max() / want.abs().max())
+                want = zoo.first(m(x))
+                err = float((zoo.first(fast(x)) - want).abs().max() / want.abs().max())
                 for f in variants.values():
                     for _ in range(5):
                         f()
@@ -67,19 +89,21 @@ def main():
                     for k, f in variants.items():
                         times[k].append(median_ms(f, args.budget))
             best = {k: min(v) for k, v in times.items()}
-            on = sum(r.on_nncjit for r in fast.report)
+            on = sum(r.on_nncjit and not r.reason for r in fast.report)
             row = (arch, layout, best["eager"], best["optimize_for_inference"], best["nncjit"],
                    best["optimize_for_inference"] / best["nncjit"], err,
-                   "%d/%d" % (on, len(fast.report)))
+                   "%d/%d" % (on, len(fast.report)), optimize_s)
             rows.append(row)
-            print("%-14s %-4s eager %7.2f  ofi %7.2f  nncjit %7.2f ms  %.2fx ofi  "
-                  "rel err %.1e  on nnc-jit %s" % row, flush=True)
+            print("%-18s %-4s eager %7.2f  ofi %7.2f  nncjit %7.2f ms  %.2fx ofi  "
+                  "rel err %.1e  on nnc-jit %s  optimize %.1f s" % row, flush=True)
     print()
     print("| model | layout | eager ms | optimize_for_inference ms | nncjit ms "
-          "| vs optimize_for_inference | max rel error | groups+ops on nnc-jit |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| vs optimize_for_inference | max rel error | groups+ops on nnc-jit | optimize s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %s | %.2f | %.2f | %.2f | %.2fx | %.1e | %s |" % r)
+        print("| %s | %s | %.2f | %.2f | %.2f | %.2fx | %.1e | %s | %.1f |" % r)
+    print("\ngeometric mean vs optimize_for_inference: %.2fx over %d rows" % (
+        statistics.geometric_mean([r[5] for r in rows]), len(rows)))
 
 
 if __name__ == "__main__":

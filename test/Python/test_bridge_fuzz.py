@@ -3,6 +3,7 @@ a bounded run of generated models, and every model it found failing, kept
 in bridge_regressions/ as a regression test (docs/reliability.md)."""
 import glob
 import os
+import subprocess
 import sys
 
 import pytest
@@ -64,9 +65,9 @@ def test_oracle_compares_special_values():
     assert "2 outputs" in bridge_fuzz.difference((want, want), want)
 
 
-def test_fuzzer_reports_each_kind_of_failure(monkeypatch, tmp_path, capsys):
+def test_fuzzer_reports_each_kind_of_failure(monkeypatch):
     # The oracle is not vacuous: a wrong result, a refused group and an
-    # exception are each a failure, written out as a reproducer that runs.
+    # exception are each a failure.
     source = bridge_fuzz.ModelWriter(3).write()
     optimize = nt.optimize
 
@@ -95,8 +96,23 @@ def test_fuzzer_reports_each_kind_of_failure(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(nt, "optimize", raising)
     assert bridge_fuzz.check(source).startswith(
         "optimize raised ValueError: a test's exception")
-    assert bridge_fuzz.main(["--seed=3", "--count=1", "--out", str(tmp_path)]) == 1
-    assert "seed 3: FAILED: optimize raised ValueError" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("inject,found", [
+    ("exception", "optimize raised RuntimeError: injected by --inject=exception"),
+    ("crash", "the process running the model died")])
+def test_fuzzer_writes_failures_and_survives_crashes(inject, found, tmp_path, capsys):
+    # The models run in worker processes: a failure there, a crash too,
+    # is reported with a reproducer, and the run goes on.
+    rc = bridge_fuzz.main(["--seed=3", "--count=2", "--inject", inject, "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "seed 3: FAILED: " + found in out and "seed 4: FAILED: " + found in out
+    assert "2 models (seeds 3-4), 2 failed" in out
     written = open(tmp_path / "bridge-fuzz-3.py").read()
-    assert "# Found: optimize raised ValueError: a test's exception" in written
-    assert 'if __name__ == "__main__":' in written
+    assert "# Found: " + found in written
+    # The reproducer runs on its own (without the injected failure).
+    run = subprocess.run([sys.executable, str(tmp_path / "bridge-fuzz-3.py")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "max abs diff" in run.stdout
