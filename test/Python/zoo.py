@@ -10,7 +10,9 @@ magnitude, and must have every fusion group and convolution or linear layer
 on nnc-jit. Without --full, each model runs in one configuration.
 """
 import argparse
+import concurrent.futures
 import itertools
+import multiprocessing
 import sys
 import time
 import warnings
@@ -118,6 +120,12 @@ def run(name, kwargs, size, config, threads=2):
     return None, seconds
 
 
+def _pool(threads):
+    return concurrent.futures.ProcessPoolExecutor(
+        1, multiprocessing.get_context("spawn"), initializer=torch.set_num_threads,
+        initargs=(threads,), max_tasks_per_child=1)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", help="names from the list (default: all)")
@@ -127,14 +135,21 @@ def main(argv=None):
     torch.set_num_threads(a.threads)
     models = [m for m in MODELS if not a.models or m[0] in a.models]
     failed = 0
+    # One process per model and configuration: memory stays bounded over
+    # the list (TorchScript keeps what it compiled for the process's life).
+    pool = _pool(a.threads)
     for i, (name, kwargs, size) in enumerate(models):
         configs = CONFIGS if a.full else [CONFIGS[i % len(CONFIGS)]]
         for c in configs:
-            why, seconds = run(name, kwargs, size, c, a.threads)
+            try:
+                why, seconds = pool.submit(run, name, kwargs, size, c, a.threads).result()
+            except concurrent.futures.process.BrokenProcessPool:
+                pool, why, seconds = _pool(a.threads), "the process died", 0.0
             failed += why is not None
             print("%-20s %-22s %6.1f s  %s" % (name, config_name(c), seconds,
                                              "ok" if why is None else "FAILED: " + why),
                   flush=True)
+    pool.shutdown()
     print("%d failed" % failed)
     return 1 if failed else 0
 
