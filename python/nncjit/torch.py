@@ -92,6 +92,59 @@ def _pair_convolutions(runs, states, convs):
     return paired
 
 
+# The convolutions and linear layers outside the groups, by node kind: the
+# ones run on nnc-jit, and the others, reported.
+_OP_KINDS = {"aten::conv2d": "aten::conv2d", "aten::_convolution": "aten::conv2d",
+             "aten::_convolution_mode": "aten::conv2d", "aten::linear": "aten::linear"}
+_OTHER_CONVOLUTIONS = {"aten::conv1d": "a 1-d convolution", "aten::conv3d": "a 3-d convolution",
+                       "aten::conv_transpose1d": "a transposed convolution",
+                       "aten::conv_transpose2d": "a transposed convolution",
+                       "aten::conv_transpose3d": "a transposed convolution"}
+
+
+def _op_kind(node):
+    """aten::conv2d (a scripted or traced 2-d convolution, or another
+    convolution, which is refused) or aten::linear for the nodes _OpKernel
+    covers, else None."""
+    if node.kind() in _OTHER_CONVOLUTIONS:
+        return "aten::conv2d"
+    return _OP_KINDS.get(node.kind())
+
+
+def _conv_params(node):
+    """[stride, padding, dilation, groups] of a convolution node (aten::conv2d,
+    or a traced aten::_convolution or aten::_convolution_mode), with padding
+    "valid" and "same" as numbers; _Unsupported where nnc_aten_conv2d has no
+    equivalent."""
+    if node.kind() in _OTHER_CONVOLUTIONS:
+        raise _Unsupported(_OTHER_CONVOLUTIONS[node.kind()])
+    const = [v.toIValue() if v.node().kind() == "prim::Constant" else None
+             for v in node.inputs()]
+    if node.kind() == "aten::_convolution":
+        stride, padding, dilation, transposed, _, groups = const[3:9]
+        if transposed:
+            raise _Unsupported("a transposed convolution")
+    else:
+        stride, padding, dilation, groups = const[3:7]
+    if not all(isinstance(v, (list, int)) for v in (stride, dilation, groups)) or \
+            not isinstance(padding, (list, int, str)):
+        raise _Unsupported("its stride, padding, dilation or groups is not a constant")
+    pair = lambda v: list(v) * 2 if len(v) == 1 else list(v)  # noqa: E731
+    stride, dilation = pair(stride), pair(dilation)
+    if padding == "valid":
+        padding = [0, 0]
+    elif padding == "same":
+        k = list(node.inputsAt(1).toIValue().shape[2:])
+        total = [d * (n - 1) for d, n in zip(dilation, k)]
+        if any(t % 2 for t in total):
+            raise _Unsupported("padding='same' pads one side more than the other "
+                                "(an even kernel), which nnc_aten_conv2d cannot express")
+        padding = [t // 2 for t in total]
+    else:
+        padding = pair(padding)
+    return [stride, padding, dilation, groups]
+
+
 def _fused_post_op(conv, run):
     """The op PyTorch folded into the prepacked convolution run that conv
     became, or None: the convolution's only use was such an op, and the
@@ -578,39 +631,42 @@ class _OpKernel:
 
     def __init__(self, index, local, node, name, options):
         self.index = index
-        self.kind = node.kind()
+        self.kind = _op_kind(node)
         self.name = name
         self.options = options
-        const = lambda i: node.inputsAt(i).toIValue()
+        const = lambda i: node.inputsAt(i).toIValue()  # noqa: E731
         self.weight, self.bias = const(1), const(2)
         if self.kind == "aten::conv2d":
-            self.params = [const(i) for i in range(3, 7)]
+            self.params = _conv_params(node)
         self.functions = {}
         self.example = None      # the first input it saw
         self.report = GroupReport(local, [self.kind])
         self.report.on_nncjit = True
 
     @staticmethod
-    def takes(node):
-        """Whether node is a float convolution or linear layer on constant
-        weights."""
-        if node.kind() not in ("aten::conv2d", "aten::linear"):
-            return False
+    def refusal(node):
+        """Why node, a convolution or linear layer (_op_kind), cannot run on
+        nnc-jit, or None."""
+        if node.kind() in _OTHER_CONVOLUTIONS:
+            return _OTHER_CONVOLUTIONS[node.kind()]
         ins = list(node.inputs())
-        if any(v.node().kind() != "prim::Constant" for v in ins[1:]):
-            return False
+        if ins[1].node().kind() != "prim::Constant":
+            return "its weight is not a constant (freeze the module)"
         w, b = ins[1].toIValue(), ins[2].toIValue()
         if not isinstance(w, _torch.Tensor) or w.dtype != _torch.float32:
-            return False
+            return "its weight is not a float32 tensor"
         if b is not None and (not isinstance(b, _torch.Tensor) or
                               b.dtype != _torch.float32 or b.dim() != 1):
-            return False
+            return "its bias is not a float32 vector"
         if node.kind() == "aten::linear":
-            return w.dim() == 2
-        if w.dim() != 4 or any(not isinstance(v.toIValue(), (list, int))
-                               for v in ins[3:7]):
-            return False
-        return ins[4].toIValue() != "same" and ins[4].toIValue() != "valid"
+            return None if w.dim() == 2 else "its weight has rank %d" % w.dim()
+        if w.dim() != 4:
+            return "a convolution of rank %d (nnc-jit runs 2-d ones)" % (w.dim() - 2)
+        try:
+            _conv_params(node)
+        except _Unsupported as e:
+            return str(e)
+        return None
 
     def fallback(self, x):
         F = _torch.nn.functional
@@ -659,8 +715,6 @@ class _OpKernel:
             raise _Unsupported("a convolution of a rank %d input" % x.dim())
         w = self.weight
         stride, padding, dilation, groups = self.params
-        pair = lambda v: list(v) * 2 if len(v) == 1 else list(v)  # noqa: E731
-        stride, padding, dilation = pair(stride), pair(padding), pair(dilation)
         n, _, h, wd = x.shape
         ho = (h + 2 * padding[0] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
         wo = (wd + 2 * padding[1] - dilation[1] * (w.shape[3] - 1) - 1) // stride[1] + 1
@@ -1021,6 +1075,7 @@ class OptimizedModule:
         self._function = function
         self.groups = groups
         self.ops = ops
+        self.refused = []      # reports of the ops left to PyTorch
         # Set by optimize(): NCHW inputs run channels-last inside, and which
         # outputs go back to contiguous.
         self.channels_last = False
@@ -1036,8 +1091,10 @@ class OptimizedModule:
     @property
     def report(self):
         """A GroupReport per fusion group, then one per convolution or
-        linear layer outside them (kind aten::conv2d / aten::linear)."""
-        return [g.report for g in self.groups] + [o.report for o in self.ops]
+        linear layer outside them (kind aten::conv2d / aten::linear), in
+        graph order, those left to PyTorch included."""
+        return [g.report for g in self.groups] + sorted(
+            [o.report for o in self.ops] + self.refused, key=lambda r: r.index)
 
     @property
     def graph(self):
@@ -1143,12 +1200,20 @@ def _flat_tensors(out):
 def _replace_ops(graph, first_id, name, options):
     """Replaces the convolutions and linear layers of graph (its top level:
     outside the fusion groups) by calls of nncjit::run_op; returns their
-    _OpKernels, numbered from first_id."""
-    ops = []
+    _OpKernels, numbered from first_id, and the reports of those it leaves
+    to PyTorch, with the reason."""
+    ops, refused = [], []
     for node in list(graph.nodes()):
-        if not _OpKernel.takes(node):
+        kind = _op_kind(node)
+        if kind is None:
             continue
-        op = _OpKernel(first_id + len(ops), len(ops), node,
+        why = _OpKernel.refusal(node)
+        if why:
+            report = GroupReport(len(ops) + len(refused), [kind])
+            report.reason = why
+            refused.append(report)
+            continue
+        op = _OpKernel(first_id + len(ops), len(ops) + len(refused), node,
                        "%s_op%02d" % (name, len(ops)), options)
         ops.append(op)
         c = graph.insertConstant(op.index)
@@ -1158,7 +1223,7 @@ def _replace_ops(graph, first_id, name, options):
         call.insertBefore(node)
         node.output().replaceAllUsesWith(call.output())
         node.destroy()
-    return ops
+    return ops, refused
 
 
 def _build(sm, example_inputs, name, remove_mutation, options):
@@ -1174,12 +1239,13 @@ def _build(sm, example_inputs, name, remove_mutation, options):
     ids = list(range(first, first + len(groups)))
     _GROUPS.extend(groups)
     _replace_groups(graph, ids)
-    ops = []
+    ops, refused = [], []
     if options.get("ops"):
-        ops = _replace_ops(graph, len(_GROUPS), name, options)
+        ops, refused = _replace_ops(graph, len(_GROUPS), name, options)
         _GROUPS.extend(ops)
     function = _torch._C._create_function_from_graph("nncjit_forward", graph)
     model = OptimizedModule(sm, function, groups, ops)
+    model.refused = refused
     model._ids = list(range(first, len(_GROUPS)))
     model._profiled = profiled
     model._graph = graph

@@ -209,6 +209,72 @@ def test_group_whose_convolutions_nnc_reorders():
         torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
 
 
+CONV_GRID = [(groups, dilation, bias, padding)
+             for groups in (1, 2, 8) for dilation in (1, 2) for bias in (True, False)
+             for padding in (0, 1, "same", "valid", "reflect")]
+
+
+@pytest.mark.parametrize("groups,dilation,bias,padding", CONV_GRID,
+                         ids=["g%d-d%d-%s-%s" % (g, d, "bias" if b else "nobias", p)
+                              for g, d, b, p in CONV_GRID])
+def test_convolution_attributes_against_pytorch(groups, dilation, bias, padding):
+    # Each attribute of a convolution the bridge translates: groups (8:
+    # depthwise), dilation, padding (a number, "same", "valid", and the
+    # reflect padding mode, an aten::pad before it), with and without bias;
+    # stride 2 on half the cases, both layouts, scripted and traced. The
+    # first convolution feeds a group (merged into it or not), the second
+    # runs alone.
+    i = CONV_GRID.index((groups, dilation, bias, padding))
+    stride = 1 if padding == "same" or i % 2 else 2
+    mode = "reflect" if padding == "reflect" else "zeros"
+    torch.manual_seed(i)
+    m = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 16, 3, stride=stride, padding=1 if mode == "reflect" else padding,
+                        dilation=dilation, groups=groups, bias=bias, padding_mode=mode),
+        torch.nn.ReLU6(),
+        torch.nn.Conv2d(16, 8, 1, groups=groups, bias=bias)).eval()
+    x = torch.randn(2, 8, 9, 9)
+    if i % 3 == 0:
+        m = m.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        given = torch.jit.trace(m, [x]) if i % 4 < 2 else torch.jit.script(m)
+        fast = nt.optimize(given, [x], threads=2)
+        on = sum(r.ops.count("aten::conv2d") + r.ops.count("aten::_convolution")
+                 for r in fast.report if r.on_nncjit)
+        assert on == 2, fast.summary()
+        assert all(r.on_nncjit and not r.reason for r in fast.report), fast.summary()
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+
+
+def test_convolutions_nnc_jit_does_not_cover_are_reported():
+    # They stay in PyTorch with a reason, scripted or traced; the model
+    # still runs and matches eager.
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.same_even = torch.nn.Conv2d(4, 4, 4, padding="same")
+            self.transposed = torch.nn.ConvTranspose2d(4, 4, 2)
+            self.conv1d = torch.nn.Conv1d(4, 4, 3)
+
+        def forward(self, x):
+            y = self.transposed(self.same_even(x))
+            return self.conv1d(y.flatten(2))
+
+    m = M().eval()
+    x = torch.randn(1, 4, 6, 6)
+    for given, conv1d in ((torch.jit.script(m), "a 1-d convolution"),
+                          (torch.jit.trace(m, [x]),
+                           "a convolution of rank 1 (nnc-jit runs 2-d ones)")):
+        with pytest.warns(UserWarning, match="3 of 3 fusion groups and ops run in PyTorch"):
+            fast = nt.optimize(given, [x], threads=2)
+        assert [r.reason for r in fast.report] == [
+            "padding='same' pads one side more than the other (an even kernel), which "
+            "nnc_aten_conv2d cannot express", "a transposed convolution", conv1d], \
+            fast.summary()
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-5, atol=1e-6)
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)
