@@ -12,9 +12,9 @@ inputs, batch 1 and larger. The model is scripted or traced, optimized, and
 run on the example inputs and on fresh ones of the same shape; its outputs
 are compared with eager PyTorch's within the bridge's tolerance.
 
-A failure is any exception from the bridge, any group or op left to
-PyTorch (every op of the grammar is one nnc-jit covers), or any
-difference. Each
+A failure is any exception from the bridge, a crash, any group or op left
+to PyTorch (every op of the grammar is one nnc-jit covers) for a reason other
+than a limit of torch itself (KNOWN_LIMITS), or any difference. Each
 failing model is written to OUT/bridge-fuzz-SEED.py, a standalone
 reproducer.
 
@@ -37,6 +37,11 @@ import warnings
 import torch
 
 RTOL, ATOL = 1e-4, 1e-5
+
+# Reasons a group is left to PyTorch that are not the bridge's failures:
+# limits of torch itself, reported as such (docs/reliability.md). They are
+# counted, not failed.
+KNOWN_LIMITS = ("torch's NNC crashes lowering",)
 
 
 # -- the grammar -------------------------------------------------------------
@@ -459,6 +464,10 @@ def check(source, threads=2, stats=None):
     # A group or op left to PyTorch; an op kernel refuses an input shape
     # when it first sees it, and keeps its other shapes on nnc-jit.
     refused = [r for r in fast.report if not r.on_nncjit or r.reason]
+    if stats is not None:
+        stats["known limits"] = stats.get("known limits", 0) + sum(
+            r.reason.startswith(KNOWN_LIMITS) for r in refused)
+    refused = [r for r in refused if not r.reason.startswith(KNOWN_LIMITS)]
     if refused:
         return "refused: " + "; ".join("%s: %s" % (" ".join(r.ops[:4]), r.reason)
                                        for r in refused)
@@ -560,9 +569,10 @@ def main(argv=None):
     if pool is not None:
         pool.shutdown()
     print("nnc-bridge-fuzz: %d models (seeds %d-%d), %d failed, %.0f s; on nnc-jit: "
-          "%d fusion groups, %d convolutions and linear layers (%d merged into groups)" % (
+          "%d fusion groups, %d convolutions and linear layers (%d merged into groups); "
+          "left to PyTorch for a limit of torch: %d" % (
               tried, a.seed, seed - 1, failures, time.time() - start, stats.get("groups", 0),
-              stats.get("ops", 0), stats.get("merged", 0)))
+              stats.get("ops", 0), stats.get("merged", 0), stats.get("known limits", 0)))
     return 1 if failures else 0
 
 

@@ -468,6 +468,7 @@ class _Group:
         self.signature, self.constants = [], {}
         pre = self.subgraph.copy()
         post = self.subgraph.copy()
+        _check_nnc_can_lower(pre)
         stmt = _codegen_stmt(post)
         params, body = [], stmt.strip()
         if not (body.startswith("{") and body.endswith("}")):
@@ -968,6 +969,26 @@ def _codegen_stmt(graph):
         C._jit_texpr_set_fallback_allowed(fallback)
 
 
+def _check_nnc_can_lower(graph):
+    """Raises _Unsupported for a group whose lowering crashes torch 1.13's
+    NNC (a segmentation fault, which would end the process): its own loops
+    for a 3x3 depthwise convolution of stride 1 over an input whose height
+    or width is 1 (the bridge fuzzer found it)."""
+    for conv in graph.nodes():
+        if conv.kind() not in ("aten::conv2d", "aten::_convolution"):
+            continue
+        x, w = conv.inputsAt(0).type(), conv.inputsAt(1).type()
+        stride = conv.inputsAt(3)
+        if not isinstance(x, _torch._C.TensorType) or x.sizes() is None or \
+                w.sizes() is None or stride.node().kind() != "prim::Constant":
+            continue
+        if len(w.sizes()) == 4 and w.sizes()[1:] == [1, 3, 3] and \
+                1 in list(stride.toIValue()) and 1 in x.sizes()[2:]:
+            raise _Unsupported(
+                "torch's NNC crashes lowering a 3x3 depthwise convolution of stride 1 "
+                "over an input of height or width 1")
+
+
 def _script(module):
     """A frozen ScriptModule of its own for an nn.Module or ScriptModule, or
     the ScriptFunction of a function. The caller's module is left as it was:
@@ -1330,8 +1351,7 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     if left:
         warnings.warn("nncjit: %d of %d fusion groups and ops run in PyTorch:\n%s" % (
             len(left), len(model.report),
-            "\n".join("  %s %d: %s" % ("group" if r.ops != [r.ops[0]] or
-                                        r.ops[0] not in ("aten::conv2d", "aten::linear")
+            "\n".join("  %s %d: %s" % ("group" if any(r is g.report for g in model.groups)
                                         else "op", r.index, r.reason) for r in left)))
     if not model.groups:
         warnings.warn("nncjit: the fuser formed no fusion group")

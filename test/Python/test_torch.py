@@ -275,6 +275,20 @@ def test_convolutions_nnc_jit_does_not_cover_are_reported():
         torch.testing.assert_close(fast(x), m(x), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("h,w", [(1, 5), (4, 1)])
+def test_group_that_would_crash_nnc_is_left_to_pytorch(h, w):
+    # torch 1.13's NNC segfaults lowering its own loops for a 3x3 depthwise
+    # convolution of stride 1 over an input of height or width 1 (the bridge
+    # fuzzer's seed 100659): the bridge does not ask it, and says why.
+    m = torch.nn.Sequential(torch.nn.Conv2d(16, 16, 3, padding=1, groups=16),
+                            torch.nn.Hardswish()).eval()
+    x = torch.randn(1, 16, h, w)
+    with pytest.warns(UserWarning, match="group 0: torch's NNC crashes lowering a 3x3 "
+                                         "depthwise convolution of stride 1"):
+        fast = nt.optimize(torch.jit.script(m), [x], threads=2, channels_last=False)
+    torch.testing.assert_close(fast(x), m(x))
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)
