@@ -289,6 +289,60 @@ def test_group_that_would_crash_nnc_is_left_to_pytorch(h, w):
     torch.testing.assert_close(fast(x), m(x))
 
 
+class ShapeDependent(torch.nn.Module):
+    """A forward whose ops and output shape depend on its input's shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x)) * 2.0
+        if x.shape[2] > 8:
+            return y[:, :, : x.shape[2] // 2] + 1.0
+        return torch.sigmoid(y) - x
+
+
+def test_forward_that_changes_with_the_input_shape():
+    # Optimized on one shape, called on others: the groups' type checks fail
+    # and PyTorch's fallback runs; the convolution compiles for each shape.
+    torch.manual_seed(0)
+    m = ShapeDependent().eval()
+    fast = nt.optimize(m, [torch.randn(1, 4, 6, 6)], threads=2)
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    for shape in [(1, 4, 6, 6), (2, 4, 12, 5), (1, 4, 9, 9), (3, 4, 4, 4)]:
+        x = torch.randn(shape)
+        with torch.no_grad():
+            got, want = fast(x), m(x)
+        assert got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_input_of_another_dtype_runs_the_fallback():
+    # A group optimized for float32 inputs, called with float64 ones: its
+    # type check fails and PyTorch's ops run, in float64.
+    def f(a, b):
+        return torch.sigmoid(a * b) + torch.relu(a - b)
+
+    a, b = torch.randn(8, 16), torch.randn(8, 16)
+    fast = nt.optimize(torch.jit.script(f), [a, b], threads=2)
+    assert fast.groups and all(r.on_nncjit for r in fast.report), fast.summary()
+    a64, b64 = a.double(), b.double()
+    got = fast(a64, b64)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, f(a64, b64))
+    # A convolution with float32 weights refuses float64 input, as in eager.
+    m = ShapeDependent().eval()
+    fast = nt.optimize(m, [torch.randn(1, 4, 6, 6)], threads=2)
+    x = torch.randn(1, 4, 6, 6, dtype=torch.float64)
+    with pytest.raises(RuntimeError):
+        m(x)
+    with pytest.raises(RuntimeError):
+        fast(x)
+    op = [r for r in fast.report if r.ops == ["aten::conv2d"]][0]
+    assert op.reason == "input [1, 4, 6, 6]: input of type torch.float64", op.reason
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)
