@@ -469,6 +469,13 @@ class _Group:
         pre = self.subgraph.copy()
         post = self.subgraph.copy()
         _check_nnc_can_lower(pre)
+        # NNC names a constant buffer const_ + its value's sanitized name,
+        # which a traced graph's numbered values share ("5" and "7" are both
+        # v_): each gets a name of its own first.
+        tensors = [n for n in post.nodes() if n.kind() == "prim::Constant" and
+                   isinstance(n.output().type(), _torch._C.TensorType)]
+        for i, n in enumerate(tensors):
+            n.output().setDebugName("nncjit_constant_%d" % i)
         stmt = _codegen_stmt(post)
         params, body = [], stmt.strip()
         if not (body.startswith("{") and body.endswith("}")):

@@ -343,6 +343,28 @@ def test_input_of_another_dtype_runs_the_fallback():
     assert op.reason == "input [1, 4, 6, 6]: input of type torch.float64", op.reason
 
 
+def test_traced_constants_with_numbered_names():
+    # A traced graph names its constants by number ("1", "2"): NNC would name
+    # both buffers const_v_ (the traced swin_v2_t's groups were refused as
+    # ambiguous); each gets a name of its own before NNC sees them.
+    class Consts(torch.nn.Module):
+        def forward(self, x):
+            a = torch.tensor([1.0, 2.0, 3.0, 4.0])
+            b = torch.tensor([0.5, -0.5, 0.25, 2.0])
+            return torch.relu(x * a + b) * torch.sigmoid(x - a)
+
+    x = torch.randn(8, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's warning on torch.tensor
+        traced = torch.jit.trace(Consts(), [x])
+    fast = nt.optimize(traced, [x], threads=2)
+    names = [n.output().debugName() for n in fast.groups[0].subgraph.nodes()
+             if n.kind() == "prim::Constant"]
+    assert len({"v_" for n in names if len(n) == 1}) == 1 and len(names) >= 2, names
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    torch.testing.assert_close(fast(x), Consts()(x))
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)
