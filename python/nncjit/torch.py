@@ -195,19 +195,17 @@ def _sanitize(name):
 
 
 def _layout(sizes, strides):
-    """The .nnc layout of a tensor: '', ' channels_last' or explicit strides."""
-    sizes, strides = list(sizes), list(strides)
-    row, contiguous = 1, True
-    for s, st in zip(reversed(sizes), reversed(strides)):
-        contiguous &= s <= 1 or st == row
-        row *= s
-    if contiguous:
+    """The .nnc layout of a tensor: '', ' channels_last' or explicit strides.
+    Exactly: a size-1 dim's stride counts, since the kernel allocates its
+    outputs with these strides and the graph's type checks compare them
+    ([1, C, 1, 1] after a global pool is channels-last or contiguous as
+    PyTorch made it)."""
+    strides = list(strides)
+    dense = _dense_strides(sizes)
+    if strides == dense[0]:
         return ""
-    if len(sizes) == 4:
-        n, c, h, w = sizes
-        want = [h * w * c, 1, w * c, c]
-        if all(s <= 1 or st == w_ for s, st, w_ in zip(sizes, strides, want)):
-            return " channels_last"
+    if len(dense) > 1 and strides == dense[1]:
+        return " channels_last"
     return " strides [%s]" % ", ".join("%dll" % s for s in strides)
 
 
@@ -297,6 +295,11 @@ def _copy(t):
     span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
     flat = t.as_strided([span], [1]).clone()
     return flat.as_strided(t.shape, t.stride())
+
+
+def _signature(t):
+    """(sizes, strides, dtype) of a tensor: what a kernel is compiled for."""
+    return (tuple(t.shape), t.stride(), t.dtype)
 
 
 def _matches(signature, inputs):
@@ -646,7 +649,8 @@ class _OpKernel:
         self.weight, self.bias = const(1), const(2)
         if self.kind == "aten::conv2d":
             self.params = _conv_params(node)
-        self.functions = {}
+        self.functions = {}      # input signature -> compiled kernel or None
+        self.out_strides = {}    # input signature -> the strides of PyTorch's output
         self.example = None      # the first input it saw
         self.report = GroupReport(local, [self.kind])
         self.report.on_nncjit = True
@@ -688,7 +692,7 @@ class _OpKernel:
             # where the rows are dense).
             y = self(x.reshape(-1, x.shape[-1]))
             return y.reshape(*x.shape[:-1], y.shape[-1])
-        key = (tuple(x.shape), x.stride(), x.dtype)
+        key = _signature(x)
         fn = self.functions.get(key, False)
         if fn is False:
             fn = self.functions[key] = self._specialize(x)
@@ -699,6 +703,12 @@ class _OpKernel:
         return fn(x)
 
     def _specialize(self, x):
+        # PyTorch's result gives the output's strides: the graph's type
+        # checks after the op compare them exactly, and an output of
+        # ambiguous layout ([N, C, 1, 1] after a global pool) is
+        # channels-last or contiguous as the input suggests.
+        want = self.fallback(x)
+        self.out_strides[_signature(x)] = want.stride()
         try:
             text, constants = self._write(x)
             fn = _nncjit.compile(text, **self.options["compile"]).partial(**constants)
@@ -707,7 +717,7 @@ class _OpKernel:
             return None
         self.report.kernel = text
         if self.options["check"]:
-            got, want = fn(x), self.fallback(x)
+            got = fn(x)
             self.report.max_abs_diff = _max_abs_diff(got, want)
             why = _mismatch(got, want, self.options["rtol"], self.options["atol"])
             if why:
@@ -726,9 +736,7 @@ class _OpKernel:
         n, _, h, wd = x.shape
         ho = (h + 2 * padding[0] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
         wo = (wd + 2 * padding[1] - dilation[1] * (w.shape[3] - 1) - 1) // stride[1] + 1
-        out = _torch.empty(n, w.shape[0], ho, wo)
-        if x.is_contiguous(memory_format=_torch.channels_last) and not x.is_contiguous():
-            out = out.contiguous(memory_format=_torch.channels_last)
+        out = _torch.empty_strided((n, w.shape[0], ho, wo), self.out_strides[_signature(x)])
         return out, ", ".join("%dll" % v for v in stride + padding + dilation + [groups])
 
     def statement(self, x_name, y_name, prefix):
@@ -903,8 +911,7 @@ def _merge_ops_into_groups(graph, groups, options, ids):
                 continue
             op = _GROUPS[node.inputsAt(0).toIValue()]
             if op.kind != "aten::conv2d" or op.example is None or \
-                    not op.functions.get((tuple(op.example.shape), op.example.stride(),
-                                          op.example.dtype)):
+                    not op.functions.get(_signature(op.example)):
                 continue
             if all(u.user == check or _inside(u.user, g.if_node) for u in v.uses()) \
                     and values.count(v) == 1:

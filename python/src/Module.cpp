@@ -697,12 +697,16 @@ private:
                              void *&Data) {
     size_t Rank = S.Shape.size();
     py::tuple Shape(Rank), Strides(Rank);
+    // torch.empty only for torch's own contiguous strides, exactly: the
+    // stride of a size-1 dim is part of a tensor's layout (a [1, C, 1, 1]
+    // channels-last output is [C, 1, C, C]), which graphs' type checks
+    // compare.
     bool RowMajor = true;
     int64_t Row = 1, Span = 1;
     for (size_t D = Rank; D-- > 0;) {
       Shape[D] = S.Shape[D];
-      RowMajor &= S.Shape[D] <= 1 || S.Strides[D] == Row;
-      Row *= S.Shape[D];
+      RowMajor &= S.Strides[D] == Row;
+      Row *= std::max<int64_t>(S.Shape[D], 1);
       Strides[D] = Torch ? S.Strides[D] : S.Strides[D] * dtypeSize(T);
       Span = S.Shape[D] == 0 ? 0 : Span + (S.Shape[D] - 1) * S.Strides[D];
     }

@@ -445,3 +445,20 @@ kernel c(in x: i16[4], out y: i16[4]) {
         f(odd)
     assert message(e) == ("argument 0 ('x') of kernel 'c': its stride of 3 bytes "
                           "is not a whole number of elements")
+
+
+def test_outputs_keep_the_strides_of_size_one_dims():
+    # A [1, C, 1, 1] output declared channels-last has PyTorch's
+    # channels-last strides, (C, 1, C, C), not the contiguous ones: graphs'
+    # type checks compare them exactly.
+    for decl, want in [("channels_last", (8, 1, 8, 8)), ("", (8, 1, 1, 1)),
+                       ("strides [8ll, 1ll, 8ll, 8ll]", (8, 1, 8, 8))]:
+        k = nncjit.compile("""kernel k(in x: f32[1, 8, 1, 1], out y: f32[1, 8, 1, 1] %s) {
+  for (int64_t i = 0ll; i < 8ll; i++) {
+    y[0ll, i, 0ll, 0ll] = x[0ll, i, 0ll, 0ll];
+  }
+}""" % decl)
+        x = torch.randn(1, 8, 1, 1)
+        y = k(x)
+        assert y.stride() == want, decl
+        torch.testing.assert_close(y, x)

@@ -365,6 +365,45 @@ def test_traced_constants_with_numbered_names():
     torch.testing.assert_close(fast(x), Consts()(x))
 
 
+class SqueezeExcite(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.reduce = torch.nn.Conv2d(16, 4, 1)
+        self.expand = torch.nn.Conv2d(4, 16, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        s = torch.nn.functional.adaptive_avg_pool2d(y, 1)
+        s = torch.sigmoid(self.expand(torch.relu(self.reduce(s))))
+        return torch.relu(y * s + x)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "cl"])
+def test_squeeze_excite_runs_the_kernels_not_the_fallbacks(channels_last):
+    # The squeeze's [1, C, 1, 1] results are channels-last as PyTorch makes
+    # them ([C, 1, C, C]); the kernels returned them contiguous, so every
+    # later group's type check failed and PyTorch's fallback ran, silently
+    # (regnet_y, mobilenet_v3, efficientnet). Each group and op now runs its
+    # kernel, and no PyTorch convolution runs.
+    torch.manual_seed(0)
+    m = SqueezeExcite().eval()
+    x = torch.randn(1, 16, 14, 14)
+    if channels_last:
+        m = m.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    fast = nt.optimize(m, [x], threads=2)
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    with torch.no_grad(), torch.profiler.profile() as prof:
+        got = fast(x)
+    names = [e.name for e in prof.events()]
+    assert not [n for n in names if "convolution" in n], sorted(set(names))
+    assert names.count("nncjit::run_group") == sum(
+        1 for g in fast.groups if g.report.on_nncjit and not g.report.merged) + len(
+        [r for r in fast.report if r.merged]), sorted(set(names))
+    torch.testing.assert_close(got, m(x), rtol=1e-4, atol=1e-5)
+
+
 def test_model_without_fusion_groups_is_reported():
     def f(a):
         return torch.cumsum(a, 0)
