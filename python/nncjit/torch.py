@@ -707,9 +707,14 @@ class _OpKernel:
         # checks after the op compare them exactly, and an output of
         # ambiguous layout ([N, C, 1, 1] after a global pool) is
         # channels-last or contiguous as the input suggests.
-        want = self.fallback(x)
-        self.out_strides[_signature(x)] = want.stride()
         try:
+            if x.dtype != _torch.float32:
+                raise _Unsupported("input of type %s" % x.dtype)
+            try:
+                want = self.fallback(x)
+            except RuntimeError as e:  # PyTorch refuses it too: its error is the user's
+                raise _Unsupported("PyTorch's op refuses it: %s" % e) from None
+            self.out_strides[_signature(x)] = want.stride()
             text, constants = self._write(x)
             fn = _nncjit.compile(text, **self.options["compile"]).partial(**constants)
         except (_Unsupported, _nncjit.Error) as e:
@@ -756,8 +761,6 @@ class _OpKernel:
         return text, params, constants
 
     def _write(self, x):
-        if x.dtype != _torch.float32:
-            raise _Unsupported("input of type %s" % x.dtype)
         w, b = self.weight, self.bias
         params = [_decl("in", "x", x.dtype, x.shape, x.stride())]
         if self.kind == "aten::linear":

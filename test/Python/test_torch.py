@@ -341,6 +341,13 @@ def test_input_of_another_dtype_runs_the_fallback():
         fast(x)
     op = [r for r in fast.report if r.ops == ["aten::conv2d"]][0]
     assert op.reason == "input [1, 4, 6, 6]: input of type torch.float64", op.reason
+    # An input PyTorch's own op refuses raises, as in eager, and is noted.
+    x3 = torch.randn(1, 3, 6, 6)
+    with pytest.raises(RuntimeError):
+        m(x3)
+    with pytest.raises(RuntimeError):
+        fast(x3)
+    assert op.reason.startswith("input [1, 3, 6, 6]: PyTorch's op refuses it: "), op.reason
 
 
 def test_traced_constants_with_numbered_names():
