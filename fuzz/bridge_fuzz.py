@@ -386,7 +386,9 @@ def _flat(out):
 
 def difference(got, want):
     """Why got is not want within the bridge's tolerance, or None. Equal
-    infinities and NaN in the same positions match."""
+    infinities and NaN in the same positions match. Written apart from the
+    bridge's own check (nncjit.torch._mismatch) on purpose: the oracle must
+    not share the code it judges."""
     got, want = _flat(got), _flat(want)
     if len(got) != len(want):
         return "%d outputs, eager has %d" % (len(got), len(want))

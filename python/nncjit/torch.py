@@ -359,8 +359,9 @@ def _match_outputs(graph, written):
     are first written, are the other outputs sorted by their nodes'
     positions. The check against PyTorch stands behind it."""
     outs = list(graph.outputs())
-    strides = [list(_tensor_type(v)[2]) for v in outs]
-    dense = [_dense_strides(_tensor_type(v)[1]) for v in outs]
+    types = [_tensor_type(v) for v in outs]
+    strides = [list(t[2]) for t in types]
+    dense = [_dense_strides(t[1]) for t in types]
     copied = [b for b in written if re.fullmatch(r"output_1(_\d+)?", b)]
     restrided = [i for i, st in enumerate(strides) if st != dense[i][0]]
     if len(restrided) != len(copied):
