@@ -266,7 +266,7 @@ void BM_Grain_2Threads(benchmark::State &S) { grain(S, 2); }
 std::string resnetText() {
   std::string Err, Text;
   const char *Dir = std::getenv("NNC_WORKLOADS_DIR");
-  std::string Path = std::string(Dir ? Dir : "../shared/workloads") +
+  std::string Path = std::string(Dir ? Dir : "test/Workloads/inputs") +
                      "/resnet18_frozen_cl_rm__g01.nnc";
   if (!readFile(Path, Text, Err, uint64_t(1) << 28))
     bench::die("cannot read " + Path + " (set NNC_WORKLOADS_DIR): " + Err);

@@ -12,7 +12,7 @@
 // interleave all of them, so that a noisy moment hits all alike.
 //
 //   build/bin/nnc-bench-conv-floor [--threads=N] [--rounds=R] [--verbose]
-//       ../shared/workloads/resnet18_*.nnc
+//       test/Workloads/inputs/resnet18_*.nnc
 //
 //===----------------------------------------------------------------------===//
 #include "BenchUtil.h"

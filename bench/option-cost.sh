@@ -5,13 +5,13 @@
 #   bench/option-cost.sh --unchecked [RUNS]                default bounds checks
 #   bench/option-cost.sh --streaming-stores=off [RUNS]     default stream-stores
 # RUNS defaults to 200. From the repo root after scripts/build.sh; the
-# workloads are ../shared/workloads (or $NNC_WORKLOADS_DIR).
+# workloads are test/Workloads/inputs (or $NNC_WORKLOADS_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FLAG=${1:?usage: bench/option-cost.sh FLAG [RUNS]}
 RUNS=${2:-200}
 JIT=build/bin/nnc-jit
-DIR=${NNC_WORKLOADS_DIR:-../shared/workloads}
+DIR=${NNC_WORKLOADS_DIR:-test/Workloads/inputs}
 printf '%-32s %-10s %12s %12s %8s\n' workload asm default_ms with_flag_ms ratio
 for W in "$DIR"/*.nnc; do
   N=$(basename "$W" .nnc)

@@ -7,7 +7,7 @@ import lit.formats
 config.name = "nnc-jit"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".nnc", ".test"]
-config.excludes = ["Inputs", "check_workload.py"]
+config.excludes = ["Inputs", "inputs", "check_workload.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.nnc_obj_root
 

@@ -12,7 +12,7 @@ namespace nnc {
 namespace {
 
 // Binding strengths, loosest first. Comparisons only occur inside a select,
-// and `& | ^` bind tighter than comparisons (ir-format.md, Details 2).
+// and `& | ^` bind tighter than comparisons (docs/ir-format.md, Details 2).
 enum Prec : int {
   PrecSelect = 1,
   PrecOr = 3,

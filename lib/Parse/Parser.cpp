@@ -7,7 +7,7 @@
 // Typing: literals have their written type (bare integer i32, `ll` i64, `.f`
 // f32, plain decimal f64), and an immediate operand takes the type of the
 // other operand of its operator, select, store, let or loop bound when that
-// differs (ir-format.md, Details 4). Nothing else is converted implicitly;
+// differs (docs/ir-format.md, Details 4). Nothing else is converted implicitly;
 // mismatches are left for the verifier to report.
 //
 //===----------------------------------------------------------------------===//
@@ -374,7 +374,7 @@ private:
         return parseFreeExt();
       if (T.Text == "Alias")
         failAt(T, "Alias is not supported; write the temporary as "
-                  "Allocate/Free (ir-format.md, Details 12)");
+                  "Allocate/Free (docs/ir-format.md, Details 12)");
       if (T.Text == "nnc_parallel_for")
         return parseParallelCall();
       if (!lookupVar(T.Text))

@@ -5,7 +5,7 @@
 // real strides (NHWC or NCHW, read from the strides), so oneDNN writes
 // straight into the output, with no temporary and no copy. Weights are given
 // to the primitive descriptor as `format_tag::any` (plain `oihw` weights make
-// oneDNN fall back to its reference kernel, 200x slower; toolchain.md §5),
+// oneDNN fall back to its reference kernel, 200x slower; docs/toolchain.md §5),
 // reordered once into the layout it prefers, and kept.
 //
 // Cache: primitives and reordered weights are kept by shapes, strides,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs every ../shared/workloads kernel with --streaming-stores=always.
+"""Runs every test/Workloads/inputs kernel with --streaming-stores=always.
 
 Usage: check_streaming.py NNC_JIT WORKLOADS_DIR THREADS[,THREADS...]
 

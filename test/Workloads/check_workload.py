@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs one ../shared/workloads kernel through nnc-jit and checks it.
+"""Runs one test/Workloads/inputs kernel through nnc-jit and checks it.
 
 Usage: check_workload.py NNC_JIT WORKLOADS_DIR NAME [extra nnc-jit flags...]
 

@@ -1,6 +1,6 @@
 //===- Parser.h - .nnc text to IR -------------------------------*- C++ -*-===//
 //
-// Parses the whole .nnc format (ir-format.md), NNC's printer syntax included.
+// Parses the whole .nnc format (docs/ir-format.md), NNC's printer syntax included.
 // The first error is reported with its location and parsing stops cleanly: no
 // input, however malformed, crashes or hangs the parser.
 //
@@ -17,7 +17,7 @@
 
 namespace nnc {
 
-/// Limit on expression depth and on statement nesting (ir-format.md, Details
+/// Limit on expression depth and on statement nesting (docs/ir-format.md, Details
 /// 9 asks for at least 1,000).
 constexpr unsigned kMaxNestingDepth = 1000;
 
