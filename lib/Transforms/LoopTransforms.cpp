@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Transforms/LoopTransforms.h"
+#include "LoopRewriting.h"
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/Analysis/Reduction.h"
 #include "nnc/IR/Equality.h"
@@ -23,6 +24,8 @@
 
 namespace nnc {
 
+using namespace detail;
+
 namespace {
 
 /// A loop and where it is.
@@ -33,7 +36,6 @@ struct Site {
   const StmtNode *Parent = nullptr; ///< The block holding it.
   size_t Index = 0;                 ///< Its position there.
 };
-
 
 //===----------------------------------------------------------------------===//
 // Finding loops
@@ -88,14 +90,6 @@ std::vector<EnclosingLoop> enclosing(const std::vector<const For *> &Outer) {
   return R;
 }
 
-/// The loop directly and only inside F, if F's body is just that loop.
-const For *onlyLoopIn(const For &F) {
-  auto *B = dyn_cast<Block>(F.Body);
-  if (B && B->Stmts.size() == 1)
-    return dyn_cast<For>(B->Stmts[0]);
-  return nullptr;
-}
-
 /// Top and the loops perfectly nested in it, N in all.
 llvm::Expected<std::vector<const For *>> perfectBand(const For *Top, size_t N,
                                                      const std::string &What) {
@@ -141,69 +135,8 @@ llvm::Error checkRectangular(const std::vector<const For *> &Band,
 }
 
 //===----------------------------------------------------------------------===//
-// Rewriting
+// Rewriting (the shared rewriters are in LoopRewriting.h)
 //===----------------------------------------------------------------------===//
-
-/// Replaces statements (by identity) with lists of statements, spliced into
-/// the blocks that hold them.
-class Replacer : public IRMutator {
-public:
-  std::map<const StmtNode *, std::vector<Stmt>> With;
-
-protected:
-  Stmt mutateBlock(const Block *Op, const Stmt &S) override {
-    std::vector<Stmt> R;
-    bool Changed = false;
-    for (const Stmt &C : Op->Stmts) {
-      auto It = With.find(C.get());
-      if (It != With.end()) {
-        R.insert(R.end(), It->second.begin(), It->second.end());
-        Changed = true;
-        continue;
-      }
-      Stmt M = mutate(C);
-      Changed |= M != C;
-      R.push_back(M);
-    }
-    return Changed ? Block::make(std::move(R), Op->Loc) : S;
-  }
-};
-
-Stmt replace(const Stmt &Body,
-             std::map<const StmtNode *, std::vector<Stmt>> With) {
-  Replacer R;
-  R.With = std::move(With);
-  return R.mutate(Body);
-}
-
-/// Replaces variables by expressions (cast to the variable's type).
-class Substituter : public IRMutator {
-public:
-  std::map<std::string, Expr> Map;
-
-protected:
-  Expr mutateVar(const Var *Op, const Expr &E) override {
-    auto It = Map.find(Op->Name);
-    if (It == Map.end())
-      return E;
-    const Expr &R = It->second;
-    return R->Type == Op->Type ? R : Cast::make(Op->Type, R, Op->Loc);
-  }
-  /// `i_outer * 4 + i_inner` with i_inner = 0 is `i_outer * 4`.
-  Expr mutateBinary(const Binary *Op, const Expr &E) override {
-    Expr R = IRMutator::mutateBinary(Op, E);
-    auto *B = dyn_cast<Binary>(R);
-    if (R == E || !B || !isIntegral(B->Type) || B->Op > BinOp::Mod)
-      return R;
-    return foldBinary(B->Op, B->A, B->B);
-  }
-};
-
-template <class T> T substitute(const T &X, std::map<std::string, Expr> Map) {
-  Substituter S;
-  S.Map = std::move(Map);
-  return S.mutate(X);
-}
 
 /// Appends Suffix to every name a statement binds (loop variables, lets,
 /// temporaries it allocates or an external call declares), so that a copy
@@ -324,25 +257,6 @@ private:
 Stmt renamed(const Stmt &S, const std::string &Suffix, const Kernel &K) {
   Renamer R(S, Suffix, kernelNames(K));
   return R.mutate(S);
-}
-
-Expr constant(DType T, int64_t V) { return IntImm::make(T, V); }
-
-/// Stop - Start, or 0 when that is negative and not a constant.
-Expr tripCount(const For &L, DType T, bool ClampAtZero) {
-  auto Conv = [&](const Expr &E) {
-    return E->Type == T ? E : Cast::make(T, E, E->Loc);
-  };
-  Expr Trip = foldBinary(BinOp::Sub, Conv(L.Stop), Conv(L.Start));
-  if (auto C = evaluateConstant(Trip))
-    return constant(T, std::max<int64_t>(*C, 0));
-  return ClampAtZero ? Binary::make(BinOp::Max, Trip, constant(T, 0)) : Trip;
-}
-
-std::vector<Stmt> stmtsOf(const Stmt &S) {
-  if (auto *B = dyn_cast<Block>(S))
-    return B->Stmts;
-  return {S};
 }
 
 /// Statements in S, nested ones included.
@@ -752,339 +666,6 @@ llvm::Expected<Stmt> parallelizeLoop(const Kernel &K, const std::string &Name,
   LoopOptions Opts = L.Options;
   Opts.Parallel = true;
   return withOptions(K, *S, Opts);
-}
-
-//===----------------------------------------------------------------------===//
-// rfactor
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Replaces the given stores (by node) with the statements made for them.
-class StoreReplacer : public IRMutator {
-public:
-  std::map<const Store *, std::function<Stmt(const Store &)>> With;
-
-protected:
-  Stmt mutateStore(const Store *Op, const Stmt &S) override {
-    auto It = With.find(Op);
-    return It == With.end() ? S : It->second(*Op);
-  }
-};
-
-/// `Acc op Update` in the operand order of Form's store.
-Expr accumulate(const Accumulation &Form, const Store &S, Expr Acc,
-                Expr Update) {
-  auto *B = cast<Binary>(S.Value);
-  bool AccFirst = B->A == Form.Acc;
-  return Binary::make(Form.Op, AccFirst ? Acc : Update, AccFirst ? Update : Acc,
-                      S.Loc, B->PropagateNaN);
-}
-
-} // namespace
-
-llvm::Expected<std::vector<Stmt>> rfactorLoop(const Kernel &K, const For &L,
-                                              int64_t Parts, bool Reassociate,
-                                              std::set<std::string> &Used) {
-  std::vector<ReductionCheck> Rs;
-  for (ReductionCheck &C : checkReductions(L)) {
-    if (!C.reduces() || !C.S->reduction())
-      continue;
-    DType T = C.S->Buf->Type;
-    std::string What = std::string("the ") + reductionOpName(C.Form.Op) +
-                       " reduction into '" + C.S->Buf->Name + "'";
-    if (isFloat(T) && !reassociatesExactly(C.Form.Op, T)) {
-      if (T != DType::F32 && T != DType::F64)
-        return makeError(What + " keeps its order: " +
-                         std::string(dtypeName(T)) + " rounds at each step");
-      if (!Reassociate)
-        return makeError(What + " keeps its order (--reassociate=off)");
-    }
-    Rs.push_back(std::move(C));
-  }
-  if (Rs.empty())
-    return makeError("it reduces into no element");
-  if (Parts < 2)
-    return makeError("fewer than two partials");
-
-  // Legality: with each reduction store writing an element of its own
-  // (indexed by L), the iterations must be independent.
-  StoreReplacer Probe;
-  for (const ReductionCheck &C : Rs) {
-    Buffer Own = BufferNode::make(freshName(Used, C.S->Buf->Name + "_own"),
-                                  C.S->Buf->Type, {L.Stop}, BufferRole::Temp);
-    Expr Index = Var::make(L.VarType, L.Var, L.Loc);
-    Probe.With[C.S] = [Own, Index, Update = C.Form.Update](const Store &S) {
-      return Store::make(Own, {Index}, Update, S.Loc);
-    };
-  }
-  Stmt Probed = For::make(L.Var, L.VarType, L.Start, L.Stop,
-                          Probe.mutate(L.Body), L.Options, L.Loc);
-  DependenceResult R = analyzeLoop(K, *cast<For>(Probed));
-  if (!R.independent())
-    return makeError(R.describe());
-
-  DType I64 = DType::I64;
-  SourceLoc Loc = L.Loc;
-  Expr P = constant(I64, Parts);
-  Expr Chunk = foldBinary(BinOp::Div, tripCount(L, I64, /*ClampAtZero=*/true), P);
-  auto Start = [&]() {
-    return L.Start->Type == I64 ? L.Start : Cast::make(I64, L.Start, Loc);
-  };
-  std::string PartVar = freshName(Used, L.Var + "_part"),
-              InVar = freshName(Used, L.Var + "_in"),
-              CombineVar = freshName(Used, L.Var + "_combine");
-  Expr Part = Var::make(I64, PartVar, Loc);
-
-  std::vector<Stmt> Before, Inits, Combine, After;
-  StoreReplacer ToPartial;
-  for (const ReductionCheck &C : Rs) {
-    const Store &S = *C.S;
-    Buffer Partial = BufferNode::make(freshName(Used, S.Buf->Name + "_part"),
-                                      S.Buf->Type, {P}, BufferRole::Temp);
-    Before.push_back(Allocate::make(Partial, S.Loc, /*ZeroFill=*/false));
-    After.push_back(Free::make(Partial, S.Loc));
-    Inits.push_back(Store::make(Partial, {Part},
-                                reductionIdentity(C.Form.Op, S.Buf->Type, S.Loc),
-                                S.Loc));
-    ToPartial.With[&S] = [Partial, Part, Form = C.Form](const Store &St) {
-      return Store::make(Partial, {Part},
-                         accumulate(Form, St, Load::make(Partial, {Part}, St.Loc),
-                                    Form.Update),
-                         St.Loc, StoreHint::Reduction);
-    };
-    Expr Other = Load::make(Partial, {Var::make(I64, CombineVar, Loc)}, S.Loc);
-    Combine.push_back(Store::make(S.Buf, S.Indices,
-                                  accumulate(C.Form, S, C.Form.Acc, Other),
-                                  S.Loc, StoreHint::Reduction));
-  }
-
-  // The partial loop: chunk Part runs iterations [Part * Chunk, (Part + 1)
-  // * Chunk) of L, whose variable a let recomputes.
-  Expr Index = foldBinary(
-      BinOp::Add, foldBinary(BinOp::Add, Start(), foldBinary(BinOp::Mul, Part, Chunk)),
-      Var::make(I64, InVar, Loc));
-  std::vector<Stmt> InBody = {Let::make(
-      L.Var, L.VarType,
-      L.VarType == I64 ? Index : Cast::make(L.VarType, Index, Loc), Loc)};
-  for (const Stmt &St : stmtsOf(ToPartial.mutate(L.Body)))
-    InBody.push_back(St);
-  LoopOptions Serial = L.Options;
-  Serial.Parallel = false;
-  Inits.push_back(For::make(InVar, I64, constant(I64, 0), Chunk,
-                            Block::make(std::move(InBody), Loc), Serial, Loc));
-  LoopOptions Par;
-  Par.Parallel = true;
-  std::vector<Stmt> Out = std::move(Before);
-  Out.push_back(For::make(PartVar, I64, constant(I64, 0), P,
-                          Block::make(std::move(Inits), Loc), Par, Loc));
-  Out.push_back(For::make(CombineVar, I64, constant(I64, 0), P,
-                          Block::make(std::move(Combine), Loc), {}, Loc));
-  // The iterations past the last whole chunk, as L runs them.
-  auto Trip = constantTripCount(L);
-  if (!Trip || *Trip % Parts != 0) {
-    Expr Rest = foldBinary(BinOp::Add, Start(), foldBinary(BinOp::Mul, P, Chunk));
-    Out.push_back(For::make(L.Var, L.VarType,
-                            L.VarType == I64 ? Rest : Cast::make(L.VarType, Rest, Loc),
-                            L.Stop, L.Body, Serial, Loc));
-  }
-  for (Stmt &S : After)
-    Out.push_back(std::move(S));
-  return Out;
-}
-
-//===----------------------------------------------------------------------===//
-// computeInline
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Numbers statements in program order and records what computeInline needs
-/// to know about one temporary.
-class InlineScan : public IRVisitor {
-public:
-  explicit InlineScan(std::string Name) : Name(std::move(Name)) {}
-
-  struct StoreSite {
-    const Store *St;
-    Stmt Node;
-    std::vector<std::pair<const For *, Stmt>> Outer; ///< Loops and nodes.
-  };
-  std::vector<StoreSite> Stores;
-  std::vector<const StmtNode *> Decls; ///< Allocate and Free of the temp.
-  bool Declared = false;
-  std::string ExternalUse;
-  std::vector<std::pair<size_t, const Load *>> Loads; ///< Position, load.
-  std::vector<std::tuple<size_t, std::string, SourceLoc>> Writes;
-  std::map<const StmtNode *, std::pair<size_t, size_t>> Span; ///< [first, last]
-
-  void scan(const Stmt &S) {
-    if (!S)
-      return;
-    size_t First = ++Pos;
-    Current.push_back(S);
-    visit(S);
-    Current.pop_back();
-    Span[S.get()] = {First, Pos};
-  }
-
-protected:
-  void visitBlock(const Block *Op) override {
-    for (const Stmt &S : Op->Stmts)
-      scan(S);
-  }
-  void visitFor(const For *Op) override {
-    visit(Op->Start);
-    visit(Op->Stop);
-    Loops.push_back({Op, Current.back()});
-    scan(Op->Body);
-    Loops.pop_back();
-  }
-  void visitCond(const Cond *Op) override {
-    visit(Op->C);
-    scan(Op->Then);
-    scan(Op->Else);
-  }
-  void visitStore(const Store *Op) override {
-    IRVisitor::visitStore(Op);
-    Writes.emplace_back(Pos, Op->Buf->Name, Op->Loc);
-    if (Op->Buf->Name == Name)
-      Stores.push_back({Op, Current.back(), Loops});
-  }
-  void visitLoad(const Load *Op) override {
-    IRVisitor::visitLoad(Op);
-    if (Op->Buf->Name == Name)
-      Loads.emplace_back(Pos, Op);
-  }
-  void visitAllocate(const Allocate *Op) override {
-    if (Op->Buf->Name == Name) {
-      Declared = true;
-      Decls.push_back(Current.back().get());
-    }
-  }
-  void visitFree(const Free *Op) override {
-    if (Op->Buf->Name == Name)
-      Decls.push_back(Current.back().get());
-  }
-  void visitExternalCall(const ExternalCall *Op) override {
-    IRVisitor::visitExternalCall(Op);
-    Writes.emplace_back(Pos, Op->Out.Buf->Name, Op->Loc);
-    bool Uses = Op->Out.Buf->Name == Name;
-    for (const BufferView &V : Op->Args)
-      Uses |= V.Buf->Name == Name;
-    if (Uses && ExternalUse.empty())
-      ExternalUse = Op->Func;
-    if (Op->Out.Buf->Name == Name)
-      Declared = true;
-  }
-
-private:
-  std::string Name;
-  size_t Pos = 0;
-  std::vector<Stmt> Current;
-  std::vector<std::pair<const For *, Stmt>> Loops;
-};
-
-/// Drops statements and replaces the loads of one buffer.
-class Inliner : public Replacer {
-public:
-  std::string Name;
-  std::vector<std::string> Vars; ///< The nest's variables, by dimension.
-  Expr Value;
-
-protected:
-  Expr mutateLoad(const Load *Op, const Expr &E) override {
-    Expr L = IRMutator::mutateLoad(Op, E);
-    auto *Ld = cast<Load>(L);
-    if (Ld->Buf->Name != Name)
-      return L;
-    std::map<std::string, Expr> Map;
-    for (size_t D = 0; D < Vars.size(); ++D)
-      Map[Vars[D]] = Ld->Indices[D];
-    return substitute(Value, Map);
-  }
-};
-
-} // namespace
-
-llvm::Expected<Stmt> inlineTemporary(const Kernel &K,
-                                     const std::string &Name) {
-  std::string What = "cannot inline '" + Name + "'";
-  if (K.findParam(Name))
-    return makeError(What + ": it is a kernel parameter, not a temporary");
-  InlineScan Scan(Name);
-  Scan.scan(K.Body);
-  if (!Scan.Declared)
-    return makeError("no temporary named '" + Name + "' in kernel '" +
-                     K.Name + "'");
-  if (!Scan.ExternalUse.empty())
-    return makeError(What + ": the external call " + Scan.ExternalUse +
-                     " uses it");
-  if (Scan.Stores.size() != 1)
-    return makeError(What + ": " + std::to_string(Scan.Stores.size()) +
-                     " statements store to it (inlining needs exactly one)");
-  const InlineScan::StoreSite &P = Scan.Stores[0];
-  const Store &St = *P.St;
-  const BufferNode &Buf = *St.Buf;
-  unsigned Rank = Buf.rank();
-  if (St.Indices.size() != Rank || P.Outer.size() < Rank)
-    return makeError(What + ": its store is not in a loop nest over all its "
-                     "elements, one index per dimension");
-  // The last Rank loops around the store, each index its loop's variable,
-  // each loop running over its dimension, perfectly nested.
-  std::vector<std::string> Vars;
-  for (unsigned D = 0; D < Rank; ++D) {
-    const For &L = *P.Outer[P.Outer.size() - Rank + D].first;
-    auto *V = dyn_cast<Var>(St.Indices[D]);
-    auto DimC = evaluateConstant(Buf.Dims[D]), StopC = evaluateConstant(L.Stop);
-    bool Covers = getConstInt(L.Start) == 0 &&
-                  (DimC ? StopC == DimC
-                        : equal(L.Stop, Buf.Dims[D]));
-    // The innermost loop holds just the store (not, say, a condition
-    // around it); the others just the next loop.
-    const auto &Inner = cast<Block>(L.Body)->Stmts;
-    bool Perfect = D + 1 == Rank ? Inner.size() == 1 && Inner[0] == P.Node
-                                 : onlyLoopIn(L) != nullptr;
-    if (!V || V->Name != L.Var || !Covers || !Perfect)
-      return makeError(What + ": its store is not in a perfect loop nest "
-                       "over all its elements (dimension " +
-                       std::to_string(D) + ")");
-    Vars.push_back(L.Var);
-  }
-  const StmtNode *Root =
-      Rank ? P.Outer[P.Outer.size() - Rank].second.get() : P.Node.get();
-  size_t NestEnd = Scan.Span[Root].second;
-
-  std::set<std::string> Allowed(Vars.begin(), Vars.end());
-  for (const Param &Pm : K.Params)
-    if (!Pm.isBuffer())
-      Allowed.insert(Pm.Name);
-  for (const std::string &V : varsOf(St.Value))
-    if (!Allowed.count(V))
-      return makeError(What + ": its value uses '" + V +
-                       "', which is not in scope where it is read");
-  std::set<std::string> Reads = buffersLoaded(St.Value);
-  if (Reads.count(Name))
-    return makeError(What + ": its value reads '" + Name + "' itself");
-  for (const auto &[Pos, Buf, Loc] : Scan.Writes)
-    if (Pos > NestEnd && Reads.count(Buf))
-      return makeError(What + ": its value reads '" + Buf +
-                       "', which is written after it is computed");
-  for (const auto &[Pos, Ld] : Scan.Loads) {
-    if (Pos <= NestEnd)
-      return makeError(What + ": it is read before it is computed");
-    if (Ld->Indices.size() != Rank)
-      return makeError(What + ": it is read with a flat index");
-  }
-
-  Inliner In;
-  In.Name = Name;
-  In.Vars = Vars;
-  In.Value = St.Value;
-  In.With[Root] = {};
-  for (const StmtNode *D : Scan.Decls)
-    In.With[D] = {};
-  return In.mutate(K.Body);
 }
 
 } // namespace nnc
