@@ -1,8 +1,8 @@
 //===- JIT.cpp - Compile kernels for the host CPU and run them ------------===//
 #include "nnc/JIT/JIT.h"
+#include "nnc/JIT/ObjectCache.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/Runtime/Runtime.h"
-#include "nnc/Support/FileIO.h"
 
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -14,23 +14,13 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/SHA256.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 
-#include <array>
 #include <atomic>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -41,10 +31,6 @@ namespace nnc {
 
 namespace {
 
-/// Bumped whenever lowering or the cache format changes, so old cache files
-/// are not loaded.
-constexpr uint32_t kCacheFormatVersion = 6;
-constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
 constexpr const char *kEntryName = "nnc_kernel_entry";
 
 double msSince(std::chrono::steady_clock::time_point T) {
@@ -55,191 +41,6 @@ double msSince(std::chrono::steady_clock::time_point T) {
 
 Error makeError(const Twine &Msg) {
   return make_error<StringError>(Msg, inconvertibleErrorCode());
-}
-
-//===----------------------------------------------------------------------===//
-// The persistent cache: one file per key, validated on load.
-//===----------------------------------------------------------------------===//
-
-struct CacheEntry {
-  std::string Object;
-  std::vector<ErrorSite> Sites;
-};
-
-class ByteWriter {
-public:
-  std::string Data;
-  void bytes(const void *P, size_t N) {
-    Data.append(static_cast<const char *>(P), N);
-  }
-  template <class T> void pod(T V) { bytes(&V, sizeof(V)); }
-  void str(const std::string &S) {
-    pod<uint64_t>(S.size());
-    Data += S;
-  }
-};
-
-class ByteReader {
-public:
-  explicit ByteReader(StringRef D) : D(D) {}
-  bool bytes(void *P, size_t N) {
-    if (Pos + N > D.size())
-      return false;
-    std::memcpy(P, D.data() + Pos, N);
-    Pos += N;
-    return true;
-  }
-  template <class T> bool pod(T &V) { return bytes(&V, sizeof(V)); }
-  bool str(std::string &S) {
-    uint64_t N;
-    if (!pod(N) || N > D.size() - Pos)
-      return false;
-    S.assign(D.data() + Pos, N);
-    Pos += N;
-    return true;
-  }
-  size_t pos() const { return Pos; }
-
-private:
-  StringRef D;
-  size_t Pos = 0;
-};
-
-/// HMAC-SHA256 (RFC 2104) of Data under Key: entries are authenticated by
-/// the cache's secret key, so that one made without it (another user's, or
-/// a forged object with a recomputed checksum) is never loaded.
-std::array<uint8_t, 32> hmac(StringRef Key, StringRef Data) {
-  std::array<uint8_t, 64> K{};
-  if (Key.size() > K.size()) {
-    auto D = SHA256::hash(arrayRefFromStringRef(Key));
-    std::copy(D.begin(), D.end(), K.begin());
-  } else {
-    std::copy(Key.begin(), Key.end(), K.begin());
-  }
-  std::array<uint8_t, 64> IPad, OPad;
-  for (size_t I = 0; I < K.size(); ++I) {
-    IPad[I] = K[I] ^ 0x36;
-    OPad[I] = K[I] ^ 0x5c;
-  }
-  SHA256 Inner;
-  Inner.update(IPad);
-  Inner.update(Data);
-  std::array<uint8_t, 32> InnerSum = Inner.final();
-  SHA256 Outer;
-  Outer.update(OPad);
-  Outer.update(InnerSum);
-  return Outer.final();
-}
-
-std::string serialize(const std::string &Key, const CacheEntry &E,
-                      StringRef Secret) {
-  ByteWriter W;
-  W.bytes(kCacheMagic, sizeof(kCacheMagic));
-  W.pod(kCacheFormatVersion);
-  W.str(Key);
-  W.pod<uint32_t>(E.Sites.size());
-  for (const ErrorSite &S : E.Sites) {
-    W.pod<uint8_t>(static_cast<uint8_t>(S.Kind));
-    W.pod(S.Loc.Line);
-    W.pod(S.Loc.Col);
-    W.str(S.Detail);
-  }
-  W.str(E.Object);
-  auto Mac = hmac(Secret, W.Data);
-  W.bytes(Mac.data(), Mac.size());
-  return W.Data;
-}
-
-/// Parses a cache file; nullopt if it is truncated, corrupt, not made with
-/// Secret, of another format version, or for another key.
-std::optional<CacheEntry> deserialize(StringRef Data, const std::string &Key,
-                                      StringRef Secret) {
-  constexpr size_t MacSize = 32;
-  if (Data.size() < sizeof(kCacheMagic) + MacSize)
-    return std::nullopt;
-  StringRef Body = Data.drop_back(MacSize);
-  auto Mac = hmac(Secret, Body);
-  // Compared in full (no early exit), as MACs are.
-  uint8_t Diff = 0;
-  for (size_t I = 0; I < MacSize; ++I)
-    Diff |= Mac[I] ^ static_cast<uint8_t>(Data[Body.size() + I]);
-  if (Diff)
-    return std::nullopt;
-  ByteReader R(Body);
-  char Magic[8];
-  uint32_t Version, NumSites;
-  std::string StoredKey;
-  if (!R.bytes(Magic, 8) || std::memcmp(Magic, kCacheMagic, 8) != 0 ||
-      !R.pod(Version) || Version != kCacheFormatVersion || !R.str(StoredKey) ||
-      StoredKey != Key || !R.pod(NumSites))
-    return std::nullopt;
-  CacheEntry E;
-  for (uint32_t I = 0; I < NumSites; ++I) {
-    uint8_t Kind;
-    ErrorSite S;
-    if (!R.pod(Kind) || Kind > static_cast<uint8_t>(ErrorKind::Message) ||
-        !R.pod(S.Loc.Line) || !R.pod(S.Loc.Col) || !R.str(S.Detail))
-      return std::nullopt;
-    S.Kind = static_cast<ErrorKind>(Kind);
-    E.Sites.push_back(std::move(S));
-  }
-  if (!R.str(E.Object) || R.pos() != Body.size())
-    return std::nullopt;
-  return E;
-}
-
-/// Random bytes from the kernel.
-bool randomBytes(void *P, size_t N) {
-  int Fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (Fd < 0)
-    return false;
-  ssize_t Got = ::read(Fd, P, N);
-  ::close(Fd);
-  return Got == static_cast<ssize_t>(N);
-}
-
-/// Why Path may not hold a cache (it is not a directory of this user's that
-/// only this user can write), or empty if it may.
-std::string unsafeCacheDir(const std::string &Path) {
-  struct stat St;
-  if (::stat(Path.c_str(), &St) != 0)
-    return std::strerror(errno);
-  if (!S_ISDIR(St.st_mode))
-    return "it is not a directory";
-  if (St.st_uid != ::geteuid())
-    return "it belongs to another user";
-  if (St.st_mode & (S_IWGRP | S_IWOTH))
-    return "others can write to it";
-  return "";
-}
-
-/// Reads the cache's secret key from Dir/key, creating it (0600, random)
-/// if it does not exist. Empty with Why set if it cannot be trusted.
-std::string cacheSecret(const std::string &Dir, std::string &Why) {
-  std::string Path = Dir + "/key";
-  // A new key is written only where none exists (another process may have
-  // made one first: then it is read like any other).
-  char Fresh[32];
-  std::string Ignored;
-  if (randomBytes(Fresh, sizeof(Fresh)))
-    writeFile(Path, {Fresh, sizeof(Fresh)}, Ignored, WriteMode::NewPrivate);
-  int Fd = ::open(Path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat St;
-  if (Fd < 0 || ::fstat(Fd, &St) != 0) {
-    Why = "cannot read its key '" + Path + "'";
-    if (Fd >= 0)
-      ::close(Fd);
-    return "";
-  }
-  char Key[32];
-  bool Ok = S_ISREG(St.st_mode) && St.st_uid == ::geteuid() &&
-            (St.st_mode & 077) == 0 && ::read(Fd, Key, sizeof(Key)) == sizeof(Key);
-  ::close(Fd);
-  if (!Ok) {
-    Why = "its key '" + Path + "' is not a 32-byte file only this user can read";
-    return "";
-  }
-  return std::string(Key, sizeof(Key));
 }
 
 } // namespace
@@ -298,8 +99,8 @@ public:
   unsigned VectorWidth = 0;
   /// Target features this CPU lacks ("+avx512fp16, ..."); empty if none.
   std::string Foreign;
-  /// The disk cache's key (empty: no disk cache), and why it is not used.
-  std::string Secret, Warning;
+  /// The persistent cache (JITOptions::CacheDir).
+  ObjectCache Disk;
   bool Contract = false;
   std::mutex Mu;
   /// Kernels compiled here and still alive somewhere, by cache key. Weak, so
@@ -331,7 +132,7 @@ public:
 
   std::string cacheKey(const Kernel &K) const {
     std::ostringstream OS;
-    OS << "nnc-jit cache v" << kCacheFormatVersion << '\n'
+    OS << "nnc-jit cache v" << ObjectCache::FormatVersion << '\n'
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
        << "O" << Opts.OptLevel << " contract=" << Contract
@@ -462,58 +263,6 @@ public:
     return emit(*L.M, **TM, Type);
   }
 
-  std::string cachePath(const std::string &Key) const {
-    SmallString<128> P(Opts.CacheDir);
-    char Name[32];
-    std::snprintf(Name, sizeof(Name), "%016llx.nncobj",
-                  static_cast<unsigned long long>(xxh3_64bits(StringRef(Key))));
-    sys::path::append(P, Name);
-    return std::string(P);
-  }
-
-  std::optional<CacheEntry> loadFromDisk(const std::string &Key) {
-    if (Secret.empty())
-      return std::nullopt;
-    auto Buf = MemoryBuffer::getFile(cachePath(Key));
-    if (!Buf)
-      return std::nullopt;
-    return deserialize((*Buf)->getBuffer(), Key, Secret);
-  }
-
-  void storeToDisk(const std::string &Key, const CacheEntry &E) {
-    if (Secret.empty())
-      return; // A cache that cannot be written is only a missed speed-up.
-    std::string Path = cachePath(Key);
-    // A fresh name nobody can predict, created only if nothing (no planted
-    // link) is there; then renamed over the entry: readers see old or new.
-    uint64_t Salt;
-    if (!randomBytes(&Salt, sizeof(Salt)))
-      return;
-    char Suffix[32];
-    std::snprintf(Suffix, sizeof(Suffix), ".tmp%016llx",
-                  static_cast<unsigned long long>(Salt));
-    std::string Tmp = Path + Suffix, Ignored;
-    if (writeFile(Tmp, serialize(Key, E, Secret), Ignored,
-                  WriteMode::NewPrivate) &&
-        ::rename(Tmp.c_str(), Path.c_str()) != 0)
-      ::unlink(Tmp.c_str());
-  }
-
-  /// Sets up the cache directory: created for this user alone if missing;
-  /// refused (Warning set) if others could write to it, or its key is not
-  /// this user's secret.
-  void openCache() {
-    const std::string &Dir = Opts.CacheDir;
-    if (Dir.empty())
-      return;
-    if (::mkdir(Dir.c_str(), 0700) != 0 && errno == ENOENT)
-      sys::fs::create_directories(Dir, true, sys::fs::perms::owner_all);
-    std::string Why = unsafeCacheDir(Dir);
-    if (Why.empty())
-      Secret = cacheSecret(Dir, Why);
-    if (!Why.empty())
-      Warning = "not using cache directory '" + Dir + "': " + Why;
-  }
 
   Expected<std::shared_ptr<const CompiledKernel>> link(const Kernel &K,
                                                        CacheEntry E) {
@@ -615,7 +364,7 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
 
   auto I = std::make_unique<Impl>(*JTMB);
   I->Opts = Opts;
-  I->openCache();
+  I->Disk = ObjectCache(Opts.CacheDir);
   I->CPU = JTMB->getCPU();
   I->Features = JTMB->getFeatures().getString();
   {
@@ -699,7 +448,7 @@ KernelJIT::~KernelJIT() {
 const std::string &KernelJIT::cpuName() const { return P->CPU; }
 const std::string &KernelJIT::features() const { return P->Features; }
 bool KernelJIT::fpContract() const { return P->Contract; }
-const std::string &KernelJIT::cacheWarning() const { return P->Warning; }
+const std::string &KernelJIT::cacheWarning() const { return P->Disk.warning(); }
 
 Expected<std::shared_ptr<const CompiledKernel>>
 KernelJIT::compile(const Kernel &K, CompileTimes *Times) {
@@ -719,7 +468,7 @@ KernelJIT::compile(const Kernel &K, CompileTimes *Times) {
         return Live;
       }
   }
-  std::optional<CacheEntry> Entry = P->loadFromDisk(Key);
+  std::optional<CacheEntry> Entry = P->Disk.load(Key);
   T.CacheHit = Entry.has_value();
   if (!Entry) {
     auto TM = P->targetMachine();
@@ -738,7 +487,7 @@ KernelJIT::compile(const Kernel &K, CompileTimes *Times) {
       return Obj.takeError();
     T.MachineCode = msSince(Start);
     Entry = CacheEntry{std::move(*Obj), std::move(L.ErrorSites)};
-    P->storeToDisk(Key, *Entry);
+    P->Disk.store(Key, *Entry);
   }
   auto Start = std::chrono::steady_clock::now();
   auto CK = P->link(K, std::move(*Entry));
