@@ -1,8 +1,13 @@
-//===- Check.cpp - The oracle: host arguments and result comparison -------===//
-#include "nnc/Check/Check.h"
+//===- Check.cpp - The oracle: host arguments, inputs and outputs ---------===//
+//
+// The arguments of a run (random, given or read from files), their summary
+// and the files --output writes. Comparisons are in Compare.cpp, the .npy
+// format in Npy.cpp.
+//
+//===----------------------------------------------------------------------===//
+#include "CheckUtil.h"
+#include "nnc/Check/Npy.h"
 #include "nnc/Support/Format.h"
-#include "nnc/IR/Equality.h"
-#include "nnc/IR/IRVisitor.h"
 #include "nnc/Interp/Interpreter.h"
 #include "nnc/Support/FileIO.h"
 #include "nnc/Support/Suggest.h"
@@ -13,9 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <set>
 
 namespace nnc {
 
@@ -23,16 +25,6 @@ namespace {
 
 /// Largest file or buffer the tool reads or creates (16 GiB).
 constexpr uint64_t kMaxBytes = uint64_t(1) << 34;
-
-/// Splits "NAME=VALUE"; false if there is no '='.
-bool splitAssign(const std::string &S, std::string &Name, std::string &Value) {
-  size_t Eq = S.find('=');
-  if (Eq == std::string::npos || Eq == 0)
-    return false;
-  Name = S.substr(0, Eq);
-  Value = S.substr(Eq + 1);
-  return true;
-}
 
 /// splitmix64: a small, well-distributed, deterministic generator.
 struct Rng {
@@ -69,17 +61,6 @@ void fillRandom(HostBuffer &B, uint64_t Seed) {
   });
 }
 
-/// %.9g, with NaN and infinities spelled the same on every platform.
-std::string formatDouble(double V) {
-  if (std::isnan(V))
-    return "nan";
-  if (std::isinf(V))
-    return V > 0 ? "inf" : "-inf";
-  char Buf[64];
-  std::snprintf(Buf, sizeof(Buf), "%.9g", V);
-  return Buf;
-}
-
 /// The decimal text of V.
 std::string int128Text(__int128 V) {
   if (V == 0)
@@ -93,12 +74,6 @@ std::string int128Text(__int128 V) {
   return Neg ? "-" + R : R;
 }
 
-std::string formatValue(const HostBuffer &B, int64_t Off) {
-  if (isFloat(B.type()))
-    return formatDouble(B.getDouble(Off));
-  return std::to_string(B.getInt(Off));
-}
-
 
 std::vector<std::string> paramNames(const Kernel &K, bool Buffers) {
   std::vector<std::string> R;
@@ -106,6 +81,46 @@ std::vector<std::string> paramNames(const Kernel &K, bool Buffers) {
     if (P.isBuffer() == Buffers)
       R.push_back(P.Name);
   return R;
+}
+
+bool hasSuffix(const std::string &S, const char *Suffix) {
+  size_t N = std::strlen(Suffix);
+  return S.size() >= N && S.compare(S.size() - N, N, Suffix) == 0;
+}
+
+
+
+
+
+} // namespace
+
+namespace check {
+
+/// Splits "NAME=VALUE"; false if there is no '='.
+bool splitAssign(const std::string &S, std::string &Name, std::string &Value) {
+  size_t Eq = S.find('=');
+  if (Eq == std::string::npos || Eq == 0)
+    return false;
+  Name = S.substr(0, Eq);
+  Value = S.substr(Eq + 1);
+  return true;
+}
+
+/// %.9g, with NaN and infinities spelled the same on every platform.
+std::string formatDouble(double V) {
+  if (std::isnan(V))
+    return "nan";
+  if (std::isinf(V))
+    return V > 0 ? "inf" : "-inf";
+  char Buf[64];
+  std::snprintf(Buf, sizeof(Buf), "%.9g", V);
+  return Buf;
+}
+
+std::string formatValue(const HostBuffer &B, int64_t Off) {
+  if (isFloat(B.type()))
+    return formatDouble(B.getDouble(Off));
+  return std::to_string(B.getInt(Off));
 }
 
 /// The parameter a NAME=... flag names, or an error (with a suggestion, or
@@ -127,143 +142,6 @@ const Param *lookupParam(const Kernel &K, const std::string &Name,
     Msg += didYouMean(Name, paramNames(K, Buffer));
   Diags.error({}, Msg + " (" + Flag + ")");
   return nullptr;
-}
-
-bool hasSuffix(const std::string &S, const char *Suffix) {
-  size_t N = std::strlen(Suffix);
-  return S.size() >= N && S.compare(S.size() - N, N, Suffix) == 0;
-}
-
-/// NumPy's little-endian type string for T ("<f4"), or "" for bf16.
-std::string npyDescr(DType T) {
-  switch (T) {
-  case DType::Bool:
-    return "|b1";
-  case DType::I8:
-    return "|i1";
-  case DType::U8:
-    return "|u1";
-  case DType::I16:
-    return "<i2";
-  case DType::I32:
-    return "<i4";
-  case DType::I64:
-    return "<i8";
-  case DType::F16:
-    return "<f2";
-  case DType::F32:
-    return "<f4";
-  case DType::F64:
-    return "<f8";
-  case DType::BF16:
-    return "";
-  }
-  return "";
-}
-
-/// The value of key Key in a .npy header dictionary, as text.
-std::string npyField(const std::string &Header, const std::string &Key) {
-  size_t P = Header.find("'" + Key + "'");
-  if (P == std::string::npos)
-    return "";
-  P = Header.find(':', P);
-  if (P == std::string::npos)
-    return "";
-  ++P;
-  while (P < Header.size() && Header[P] == ' ')
-    ++P;
-  size_t End = P;
-  if (P < Header.size() && (Header[P] == '(' || Header[P] == '\'')) {
-    char Close = Header[P] == '(' ? ')' : '\'';
-    End = Header.find(Close, P + 1);
-    return End == std::string::npos ? "" : Header.substr(P, End - P + 1);
-  }
-  while (End < Header.size() && Header[End] != ',' && Header[End] != '}')
-    ++End;
-  return Header.substr(P, End - P);
-}
-
-/// Parses a .npy file (format 1.0 to 3.0): its dtype string, shape and
-/// C-order data. False with Why set when it is not one.
-bool parseNpy(const std::string &Data, std::string &Descr,
-              std::vector<int64_t> &Shape, size_t &DataStart,
-              std::string &Why) {
-  if (Data.size() < 10 || Data.compare(0, 6, "\x93NUMPY") != 0) {
-    Why = "is not a .npy file (no NUMPY magic)";
-    return false;
-  }
-  unsigned Major = static_cast<unsigned char>(Data[6]);
-  size_t HeaderLen, Start;
-  if (Major == 1) {
-    HeaderLen = static_cast<unsigned char>(Data[8]) |
-                static_cast<size_t>(static_cast<unsigned char>(Data[9])) << 8;
-    Start = 10;
-  } else if ((Major == 2 || Major == 3) && Data.size() >= 12) {
-    HeaderLen = 0;
-    for (int I = 3; I >= 0; --I)
-      HeaderLen = HeaderLen << 8 | static_cast<unsigned char>(Data[8 + I]);
-    Start = 12;
-  } else {
-    Why = "has an unknown .npy format version " + std::to_string(Major);
-    return false;
-  }
-  if (HeaderLen > Data.size() - Start) {
-    Why = "has a truncated .npy header";
-    return false;
-  }
-  std::string Header = Data.substr(Start, HeaderLen);
-  DataStart = Start + HeaderLen;
-  std::string D = npyField(Header, "descr");
-  if (D.size() < 2) {
-    Why = "has no dtype in its .npy header";
-    return false;
-  }
-  Descr = D.substr(1, D.size() - 2);
-  if (npyField(Header, "fortran_order") != "False") {
-    Why = "is in Fortran order; save it with np.ascontiguousarray";
-    return false;
-  }
-  std::string S = npyField(Header, "shape");
-  if (S.size() < 2 || S.front() != '(' || S.back() != ')') {
-    Why = "has no shape in its .npy header";
-    return false;
-  }
-  Shape.clear();
-  for (size_t P = 1; P + 1 < S.size();) {
-    while (P + 1 < S.size() && (S[P] == ' ' || S[P] == ','))
-      ++P;
-    if (P + 1 >= S.size())
-      break;
-    char *End = nullptr;
-    errno = 0;
-    long long V = std::strtoll(S.c_str() + P, &End, 10);
-    if (End == S.c_str() + P || errno == ERANGE || V < 0) {
-      Why = "has a bad shape " + S + " in its .npy header";
-      return false;
-    }
-    Shape.push_back(V);
-    P = static_cast<size_t>(End - S.c_str());
-  }
-  return true;
-}
-
-/// The .npy text of a header for T and Shape (format 1.0, 64-byte aligned).
-std::string npyHeader(DType T, const std::vector<int64_t> &Shape) {
-  std::string ShapeText = "(";
-  for (size_t I = 0; I < Shape.size(); ++I)
-    ShapeText += (I ? ", " : "") + std::to_string(Shape[I]);
-  ShapeText += Shape.size() == 1 ? ",)" : ")";
-  std::string H = "{'descr': '" + npyDescr(T) +
-                  "', 'fortran_order': False, 'shape': " + ShapeText + ", }";
-  size_t Total = 10 + H.size() + 1;
-  H.append((64 - Total % 64) % 64, ' ');
-  H += '\n';
-  std::string R = "\x93NUMPY";
-  R += '\x01';
-  R += '\x00';
-  R += static_cast<char>(H.size() & 0xff);
-  R += static_cast<char>(H.size() >> 8);
-  return R + H;
 }
 
 /// Reads a file of buffer B's contents: a .npy array of B's dtype and
@@ -323,7 +201,9 @@ bool readBufferFile(const std::string &Path, const std::string &Name,
   return true;
 }
 
-} // namespace
+} // namespace check
+
+using namespace check;
 
 std::vector<Arg> HostArgs::args() const {
   std::vector<Arg> R;
@@ -553,254 +433,6 @@ bool writeOutputs(const Kernel &K, const HostArgs &Args,
   return true;
 }
 
-Precision expectedPrecision(const Compiler &C, const Kernel &K,
-                            unsigned *ExternalCalls) {
-  struct Finder : IRVisitor {
-    Precision P = Precision::Exact;
-    unsigned Calls = 0;
-    void raise(Precision To) { P = std::max(P, To); }
-    void visitIntrinsic(const Intrinsic *Op) override {
-      if (isApproximateIntrinsic(Op->Op))
-        raise(Precision::MathLibrary);
-      IRVisitor::visitIntrinsic(Op);
-    }
-    void visitStore(const Store *Op) override {
-      DType T = Op->Buf->Type;
-      if (Op->reduction() && (T == DType::F32 || T == DType::F64))
-        raise(Precision::Reassociated);
-      IRVisitor::visitStore(Op);
-    }
-    void visitExternalCall(const ExternalCall *Op) override {
-      raise(Precision::Accumulation);
-      ++Calls;
-      IRVisitor::visitExternalCall(Op);
-    }
-  } F;
-  // The stores the compiler reassociates are those its reductions pass
-  // marks (Analysis/Reduction.h). A sum or product rounds differently in
-  // another order; Max and Min give the same value, but may pick the other
-  // zero of +0 and -0 (docs/LanguageReference.md, Reductions).
-  CompileOptions O = C.options();
-  std::optional<Kernel> Marked;
-  if (O.Reassociate &&
-      (!O.Passes || llvm::is_contained(*O.Passes, "reductions"))) {
-    // The same pipeline, quiet: C's remarks and printing are the caller's.
-    O.Remarks.clear();
-    O.PrintAfter.clear();
-    O.PrintAfterAll = false;
-    O.OnDiagnostic = nullptr;
-    if (auto L = Compiler(O).lower(K, "reductions"))
-      Marked = std::move(*L);
-    else
-      llvm::consumeError(L.takeError()); // compile() reports it.
-  }
-  F.visit(Marked ? Marked->Body : K.Body);
-  if (ExternalCalls)
-    *ExternalCalls = F.Calls;
-  return F.P;
-}
-
-const char *precisionName(Precision P) {
-  switch (P) {
-  case Precision::Exact:
-    return "exactly";
-  case Precision::MathLibrary:
-    return "within the math-library tolerance";
-  case Precision::Reassociated:
-    return "within the reassociation tolerance";
-  case Precision::Accumulation:
-    return "within the accumulation tolerance";
-  }
-  return "";
-}
-
-namespace {
-
-/// Tolerance of --check: |a - b| <= Abs + Rel * max(|a|, |b|)
-/// (docs/CommandLine.md).
-struct Tolerance {
-  double Rel, Abs;
-};
-/// The distance from 1 to the next float of type T.
-double epsilonOf(DType T) {
-  switch (T) {
-  case DType::F64:
-    return 0x1p-52;
-  case DType::F16:
-    return 0x1p-10;
-  case DType::BF16:
-    return 0x1p-7;
-  default:
-    return 0x1p-23;
-  }
-}
-
-Tolerance toleranceFor(DType T, Precision P, unsigned Calls) {
-  // External functions sum long products in another order than the
-  // reference's double accumulation: the workloads' 1e-4 (f32) for each call
-  // on the way, since the differences compound through a chain of calls.
-  if (P == Precision::Accumulation) {
-    double K = std::max(1u, Calls);
-    return T == DType::F64 ? Tolerance{1e-10 * K, 1e-10 * K}
-                           : Tolerance{1e-4 * K, 1e-4 * K};
-  }
-  switch (T) {
-  case DType::F64:
-    return {1e-12, 1e-14};
-  case DType::F16:
-    return {4e-3, 1e-4};
-  case DType::BF16:
-    return {1.6e-2, 1e-3};
-  default:
-    return {1e-5, 1e-6};
-  }
-}
-
-/// The buffers K accumulates into (`r[i] = r[i] + ...`, matchAccumulation),
-/// each with the length of its longest float sum or product: the product
-/// of the trip counts of the loops around the store that its address does
-/// not name. A trip count that cannot be evaluated from the scalar
-/// arguments (bounds on outer loop variables) counts as the largest
-/// buffer's element count, a bound on any loop that touches memory.
-std::map<const BufferNode *, double> accumulations(const Kernel &K,
-                                                  const HostArgs &Args) {
-  double Largest = 1;
-  for (const auto &B : Args.Buffers)
-    if (B)
-      Largest = std::max<double>(Largest, B->storageElems());
-  auto Lookup = [&](const std::string &Name) -> std::optional<int64_t> {
-    for (size_t I = 0; I < K.Params.size(); ++I)
-      if (!K.Params[I].isBuffer() && K.Params[I].Name == Name &&
-          !isFloat(Args.Types[I]))
-        return Args.Scalars[I].I;
-    return std::nullopt;
-  };
-  struct Finder : IRVisitor {
-    std::map<const BufferNode *, double> Found;
-    std::vector<std::pair<const For *, double>> Loops;
-    void visitFor(const For *Op) override {
-      Loops.push_back({Op, TripCount(*Op)});
-      IRVisitor::visitFor(Op);
-      Loops.pop_back();
-    }
-    void visitStore(const Store *Op) override {
-      if (auto F = matchAccumulation(*Op)) {
-        std::set<std::string> Named;
-        for (const Expr &I : Op->Indices)
-          Named.merge(varsOf(I));
-        double N = 1;
-        if (isFloat(Op->Buf->Type) &&
-            (F->Op == BinOp::Add || F->Op == BinOp::Mul))
-          for (const auto &[L, Trip] : Loops)
-            if (!Named.count(L->Var))
-              N *= Trip;
-        double &Len = Found[Op->Buf.get()];
-        Len = std::max(Len, N);
-      }
-      IRVisitor::visitStore(Op);
-    }
-    std::function<double(const For &)> TripCount;
-  } F;
-  F.TripCount = [&](const For &L) {
-    std::string Why;
-    auto Trip = evaluateSize(
-        Binary::make(BinOp::Sub, L.Stop, L.Start), Lookup, Why);
-    return Trip ? std::max<double>(0, *Trip) : Largest;
-  };
-  F.visit(K.Body);
-  return F.Found;
-}
-
-/// Row-major logical index of a storage offset, as "[i, j]".
-std::string indexOf(const HostBuffer &B, int64_t Target) {
-  std::string Found;
-  std::vector<int64_t> Idx(B.sizes().size(), 0);
-  int64_t Linear = 0;
-  B.forEachOffset([&](int64_t Off) {
-    if (Off == Target && Found.empty()) {
-      int64_t L = Linear;
-      for (size_t D = Idx.size(); D-- > 0;) {
-        Idx[D] = L % B.sizes()[D];
-        L /= B.sizes()[D];
-      }
-      Found = shapeText(Idx);
-    }
-    ++Linear;
-  });
-  return Found;
-}
-
-} // namespace
-
-bool compareOutputs(const Kernel &K, const HostArgs &Got,
-                    const HostArgs &Ref, Precision Prec,
-                    DiagnosticEngine &Diags, unsigned ExternalCalls) {
-  bool Approximate = Prec != Precision::Exact;
-  std::map<const BufferNode *, double> Accumulated;
-  if (Prec != Precision::Exact)
-    Accumulated = accumulations(K, Ref);
-  double Longest = 0;
-  for (const auto &[Buf, N] : Accumulated)
-    Longest = std::max(Longest, N);
-  for (size_t I = 0; I < K.Params.size(); ++I) {
-    const Param &P = K.Params[I];
-    if (!P.isBuffer() || P.Buf->Role == BufferRole::In)
-      continue;
-    const HostBuffer &A = *Got.Buffers[I], &B = *Ref.Buffers[I];
-    bool Fl = isFloat(A.type());
-    Tolerance Tol = toleranceFor(A.type(), Prec, ExternalCalls);
-    auto Acc = Accumulated.find(P.Buf.get());
-    // Two orders of a sum of N terms each round within (N - 1) * eps of
-    // the sum of the terms' magnitudes (Higham, Accuracy and Stability of
-    // Numerical Algorithms, 4.2); the buffer's largest magnitude stands in
-    // for that sum. Values computed from a sum (a softmax's quotient) carry
-    // its error, so every float output gets the longest sum's tolerance.
-    bool Reassociated = Fl && Prec >= Precision::Reassociated;
-    if (Reassociated)
-      Tol.Rel = std::max(Tol.Rel, 2 * Longest * epsilonOf(A.type()));
-    // Sums of products (external calls), and sums of math-library results
-    // (whose terms LLVM may give to the vector library once it unrolls the
-    // sum), are compared relative to the buffer's largest magnitude: where a
-    // sum cancels, the rounding of its terms is large relative to the small
-    // result.
-    double Scale = 0;
-    if (Fl && (Reassociated || Acc != Accumulated.end()))
-      B.forEachOffset([&](int64_t Off) {
-        double V = std::fabs(B.getDouble(Off));
-        if (std::isfinite(V))
-          Scale = std::max(Scale, V);
-      });
-    int64_t Bad = -1;
-    A.forEachOffset([&](int64_t Off) {
-      if (Bad >= 0)
-        return;
-      if (!Fl) {
-        if (A.getInt(Off) != B.getInt(Off))
-          Bad = Off;
-        return;
-      }
-      double X = A.getDouble(Off), Y = B.getDouble(Off);
-      if (std::isnan(X) && std::isnan(Y))
-        return;
-      bool Ok = Approximate
-                    ? (X == Y ||
-                       std::fabs(X - Y) <=
-                           Tol.Abs + Tol.Rel * std::max({std::fabs(X),
-                                                        std::fabs(Y), Scale}))
-                    : std::memcmp(&X, &Y, sizeof(X)) == 0 || (X == Y && X != 0);
-      if (!Ok)
-        Bad = Off;
-    });
-    if (Bad >= 0) {
-      Diags.error({}, "output '" + P.Name + "' differs at index " +
-                          indexOf(A, Bad) + ": jit " + formatValue(A, Bad) +
-                          ", interpreter " + formatValue(B, Bad));
-      return false;
-    }
-  }
-  return true;
-}
-
 /// Bytes a run reads and writes: inputs once, outputs once, inouts twice.
 double bytesMoved(const Kernel &K, const HostArgs &Args) {
   double N = 0;
@@ -812,59 +444,6 @@ double bytesMoved(const Kernel &K, const HostArgs &Args) {
     N += P.Buf->Role == BufferRole::InOut ? 2 * B : B;
   }
   return N;
-}
-
-
-bool checkExpected(const Kernel &K, const HostArgs &Args,
-                   const std::vector<std::string> &Expects, double Rtol,
-                   double Atol, DiagnosticEngine &Diags) {
-  bool Ok = true;
-  for (const std::string &S : Expects) {
-    std::string Name, Path;
-    if (!splitAssign(S, Name, Path)) {
-      Diags.error({}, "--expect expects NAME=FILE, got '" + S + "'");
-      return false;
-    }
-    const Param *P = lookupParam(K, Name, true, "--expect", Diags);
-    if (!P)
-      return false;
-    if (P->Buf->Role == BufferRole::In) {
-      Diags.error({}, "'" + Name + "' is an input; --expect takes out and "
-                                   "inout buffers");
-      return false;
-    }
-    const HostBuffer &Got = *Args.Buffers[P - K.Params.data()];
-    HostBuffer Want(Got.type(), Got.sizes(), Got.strides());
-    if (!Want.valid()) {
-      Diags.error({}, "out of memory reading '" + Path + "'");
-      return false;
-    }
-    if (!readBufferFile(Path, Name, Want, "expected", Diags))
-      return false;
-    int64_t Bad = 0, First = -1;
-    bool Fl = isFloat(Got.type());
-    Got.forEachOffset([&](int64_t Off) {
-      double X = Fl ? Got.getDouble(Off) : static_cast<double>(Got.getInt(Off));
-      double Y = Fl ? Want.getDouble(Off)
-                    : static_cast<double>(Want.getInt(Off));
-      bool Match = (std::isnan(X) && std::isnan(Y)) || X == Y ||
-                   std::fabs(X - Y) <= Atol + Rtol * std::fabs(Y);
-      if (!Match && Bad++ == 0)
-        First = Off;
-    });
-    if (Bad) {
-      Diags.error({}, "output '" + Name + "' differs from '" + Path +
-                          "' at " + std::to_string(Bad) + " of " +
-                          std::to_string(Got.numElements()) +
-                          " elements; first at index " + indexOf(Got, First) +
-                          ": got " + formatValue(Got, First) + ", expected " +
-                          formatValue(Want, First) + " (rtol " +
-                          formatDouble(Rtol) + ", atol " +
-                          formatDouble(Atol) + ")");
-      Ok = false;
-    }
-  }
-  return Ok;
 }
 
 } // namespace nnc
