@@ -1,0 +1,112 @@
+//===- OneDNNCommon.h - What the oneDNN calls share -------------*- C++ -*-===//
+//
+// Private to lib/Runtime: the engine, memory descriptors of the kernel's
+// tensors, post-op attributes, scratchpads, and the primitive cache that
+// conv2d (OneDNNConv.cpp) and matmul (OneDNNMatmul.cpp) keep their
+// primitives in.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_LIB_RUNTIME_ONEDNNCOMMON_H
+#define NNC_LIB_RUNTIME_ONEDNNCOMMON_H
+
+#include "nnc/Runtime/OneDNN.h"
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace nnc::onednn::detail {
+
+using dnnl::memory;
+
+/// The CPU engine every primitive runs on.
+dnnl::engine &engine();
+
+/// The layout of tensors marked Blocked (blockedLayoutName()).
+memory::format_tag blockedTag();
+
+/// T's memory descriptor: its sizes and strides, or blockedTag().
+memory::desc descOf(const Tensor &T);
+
+/// The operand of an Add post-op: Out's shape, its own layout.
+Tensor operandOf(const Tensor &Out, const PostOp &Op, const float *Data);
+
+/// "[2, 3]": the sizes, for messages.
+std::string sizes(const Tensor &T);
+
+/// Sizes and strides (or "blocked"), for cache keys.
+std::string shape(const Tensor &T);
+
+/// Address, element count and a checksum of up to 64 evenly spaced values.
+std::string identity(const Tensor &T);
+
+/// oneDNN's algorithm of an elementwise post-op.
+dnnl::algorithm eltwiseAlgorithm(PostOpKind K);
+
+/// oneDNN's alpha and beta of an elementwise post-op.
+std::pair<float, float> eltwiseArgs(const PostOp &Op);
+
+/// Post-ops [0, Fused) as oneDNN attributes; the Add at index SumAt (if not
+/// -1) is oneDNN's `sum`, which adds what the destination holds before the
+/// call.
+dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops, size_t Fused,
+                             const Tensor &Out,
+                             std::vector<memory::desc> &Binary, int SumAt);
+
+/// "add as sum, relu": post-ops [Begin, End), for notes.
+std::string opList(const std::vector<PostOp> &Ops, size_t Begin, size_t End,
+                   int SumAt);
+
+/// Runs P with a scratchpad from the runtime's size-class cache: a block
+/// the calling thread reuses from call to call, without page faults.
+void runWith(dnnl::primitive &P, std::unordered_map<int, memory> &Args,
+             const memory::desc &Scratch);
+
+/// The primitives made so far, by key (shapes, strides, parameters, post-ops,
+/// thread count and the weights' identity). Thread-safe; every cache counts
+/// its hits and misses into cacheStats().
+template <class Entry> class PrimitiveCache {
+public:
+  /// Key's entry, or null.
+  std::shared_ptr<Entry> find(const std::string &Key);
+  /// Keeps E under Key; Record(Stats) notes what the new primitive is.
+  template <class Fn>
+  void insert(const std::string &Key, std::shared_ptr<Entry> E, Fn Record);
+
+private:
+  std::map<std::string, std::shared_ptr<Entry>> Map;
+};
+
+/// The lock and the statistics of every PrimitiveCache.
+std::mutex &cacheMutex();
+CacheStats &statsLocked();
+
+template <class Entry>
+std::shared_ptr<Entry> PrimitiveCache<Entry>::find(const std::string &Key) {
+  std::lock_guard<std::mutex> L(cacheMutex());
+  auto It = Map.find(Key);
+  if (It == Map.end())
+    return nullptr;
+  ++statsLocked().Hits;
+  return It->second;
+}
+
+template <class Entry>
+template <class Fn>
+void PrimitiveCache<Entry>::insert(const std::string &Key,
+                                   std::shared_ptr<Entry> E, Fn Record) {
+  std::lock_guard<std::mutex> L(cacheMutex());
+  Map.emplace(Key, std::move(E));
+  CacheStats &S = statsLocked();
+  ++S.Misses;
+  Record(S);
+}
+
+} // namespace nnc::onednn::detail
+
+#endif // NNC_LIB_RUNTIME_ONEDNNCOMMON_H
