@@ -95,6 +95,8 @@ private:
 
 struct Function::State {
   Kernel K;
+  Kernel Lowered;
+  CompileOptions Opts;
   std::shared_ptr<const CompiledKernel> CK;
   unsigned Threads = 0;
   bool Winograd = false;
@@ -107,6 +109,8 @@ struct Function::State {
 };
 
 const Kernel &Function::kernel() const { return S->K; }
+const Kernel &Function::lowered() const { return S->Lowered; }
+const CompileOptions &Function::options() const { return S->Opts; }
 const std::string &Function::name() const { return S->K.Name; }
 
 int32_t Function::callRaw(void **Args) const {
@@ -558,6 +562,8 @@ llvm::Expected<Function> Compiler::compile(const Kernel &K,
     Times->Passes = PassesMs;
   auto S = std::make_shared<Function::State>();
   S->K = K;
+  S->Lowered = L->second;
+  S->Opts = Opts;
   S->CK = std::move(*CK);
   S->Threads = Opts.Threads;
   S->Winograd = Opts.Winograd;
@@ -581,10 +587,11 @@ llvm::Error Compiler::interpret(const Kernel &K,
   if (Opts.Reciprocal &&
       llvm::is_contained(Opts.Passes.value_or(defaultPipeline()),
                          "reciprocals")) {
-    PassOptions PO;
-    PO.Reciprocal = true;
+    PipelineOptions PO;
+    PO.Parallel.Reciprocal = true;
     Rewritten = K;
-    hoistReciprocals(*Rewritten, PO, Diags);
+    if (!runPasses(*Rewritten, {"reciprocals"}, PO, Diags))
+      return makeError(Diags);
   }
   const Kernel &Run = Rewritten ? *Rewritten : K;
   std::vector<ParamInfo> Params = paramsOf(K);

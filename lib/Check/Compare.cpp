@@ -20,9 +20,10 @@ namespace nnc {
 
 using namespace check;
 
-Precision expectedPrecision(const Compiler &C, const Kernel &K,
-                            unsigned *ExternalCalls) {
+Precision expectedPrecision(const Function &Fn, unsigned *ExternalCalls) {
   struct Finder : IRVisitor {
+    explicit Finder(bool Reassociate) : Reassociate(Reassociate) {}
+    bool Reassociate;
     Precision P = Precision::Exact;
     unsigned Calls = 0;
     void raise(Precision To) { P = std::max(P, To); }
@@ -33,7 +34,8 @@ Precision expectedPrecision(const Compiler &C, const Kernel &K,
     }
     void visitStore(const Store *Op) override {
       DType T = Op->Buf->Type;
-      if (Op->reduction() && (T == DType::F32 || T == DType::F64))
+      if (Reassociate && Op->reduction() &&
+          (T == DType::F32 || T == DType::F64))
         raise(Precision::Reassociated);
       IRVisitor::visitStore(Op);
     }
@@ -42,26 +44,18 @@ Precision expectedPrecision(const Compiler &C, const Kernel &K,
       ++Calls;
       IRVisitor::visitExternalCall(Op);
     }
-  } F;
+  };
   // The stores the compiler reassociates are those its reductions pass
-  // marks (Analysis/Reduction.h). A sum or product rounds differently in
+  // marked (Analysis/Reduction.h). A sum or product rounds differently in
   // another order; Max and Min give the same value, but may pick the other
   // zero of +0 and -0 (docs/LanguageReference.md, Reductions).
-  CompileOptions O = C.options();
-  std::optional<Kernel> Marked;
-  if (O.Reassociate &&
-      (!O.Passes || llvm::is_contained(*O.Passes, "reductions"))) {
-    // The same pipeline, quiet: C's remarks and printing are the caller's.
-    O.Remarks.clear();
-    O.PrintAfter.clear();
-    O.PrintAfterAll = false;
-    O.OnDiagnostic = nullptr;
-    if (auto L = Compiler(O).lower(K, "reductions"))
-      Marked = std::move(*L);
-    else
-      llvm::consumeError(L.takeError()); // compile() reports it.
-  }
-  F.visit(Marked ? Marked->Body : K.Body);
+  Finder F(Fn.options().Reassociate);
+  const Kernel &K = Fn.lowered();
+  if (K.Body)
+    F.visit(K.Body);
+  for (const auto &T : tasksOf(K))
+    if (T->Body)
+      F.visit(T->Body);
   if (ExternalCalls)
     *ExternalCalls = F.Calls;
   return F.P;

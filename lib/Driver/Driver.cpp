@@ -247,7 +247,7 @@ int runText(const DriverOptions &Opts, std::string Name, std::string Text,
       if (!Ref || reportError(C.interpret(K, Ref->args()), Diags) || !Run())
         return Finish(1);
       unsigned Calls = 0;
-      Precision Prec = expectedPrecision(C, K, &Calls);
+      Precision Prec = expectedPrecision(*F, &Calls);
       if (!compareOutputs(K, *Args, *Ref, Prec, Diags, Calls))
         return Finish(1);
       Out << "check: outputs match the interpreter (" << precisionName(Prec)

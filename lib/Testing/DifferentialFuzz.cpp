@@ -333,6 +333,7 @@ bool fail(std::string &Failure, const DiagnosticEngine &Diags,
 struct JitRun {
   std::optional<HostArgs> Args;
   bool Ok = false; ///< Arguments built and the kernel ran without error.
+  Precision Prec; ///< What the outputs are compared at.
 };
 
 /// Compiles K with C (errors to CompileDiags), then runs it on the arguments
@@ -348,6 +349,7 @@ std::optional<JitRun> runJit(const Kernel &K,
     return std::nullopt;
   }
   JitRun R;
+  R.Prec = expectedPrecision(*F);
   R.Args = buildArgs(K, Params, {}, 1, RunDiags);
   R.Ok = R.Args && !reportError(F->call(R.Args->args()), RunDiags);
   return R;
@@ -410,7 +412,7 @@ bool checkRandomKernel(const FuzzKernel &FK, const FuzzTarget &Target,
       return Fail(What);
     if (!Run->Ok)
       return Fail("the compiled kernel failed");
-    if (!compareOutputs(K, *Run->Args, *Ref, expectedPrecision(C, K), Diags)) {
+    if (!compareOutputs(K, *Run->Args, *Ref, Run->Prec, Diags)) {
       Diags.note({}, "at " + std::to_string(C.threads()) +
                          " threads; the kernel compiled was:\n" +
                          compiledIR(C, K));
@@ -696,7 +698,7 @@ bool checkHostileKernel(const FuzzKernel &H, const FuzzTarget &Target,
       return false;
     }
     if (RefOk &&
-        !compareOutputs(*K, *Run->Args, *Ref, expectedPrecision(C, *K), Diags))
+        !compareOutputs(*K, *Run->Args, *Ref, Run->Prec, Diags))
       return fail(Failure, Diags,
                   "mismatch at " + std::to_string(C.threads()) + " threads");
   }

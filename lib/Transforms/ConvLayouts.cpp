@@ -165,7 +165,7 @@ private:
 
 } // namespace
 
-bool convLayouts(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags) {
+bool convLayouts(Kernel &K, const PassOptions &, PassDiagnostics &Diags) {
   if (!K.Body)
     return true;
   Survey S;
@@ -191,15 +191,14 @@ bool convLayouts(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags) {
                              : "no convolution writes it";
     if (Why.empty())
       Chosen.insert(B);
-    if (Opts.remarks("conv-layouts"))
-      Diags.remark(B->Loc,
-                   "temporary '" + B->Name + "' " +
-                       (Why.empty()
-                            ? "is exchanged in oneDNN's preferred layout "
-                              "between the convolutions at lines " +
-                                  lines(U.WrittenAt) + " (writing) and " +
-                                  lines(U.ReadAt) + " (reading)"
-                            : "keeps its layout: " + Why));
+    Diags.remark(B->Loc,
+                 "temporary '" + B->Name + "' " +
+                     (Why.empty()
+                          ? "is exchanged in oneDNN's preferred layout "
+                            "between the convolutions at lines " +
+                                lines(U.WrittenAt) + " (writing) and " +
+                                lines(U.ReadAt) + " (reading)"
+                          : "keeps its layout: " + Why));
   }
   if (!Chosen.empty())
     K.Body = Rewriter(Chosen).mutate(K.Body);

@@ -57,7 +57,7 @@ private:
 /// Remarks on the dead temporaries, in the order of their Allocates.
 struct Reporter : IRVisitor {
   Reporter(const std::unordered_set<const BufferNode *> &Used,
-           DiagnosticEngine &Diags)
+           PassDiagnostics &Diags)
       : Used(Used), Diags(Diags) {}
   void visitAllocate(const Allocate *Op) override {
     if (!Used.count(Op->Buf.get()))
@@ -65,13 +65,13 @@ struct Reporter : IRVisitor {
                                 "' is removed: nothing reads or writes it");
   }
   const std::unordered_set<const BufferNode *> &Used;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
 };
 
 } // namespace
 
-bool removeDeadTemporaries(Kernel &K, const PassOptions &Opts,
-                           DiagnosticEngine &Diags) {
+bool removeDeadTemporaries(Kernel &K, const PassOptions &,
+                           PassDiagnostics &Diags) {
   if (!K.Body)
     return true;
   std::unordered_set<const BufferNode *> Used;
@@ -80,7 +80,7 @@ bool removeDeadTemporaries(Kernel &K, const PassOptions &Opts,
   for (const auto &T : tasksOf(K))
     if (T->Body)
       forEachBufferUsed(T->Body, /*Frees=*/false, Note);
-  if (Opts.remarks("dead-temporaries"))
+  if (Diags.remarksOn())
     Reporter(Used, Diags).visit(K.Body);
   K.Body = Remover(Used).mutate(K.Body);
   return true;

@@ -30,8 +30,7 @@ namespace {
 
 class Elider : public IRMutator {
 public:
-  Elider(const Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags)
-      : K(K), Opts(Opts), Diags(Diags) {}
+  Elider(const Kernel &K, PassDiagnostics &Diags) : K(K), Diags(Diags) {}
 
 protected:
   Stmt mutateBlock(const Block *Op, const Stmt &S) override {
@@ -61,7 +60,7 @@ protected:
       std::string Why;
       bool Fill = needsZeroFill(
           *A, Next == U.end() ? nullptr : &Stmts[*Next], Why);
-      remark(A->Loc, "temporary '" + A->Buf->Name + "' is " +
+      Diags.remark(A->Loc, "temporary '" + A->Buf->Name + "' is " +
                          (Fill ? "" : "not ") + "zero-filled: " + Why);
       if (!Fill) {
         Stmts[I] = Allocate::make(A->Buf, A->Loc, /*ZeroFill=*/false,
@@ -92,22 +91,17 @@ private:
     return true;
   }
 
-  void remark(SourceLoc L, const std::string &M) {
-    if (Opts.remarks("elide-zero-fill"))
-      Diags.remark(L, M);
-  }
 
   const Kernel &K;
-  const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
 };
 
 } // namespace
 
-bool elideZeroFill(Kernel &K, const PassOptions &Opts,
-                   DiagnosticEngine &Diags) {
+bool elideZeroFill(Kernel &K, const PassOptions &,
+                   PassDiagnostics &Diags) {
   if (K.Body)
-    K.Body = Elider(K, Opts, Diags).mutate(K.Body);
+    K.Body = Elider(K, Diags).mutate(K.Body);
   return true;
 }
 

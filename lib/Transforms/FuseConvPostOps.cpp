@@ -370,8 +370,7 @@ linearIndex(const Expr &E, int64_t &Const) {
 
 class Fuser {
 public:
-  Fuser(Kernel &K, const PassOptions &O, DiagnosticEngine &D)
-      : K(K), Opts(O), Diags(D) {}
+  Fuser(Kernel &K, PassDiagnostics &D) : K(K), Diags(D) {}
 
   void run() {
     auto *Body = dyn_cast<Block>(K.Body);
@@ -387,12 +386,12 @@ public:
       std::string Why;
       Stmt Fused = tryFuse(*Call, *Loop, S, I, Why);
       if (!Fused) {
-        remark(Loop->Loc, "loop '" + Loop->Var +
+        Diags.remark(Loop->Loc, "loop '" + Loop->Var +
                               "' not fused into the convolution" +
                               atLine(Call->Loc) + ": " + Why);
         continue;
       }
-      remark(Loop->Loc, "loop '" + Loop->Var +
+      Diags.remark(Loop->Loc, "loop '" + Loop->Var +
                             "' fused into the convolution" +
                             atLine(Call->Loc));
       Buffer C = Call->Out.Buf;
@@ -408,10 +407,6 @@ public:
   }
 
 private:
-  void remark(SourceLoc L, const std::string &M) {
-    if (Opts.remarks("fuse-conv-post-ops"))
-      Diags.remark(L, M);
-  }
 
   /// Removes the Allocate and Free of a temporary nothing uses any more.
   static void dropTemp(std::vector<Stmt> &S, const Buffer &C) {
@@ -599,15 +594,14 @@ private:
   }
 
   Kernel &K;
-  const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
 };
 
 } // namespace
 
-bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
-                     DiagnosticEngine &Diags) {
-  Fuser(K, Opts, Diags).run();
+bool fuseConvPostOps(Kernel &K, const PassOptions &,
+                     PassDiagnostics &Diags) {
+  Fuser(K, Diags).run();
   return true;
 }
 

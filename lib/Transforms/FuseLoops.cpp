@@ -76,7 +76,7 @@ const BufferNode *readsOneOf(const Stmt &S,
 
 class Fuser {
 public:
-  Fuser(Kernel &K, const PassOptions &O, DiagnosticEngine &D)
+  Fuser(Kernel &K, const PassOptions &O, PassDiagnostics &D)
       : K(K), Opts(O), Diags(D) {}
 
   void run() {
@@ -113,41 +113,37 @@ private:
     auto Trip = constantTripCount(*A);
     int64_t Wanted = 4 * int64_t(std::max(1u, Opts.Threads));
     if (Trip && *Trip < Wanted) {
-      remark(B->Loc, Name + "not fused into '" + A->Var + "': " +
+      Diags.remark(B->Loc, Name + "not fused into '" + A->Var + "': " +
                          std::to_string(*Trip) +
                          " iterations, fewer than four per thread");
       return nullptr;
     }
     auto F = fuseAdjacentLoops(K, *A, *B);
     if (!F) {
-      remark(B->Loc, Name + "not fused into '" + A->Var +
+      Diags.remark(B->Loc, Name + "not fused into '" + A->Var +
                          "': " + errorMessage(F.takeError()));
       return nullptr;
     }
     DependenceResult R = analyzeLoop(K, *cast<For>(*F));
     if (!R.independent()) {
-      remark(B->Loc, Name + "not fused into '" + A->Var +
+      Diags.remark(B->Loc, Name + "not fused into '" + A->Var +
                          "': the fused loop would carry a " + R.describe());
       return nullptr;
     }
-    remark(B->Loc, Name + "fused into loop '" + A->Var + "': it reads '" +
+    Diags.remark(B->Loc, Name + "fused into loop '" + A->Var + "': it reads '" +
                        Shared->Name + "', which '" + A->Var + "' reduces into");
     return *F;
   }
 
-  void remark(SourceLoc L, const std::string &Msg) {
-    if (Opts.remarks("fuse-loops"))
-      Diags.remark(L, Msg);
-  }
 
   Kernel &K;
   const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
 };
 
 } // namespace
 
-bool fuseLoopNests(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags) {
+bool fuseLoopNests(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags) {
   Fuser(K, Opts, Diags).run();
   return true;
 }

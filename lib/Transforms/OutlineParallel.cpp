@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/IR/IRVisitor.h"
+#include "nnc/Analysis/Work.h"
 #include "nnc/Transforms/Passes.h"
 
 #include <map>
@@ -202,7 +203,7 @@ private:
 } // namespace
 
 bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
-                          DiagnosticEngine &) {
+                          PassDiagnostics &) {
   if (K.Body)
     K.Body = Outliner(K, Opts).mutate(K.Body);
   return true;

@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Analysis/Dependence.h"
+#include "nnc/Analysis/Work.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/Support/Error.h"
@@ -41,116 +42,6 @@
 #include <set>
 
 namespace nnc {
-
-std::optional<int64_t> constantWork(const Stmt &S) {
-  if (auto *B = dyn_cast<Block>(S)) {
-    int64_t Sum = 0;
-    for (const Stmt &C : B->Stmts) {
-      auto W = constantWork(C);
-      if (!W)
-        return std::nullopt;
-      if (__builtin_add_overflow(Sum, *W, &Sum))
-        return INT64_MAX;
-    }
-    return std::max<int64_t>(Sum, 1);
-  }
-  if (auto *F = dyn_cast<For>(S)) {
-    auto T = constantTripCount(*F);
-    auto W = constantWork(F->Body);
-    if (!T || !W)
-      return std::nullopt;
-    int64_t R;
-    if (__builtin_mul_overflow(*T, *W, &R))
-      return INT64_MAX;
-    return R;
-  }
-  if (auto *C = dyn_cast<Cond>(S)) {
-    int64_t W = 1;
-    for (const Stmt &Br : {C->Then, C->Else})
-      if (Br) {
-        auto X = constantWork(Br);
-        if (!X)
-          return std::nullopt;
-        W = std::max(W, *X);
-      }
-    return W;
-  }
-  return 1;
-}
-
-namespace {
-
-Expr i64(const Expr &E) {
-  return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
-}
-
-} // namespace
-
-Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden) {
-  auto Visible = [&](const Expr &E) {
-    if (readsMemory(E))
-      return false;
-    for (const std::string &V : varsOf(E))
-      if (Hidden.count(V))
-        return false;
-    return true;
-  };
-  Expr One = IntImm::make(DType::I64, 1, S->Loc);
-  if (auto *B = dyn_cast<Block>(S)) {
-    // The symbolic terms, then the constant ones added up.
-    Expr Sum = IntImm::make(DType::I64, 0, S->Loc);
-    int64_t Const = 0;
-    for (const Stmt &C : B->Stmts) {
-      Expr W = workExpr(C, Hidden);
-      if (!W)
-        return nullptr;
-      if (auto CW = getConstInt(W))
-        Const += *CW;
-      else
-        Sum = foldBinary(BinOp::Add, Sum, W);
-    }
-    Sum = foldBinary(BinOp::Add, Sum, IntImm::make(DType::I64, Const, S->Loc));
-    return foldBinary(BinOp::Max, Sum, One);
-  }
-  if (auto *F = dyn_cast<For>(S)) {
-    if (!Visible(F->Start) || !Visible(F->Stop))
-      return nullptr;
-    Expr W = workExpr(F->Body, Hidden);
-    if (!W)
-      return nullptr;
-    // A negative trip count makes W small, which only makes the grain
-    // smaller: the estimate is a heuristic, never a correctness matter.
-    return foldBinary(BinOp::Mul, foldBinary(BinOp::Sub, i64(F->Stop), i64(F->Start)), W);
-  }
-  if (auto *C = dyn_cast<Cond>(S)) {
-    Expr W = One;
-    for (const Stmt &Br : {C->Then, C->Else})
-      if (Br) {
-        Expr X = workExpr(Br, Hidden);
-        if (!X)
-          return nullptr;
-        W = foldBinary(BinOp::Max, W, X);
-      }
-    return W;
-  }
-  return One;
-}
-
-Expr grainExpr(const For &L, int64_t Grain) {
-  std::set<std::string> Hidden = namesBoundIn(L.Body);
-  Hidden.insert(L.Var);
-  Expr W = workExpr(L.Body, Hidden);
-  Expr One = IntImm::make(DType::I64, 1, L.Loc);
-  // Unknown work per iteration (a trip count that depends on the loop):
-  // count iterations.
-  if (!W)
-    W = One;
-  W = foldBinary(BinOp::Max, W, One);
-  Expr G = IntImm::make(DType::I64, Grain, L.Loc);
-  Expr R = foldBinary(BinOp::Div,
-                foldBinary(BinOp::Sub, foldBinary(BinOp::Add, G, W), One), W);
-  return foldBinary(BinOp::Max, R, One);
-}
 
 namespace {
 
@@ -196,7 +87,7 @@ bool hasParallelMark(const Stmt &S) {
 
 class Parallelizer {
 public:
-  Parallelizer(Kernel &K, const PassOptions &O, DiagnosticEngine &D)
+  Parallelizer(Kernel &K, const PassOptions &O, PassDiagnostics &D)
       : K(K), Opts(O), Diags(D), Used(kernelNames(K)) {
     Threads = std::max(1u, Opts.Threads);
   }
@@ -227,10 +118,6 @@ public:
   }
 
 private:
-  void remark(SourceLoc L, const std::string &Msg) {
-    if (Opts.remarks("parallelize"))
-      Diags.remark(L, Msg);
-  }
 
   /// Checks every loop marked parallel in S (with its enclosing loops): a
   /// proven dependence is an error (null is returned), a possible one drops
@@ -268,7 +155,7 @@ private:
         return nullptr;
       }
       if (R.independent()) {
-        remark(F->Loc, "loop '" + F->Var + "' is marked parallel: kept "
+        Diags.remark(F->Loc, "loop '" + F->Var + "' is marked parallel: kept "
                                            "(checked)");
       } else {
         Diags.warning(F->Loc, "loop '" + F->Var +
@@ -382,34 +269,34 @@ private:
     if (hasParallelMark(S))
       return S; // The user's marks stand (checked above).
     if (Opts.Mode == ParallelMode::None) {
-      remark(F.Loc, Name + " not parallelized: --parallel=none");
+      Diags.remark(F.Loc, Name + " not parallelized: --parallel=none");
       return S;
     }
     if (Opts.Mode == ParallelMode::Outputs && !writesOutput(S)) {
-      remark(F.Loc, Name + " not parallelized: it writes no kernel output "
+      Diags.remark(F.Loc, Name + " not parallelized: it writes no kernel output "
                            "(--parallel=outputs)");
       return S;
     }
     if (Threads <= 1) {
-      remark(F.Loc, Name + " not parallelized: one thread");
+      Diags.remark(F.Loc, Name + " not parallelized: one thread");
       return S;
     }
     DependenceResult R = analyzeLoop(K, F);
     auto Work = constantWork(S);
     if (!R.independent()) {
       if (Work && *Work < Opts.Grain) {
-        remark(F.Loc, Name + " not parallelized: " + R.describe());
+        Diags.remark(F.Loc, Name + " not parallelized: " + R.describe());
         return S;
       }
       if (Stmt V = rfactored(F, Work))
         return V;
       if (Stmt V = versioned(F, S))
         return V;
-      remark(F.Loc, Name + " not parallelized: " + R.describe());
+      Diags.remark(F.Loc, Name + " not parallelized: " + R.describe());
       return S;
     }
     if (Work && *Work < Opts.Grain) {
-      remark(F.Loc, Name + " not parallelized: too little work (" +
+      Diags.remark(F.Loc, Name + " not parallelized: too little work (" +
                         std::to_string(*Work) +
                         " innermost iterations, grain " +
                         std::to_string(Opts.Grain) + ")");
@@ -426,7 +313,7 @@ private:
         return collapse(F, *Inner);
       // The inner loop is innermost: keep it whole (vectorizable) and run
       // it in parallel for each outer iteration.
-      remark(Inner->Loc, "loop '" + Inner->Var + "' parallelized: trip count " +
+      Diags.remark(Inner->Loc, "loop '" + Inner->Var + "' parallelized: trip count " +
                              tripText(*Inner) + " (outer loop '" + F.Var +
                              "' has only " + std::to_string(*Trip) +
                              " iterations)");
@@ -439,7 +326,7 @@ private:
       Why += "; it runs on several threads only if, at run time, its range "
              "holds two grains of iterations: grain = " +
              toString(grainExpr(F, Opts.Grain));
-    remark(F.Loc, Why);
+    Diags.remark(F.Loc, Why);
     return withParallel(F);
   }
 
@@ -458,18 +345,18 @@ private:
     if (!R) {
       std::string Msg = errorMessage(R.takeError());
       if (Msg != "it reduces into no element")
-        remark(F.Loc, "loop '" + F.Var + "' not split into partials: " + Msg);
+        Diags.remark(F.Loc, "loop '" + F.Var + "' not split into partials: " + Msg);
       return nullptr;
     }
     if (Parts < 2) {
-      remark(F.Loc, "loop '" + F.Var + "' not split into partials: less "
+      Diags.remark(F.Loc, "loop '" + F.Var + "' not split into partials: less "
                     "work than two grains (" + std::to_string(*Work) +
                     " innermost iterations, grain " +
                     std::to_string(Opts.Grain) + ")");
       return nullptr;
     }
     Used = std::move(Names);
-    remark(F.Loc, "loop '" + F.Var + "' parallelized as a reduction: " +
+    Diags.remark(F.Loc, "loop '" + F.Var + "' parallelized as a reduction: " +
                       std::to_string(Parts) + " partials, one per thread, "
                       "combined after it (rfactor); trip count " + tripText(F));
     return Block::make(std::move(*R), F.Loc);
@@ -515,7 +402,7 @@ private:
         C = C ? Binary::make(BinOp::And, C, Check) : Check;
         Text += (Text.empty() ? "" : " && ") + P + " >= 0";
       }
-      remark(F.Loc, "loop '" + F.Var + "' parallelized when " + Text +
+      Diags.remark(F.Loc, "loop '" + F.Var + "' parallelized when " + Text +
                         ", checked at run time (serial otherwise): its "
                         "iterations are independent only then");
       return Cond::make(C, withParallel(F), S, F.Loc);
@@ -533,7 +420,7 @@ private:
     LoopOptions O = L.Options;
     O.Parallel = true;
     auto Total = evaluateConstant(L.Stop);
-    remark(F.Loc, "loop '" + F.Var + "' parallelized: 2 loops collapsed ('" +
+    Diags.remark(F.Loc, "loop '" + F.Var + "' parallelized: 2 loops collapsed ('" +
                       F.Var + "', '" + Inner.Var + "'), trip count " +
                       (Total ? std::to_string(*Total) : "symbolic"));
     return For::make(L.Var, L.VarType, L.Start, L.Stop, L.Body, O, L.Loc);
@@ -541,7 +428,7 @@ private:
 
   Kernel &K;
   const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
   std::set<std::string> Used;
   unsigned Threads;
   bool Failed = false;
@@ -550,7 +437,7 @@ private:
 } // namespace
 
 bool parallelizeLoops(Kernel &K, const PassOptions &Opts,
-                      DiagnosticEngine &Diags) {
+                      PassDiagnostics &Diags) {
   return Parallelizer(K, Opts, Diags).run();
 }
 

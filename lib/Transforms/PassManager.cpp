@@ -14,8 +14,7 @@ namespace nnc {
 
 namespace {
 
-using PassFn = bool (*)(Kernel &, const PassOptions &,
-                        DiagnosticEngine &);
+using PassFn = bool (*)(Kernel &, const PassOptions &, PassDiagnostics &);
 
 struct PassEntry {
   PassInfo Info;
@@ -105,7 +104,9 @@ bool runPasses(Kernel &K, const std::vector<std::string> &Passes,
       Diags.error({}, "unknown pass '" + Name + "' (known: " + Known + ")");
       return false;
     }
-    if (!Entry->Run(K, Opts.Parallel, Diags))
+    PassDiagnostics PD(Diags, Entry->Info.Remarks &&
+                                  Opts.Parallel.Remarks.count(Name) > 0);
+    if (!Entry->Run(K, Opts.Parallel, PD))
       return false;
     // Verify the result, tasks included.
     DiagnosticEngine Check(nullptr);

@@ -37,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Verifier.h"
+#include "nnc/Analysis/ArenaPlacement.h"
 #include "nnc/Transforms/Passes.h"
 
 #include <algorithm>
@@ -50,10 +51,6 @@ namespace {
 constexpr int64_t kMaxRegisterTempBytes = 1024;
 /// Most temporaries placed in one arena (placement is quadratic in them).
 constexpr size_t kMaxPlannedTemps = 4096;
-
-int64_t alignUp(int64_t X) {
-  return (X + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-}
 
 /// Where the Allocates of the body are: for each, the top-level statement
 /// that holds it, whether it is that statement, and whether a loop encloses
@@ -112,8 +109,7 @@ private:
 
 class Planner {
 public:
-  Planner(const Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags)
-      : K(K), Opts(Opts), Diags(Diags) {}
+  Planner(const Kernel &K, PassDiagnostics &Diags) : K(K), Diags(Diags) {}
 
   /// The planned body, or null if nothing changes.
   Stmt run(const Block &Body) {
@@ -149,7 +145,7 @@ public:
       if (It == Uses.end())
         continue;
       if (Slots.size() == kMaxPlannedTemps) {
-        remark(S.A->Loc, "temporary '" + S.A->Buf->Name +
+        Diags.remark(S.A->Loc, "temporary '" + S.A->Buf->Name +
                              "' is not planned: only the first " +
                              std::to_string(kMaxPlannedTemps) +
                              " temporaries are");
@@ -175,7 +171,7 @@ public:
                                       return X.Bytes < Y.Bytes;
                                     }) -
                    Slots.begin();
-      remark(Sites[Big]->A->Loc,
+      Diags.remark(Sites[Big]->A->Loc,
              "temporary '" + Sites[Big]->A->Buf->Name +
                  "' is not planned: the arena would exceed the size limit "
                  "of a temporary");
@@ -189,7 +185,7 @@ public:
     for (size_t I = 0; I < Slots.size(); ++I) {
       const ArenaSlot &R = Slots[I];
       Sum += R.Bytes;
-      remark(Sites[I]->A->Loc,
+      Diags.remark(Sites[I]->A->Loc,
              "temporary '" + Sites[I]->A->Buf->Name + "' takes bytes [" +
                  std::to_string(R.Offset) + ", " +
                  std::to_string(R.Offset + R.Bytes) +
@@ -197,7 +193,7 @@ public:
                  std::to_string(Stmts[R.First]->Loc.Line) + " to line " +
                  std::to_string(Stmts[R.Last]->Loc.Line));
     }
-    remark(K.Loc, "arena of " + std::to_string(Size) + " bytes for " +
+    Diags.remark(K.Loc, "arena of " + std::to_string(Size) + " bytes for " +
                       std::to_string(Slots.size()) +
                       " temporaries: their sum is " + std::to_string(Sum) +
                       " bytes, the lower bound (most bytes live at once) " +
@@ -210,7 +206,7 @@ private:
   bool eligible(const AllocateFinder::Site &S) {
     const BufferNode &B = *S.A->Buf;
     auto Refuse = [&](const std::string &Why) {
-      remark(S.A->Loc, "temporary '" + B.Name + "' is not planned: " + Why);
+      Diags.remark(S.A->Loc, "temporary '" + B.Name + "' is not planned: " + Why);
       return false;
     };
     auto Bytes = constantStorageBytes(B);
@@ -269,79 +265,19 @@ private:
     return Block::make(std::move(Out), Loc);
   }
 
-  void remark(SourceLoc L, const std::string &M) {
-    if (Opts.remarks("plan-memory"))
-      Diags.remark(L, M);
-  }
 
   const Kernel &K;
-  const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
   AllocateFinder Finder;
 };
 
 } // namespace
 
-int64_t placeInArena(std::vector<ArenaSlot> &Slots) {
-  std::vector<ArenaSlot *> Order;
-  for (ArenaSlot &S : Slots)
-    Order.push_back(&S);
-  std::stable_sort(Order.begin(), Order.end(),
-                   [](const ArenaSlot *X, const ArenaSlot *Y) {
-                     return X->Bytes > Y->Bytes;
-                   });
-  auto Overlap = [](const ArenaSlot &X, const ArenaSlot &Y) {
-    return X.First <= Y.Last && Y.First <= X.Last;
-  };
-  std::vector<const ArenaSlot *> Placed, Live;
-  int64_t Size = 0;
-  for (ArenaSlot *S : Order) {
-    Live.clear();
-    for (const ArenaSlot *P : Placed)
-      if (Overlap(*P, *S))
-        Live.push_back(P);
-    std::sort(Live.begin(), Live.end(),
-              [](const ArenaSlot *X, const ArenaSlot *Y) {
-                return X->Offset < Y->Offset;
-              });
-    // The tightest gap between the live ones that S fits in, else above.
-    int64_t Need = alignUp(S->Bytes), Cur = 0, Best = -1;
-    int64_t BestGap = INT64_MAX;
-    for (const ArenaSlot *P : Live) {
-      int64_t Gap = P->Offset - Cur;
-      if (Gap >= Need && Gap < BestGap) {
-        Best = Cur;
-        BestGap = Gap;
-      }
-      Cur = std::max(Cur, alignUp(P->Offset + P->Bytes));
-    }
-    S->Offset = Best >= 0 ? Best : Cur;
-    Size = std::max(Size, S->Offset + S->Bytes);
-    Placed.push_back(S);
-  }
-  return alignUp(Size);
-}
-
-int64_t arenaLowerBound(const std::vector<ArenaSlot> &Slots) {
-  size_t End = 0;
-  for (const ArenaSlot &S : Slots)
-    End = std::max(End, S.Last + 2);
-  std::vector<int64_t> Delta(End, 0);
-  for (const ArenaSlot &S : Slots) {
-    Delta[S.First] += S.Bytes;
-    Delta[S.Last + 1] -= S.Bytes;
-  }
-  int64_t Cur = 0, Max = 0;
-  for (int64_t D : Delta)
-    Max = std::max(Max, Cur += D);
-  return Max;
-}
-
-bool planMemory(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags) {
+bool planMemory(Kernel &K, const PassOptions &, PassDiagnostics &Diags) {
   auto *Body = K.Body ? dyn_cast<Block>(K.Body) : nullptr;
   if (!Body)
     return true;
-  if (Stmt New = Planner(K, Opts, Diags).run(*Body))
+  if (Stmt New = Planner(K, Diags).run(*Body))
     K.Body = New;
   return true;
 }

@@ -82,7 +82,7 @@ std::optional<double> normalReciprocal(double C, DType T) {
 
 class Rewriter : public IRMutator {
 public:
-  Rewriter(const Kernel &K, const PassOptions &O, DiagnosticEngine &D)
+  Rewriter(const Kernel &K, const PassOptions &O, PassDiagnostics &D)
       : Opts(O), Diags(D), Used(kernelNames(K)) {}
 
 protected:
@@ -146,33 +146,33 @@ protected:
     Loop &L = Loops.back();
     const std::string &LoopName = L.F->Var;
     if (std::string Why = variance(Op->B, L); !Why.empty()) {
-      remark(Op->Loc, "division kept: its divisor " + Why);
+      Diags.remark(Op->Loc, "division kept: its divisor " + Why);
       return IRMutator::mutateBinary(Op, E);
     }
     if (Conditional && readsMemory(Op->B)) {
-      remark(Op->Loc, "division kept: it is evaluated under a condition, "
+      Diags.remark(Op->Loc, "division kept: it is evaluated under a condition, "
                       "and its divisor reads memory");
       return IRMutator::mutateBinary(Op, E);
     }
     if (!Opts.Reciprocal) {
-      remark(Op->Loc, "division kept: its divisor is invariant in loop '" +
+      Diags.remark(Op->Loc, "division kept: its divisor is invariant in loop '" +
                           LoopName + "', but --reciprocal=off");
       return IRMutator::mutateBinary(Op, E);
     }
     Expr R = reciprocal(Op->B, L);
     if (!R) {
-      remark(Op->Loc, "division kept: the reciprocal of its divisor is not "
+      Diags.remark(Op->Loc, "division kept: the reciprocal of its divisor is not "
                       "a normal number");
       return IRMutator::mutateBinary(Op, E);
     }
     auto *One = dyn_cast<FloatImm>(Op->A);
     if (One && One->Value == 1.0) {
       // The division is a reciprocal already: it moves as it is.
-      remark(Op->Loc, "reciprocal of '" + toString(Op->B) +
+      Diags.remark(Op->Loc, "reciprocal of '" + toString(Op->B) +
                           "' computed once, before loop '" + LoopName + "'");
       return R;
     }
-    remark(Op->Loc, "division by '" + toString(Op->B) +
+    Diags.remark(Op->Loc, "division by '" + toString(Op->B) +
                         "' computed as a multiplication by its reciprocal, "
                         "invariant in loop '" +
                         LoopName + "'");
@@ -258,13 +258,9 @@ private:
     return R;
   }
 
-  void remark(SourceLoc Loc, const std::string &Msg) {
-    if (Opts.remarks("reciprocals"))
-      Diags.remark(Loc, Msg);
-  }
 
   const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
   std::set<std::string> Used;
   std::vector<Loop> Loops;
   /// The lets each rewritten loop needs before it, until its block takes
@@ -277,7 +273,7 @@ private:
 } // namespace
 
 bool hoistReciprocals(Kernel &K, const PassOptions &Opts,
-                      DiagnosticEngine &Diags) {
+                      PassDiagnostics &Diags) {
   if (K.Body)
     K.Body = Rewriter(K, Opts, Diags).mutate(K.Body);
   return true;

@@ -29,7 +29,7 @@ namespace {
 
 class Marker : public IRMutator {
 public:
-  Marker(const PassOptions &O, DiagnosticEngine &D) : Opts(O), Diags(D) {}
+  Marker(const PassOptions &O, PassDiagnostics &D) : Opts(O), Diags(D) {}
 
 protected:
   Stmt mutateFor(const For *Op, const Stmt &S) override {
@@ -47,12 +47,12 @@ protected:
         std::string Names;
         for (const std::string &L : Loops)
           Names += (Names.empty() ? "'" : ", '") + L + "'";
-        remark(C.S->Loc, What + " is a " + reductionOpName(C.Form.Op) +
+        Diags.remark(C.S->Loc, What + " is a " + reductionOpName(C.Form.Op) +
                              " reduction over loop" +
                              (Loops.size() > 1 ? "s " : " ") + Names +
                              orderNote(C));
       } else if (C.Inner.empty()) {
-        remark(C.S->Loc, What + " is not a reduction over loop '" + Op->Var +
+        Diags.remark(C.S->Loc, What + " is not a reduction over loop '" + Op->Var +
                              "': " + C.Why);
       }
     }
@@ -66,10 +66,6 @@ protected:
   }
 
 private:
-  void remark(SourceLoc L, const std::string &Msg) {
-    if (Opts.remarks("reductions"))
-      Diags.remark(L, Msg);
-  }
   std::string orderNote(const ReductionCheck &C) const {
     DType T = C.S->Buf->Type;
     if (reassociatesExactly(C.Form.Op, T))
@@ -82,14 +78,14 @@ private:
   }
 
   const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
   std::set<const Store *> Marked;
 };
 
 } // namespace
 
 bool markReductions(Kernel &K, const PassOptions &Opts,
-                    DiagnosticEngine &Diags) {
+                    PassDiagnostics &Diags) {
   if (K.Body)
     K.Body = Marker(Opts, Diags).mutate(K.Body);
   return true;

@@ -43,6 +43,7 @@
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Verifier.h"
 #include "nnc/Support/Host.h"
+#include "nnc/Analysis/Work.h"
 #include "nnc/Transforms/Passes.h"
 
 #include <algorithm>
@@ -186,7 +187,7 @@ private:
 
 class Streamer {
 public:
-  Streamer(const PassOptions &Opts, DiagnosticEngine &Diags)
+  Streamer(const PassOptions &Opts, PassDiagnostics &Diags)
       : Opts(Opts), Diags(Diags),
         Threshold(Opts.StreamingThreshold
                       ? Opts.StreamingThreshold
@@ -336,7 +337,7 @@ private:
         const std::string &W = Why[I].empty() ? Common : Why[I];
         if (W.empty())
           Chosen.insert(Sites[I]->St);
-        remark(Sites[I]->St->Loc, "store to '" + B->Name + "' " +
+        Diags.remark(Sites[I]->St->Loc, "store to '" + B->Name + "' " +
                                       (W.empty() ? "is non-temporal: " + Payoff
                                                  : "stays cached: " + W));
       }
@@ -344,13 +345,9 @@ private:
     return Chosen;
   }
 
-  void remark(SourceLoc L, const std::string &M) {
-    if (Opts.remarks("stream-stores"))
-      Diags.remark(L, M);
-  }
 
   const PassOptions &Opts;
-  DiagnosticEngine &Diags;
+  PassDiagnostics &Diags;
   uint64_t Threshold;
   /// Per buffer, the top-level statements that read it and where.
   std::unordered_map<const BufferNode *,
@@ -360,7 +357,7 @@ private:
 
 } // namespace
 
-bool streamStores(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags) {
+bool streamStores(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags) {
   if (K.Body && Opts.Streaming != StreamingStores::Off)
     K.Body = Streamer(Opts, Diags).run(K.Body);
   return true;

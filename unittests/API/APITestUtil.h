@@ -44,7 +44,9 @@ inline void expectSameResults(const Kernel &Ref, const Kernel &Test,
   ASSERT_TRUE(Want && !reportError(Interp.interpret(Ref, Want->args()), Diags))
       << Report();
   unsigned Calls = 0;
-  Precision Prec = expectedPrecision(Interp, Ref, &Calls);
+  auto RefF = Interp.compile(Ref);
+  ASSERT_TRUE(!!RefF) << errorText(RefF.takeError());
+  Precision Prec = expectedPrecision(*RefF, &Calls);
 
   auto Same = buildArgs(Test, Params, {}, 7, Diags);
   ASSERT_TRUE(Same && !reportError(Interp.interpret(Test, Same->args()), Diags))
@@ -63,7 +65,7 @@ inline void expectSameResults(const Kernel &Ref, const Kernel &Test,
     ASSERT_TRUE(Got) << Report();
     ASSERT_FALSE(reportError(F->call(Got->args()), Diags)) << Report();
     EXPECT_TRUE(compareOutputs(Ref, *Got, *Want,
-                               expectedPrecision(C, Test, &Calls), Diags, Calls))
+                               expectedPrecision(*F, &Calls), Diags, Calls))
         << Report() << " at " << Threads << " threads";
   }
 }

@@ -24,8 +24,7 @@ Marked marked(const std::string &Text) {
   Module M = test::parse(Text);
   Marked R{M.Kernels.at(0)};
   DiagnosticEngine Diags;
-  PassOptions O;
-  markReductions(R.K, O, Diags);
+  EXPECT_TRUE(runPasses(R.K, {"reductions"}, PipelineOptions(), Diags));
   for (const Stmt &S : cast<Block>(R.K.Body)->Stmts)
     if ((R.Loop = dyn_cast<For>(S)))
       break;

@@ -234,6 +234,11 @@ public:
 
   /// The kernel as given to compile() (its parameters are the signature).
   const Kernel &kernel() const;
+  /// The kernel the pipeline made of it, which was compiled (its parallel
+  /// tasks are tasksOf(lowered())).
+  const Kernel &lowered() const;
+  /// The options it was compiled with.
+  const CompileOptions &options() const;
   const std::string &name() const;
 
 private:

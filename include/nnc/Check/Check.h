@@ -59,11 +59,12 @@ enum class Precision {
   Accumulation, ///< External calls (oneDNN) sum in another order.
 };
 
-/// The precision K's results, compiled by C, can be compared at
-/// (docs/CommandLine.md), and the number of external calls, whose rounding
-/// differences compound. A kernel is Reassociated when C's reductions pass
-/// marks an f32/f64 sum or product and C reassociates them.
-Precision expectedPrecision(const Compiler &C, const Kernel &K,
+/// The precision F's results can be compared at (docs/CommandLine.md), and
+/// the number of external calls, whose rounding differences compound. It is
+/// read from what the pipeline made (Function::lowered): a kernel is
+/// Reassociated when the reductions pass marked an f32/f64 sum or product
+/// and F was compiled to reassociate them.
+Precision expectedPrecision(const Function &F,
                             unsigned *ExternalCalls = nullptr);
 const char *precisionName(Precision P);
 

@@ -70,87 +70,84 @@ struct PassOptions {
   /// A float division by a loop-invariant divisor may be a multiplication
   /// by its reciprocal, computed before the loop: CompileOptions::Reciprocal.
   bool Reciprocal = false;
-  /// Passes that explain their decisions as remarks ("parallelize",
-  /// "fuse-conv-post-ops", "elide-zero-fill").
+  /// Passes that explain their decisions as remarks, by registry name
+  /// (--remarks): the pass manager turns each pass's remarks on or off.
   std::set<std::string> Remarks;
-  bool remarks(const std::string &Pass) const { return Remarks.count(Pass); }
+};
+
+/// What a pass reports through: its errors and warnings, and its remarks
+/// (explanations of its decisions). The pass manager makes one for each
+/// pass, tied to the pass's registry name: remarks reach the diagnostics
+/// only when PassOptions::Remarks names that pass.
+class PassDiagnostics {
+public:
+  PassDiagnostics(DiagnosticEngine &Diags, bool RemarksOn)
+      : Diags(Diags), RemarksOn(RemarksOn) {}
+  void error(SourceLoc Loc, std::string Message) {
+    Diags.error(Loc, std::move(Message));
+  }
+  void warning(SourceLoc Loc, std::string Message) {
+    Diags.warning(Loc, std::move(Message));
+  }
+  void remark(SourceLoc Loc, std::string Message) {
+    if (RemarksOn)
+      Diags.remark(Loc, std::move(Message));
+  }
+  /// Whether remark() reports (to skip work done only for remarks).
+  bool remarksOn() const { return RemarksOn; }
+
+private:
+  DiagnosticEngine &Diags;
+  bool RemarksOn;
 };
 
 /// parallelize: returns false after reporting an error (a loop marked
 /// parallel that carries a proven dependence).
 bool parallelizeLoops(Kernel &K, const PassOptions &Opts,
-                      DiagnosticEngine &Diags);
+                      PassDiagnostics &Diags);
 
 /// fuse-conv-post-ops: folds elementwise loop nests that follow a
 /// convolution into its post-ops.
 bool fuseConvPostOps(Kernel &K, const PassOptions &Opts,
-                     DiagnosticEngine &Diags);
+                     PassDiagnostics &Diags);
 
 /// dead-temporaries: removes the Allocate and Free of each temporary that
 /// no statement reads or writes (lib/Transforms/DeadTemporaries.cpp).
 bool removeDeadTemporaries(Kernel &K, const PassOptions &Opts,
-                           DiagnosticEngine &Diags);
+                           PassDiagnostics &Diags);
 /// elide-zero-fill: marks the Allocates whose temporary is written in full
 /// before any read not to be zero-filled.
-bool elideZeroFill(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+bool elideZeroFill(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 /// conv-layouts: temporaries that only convolutions write and read get
 /// `layout=blocked` views (lib/Transforms/ConvLayouts.cpp).
-bool convLayouts(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+bool convLayouts(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 /// fuse-loops: fuses each top-level loop into the one before it where it
 /// reads what that one reduces into, fusing is legal and the fused loop
 /// stays parallel.
-bool fuseLoopNests(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+bool fuseLoopNests(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 /// reductions: marks the stores that reduce over their loop
 /// (StoreHint::Reduction, Analysis/Reduction.h).
-bool markReductions(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+bool markReductions(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 
 /// reciprocals: with PassOptions::Reciprocal, a float division whose
 /// divisor is invariant in its loop becomes a multiplication by a
 /// reciprocal computed before the loop (lib/Transforms/Reciprocals.cpp).
 bool hoistReciprocals(Kernel &K, const PassOptions &Opts,
-                      DiagnosticEngine &Diags);
+                      PassDiagnostics &Diags);
 
 /// stream-stores: marks the stores whose values are written around the
 /// caches (StoreHint::NonTemporal).
-bool streamStores(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
+bool streamStores(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 
 /// plan-memory: gives each constant-size temporary of the kernel body an
 /// offset in one arena (Allocate::ArenaOffset), sharing memory between
 /// temporaries never live at the same time.
-bool planMemory(Kernel &K, const PassOptions &Opts, DiagnosticEngine &Diags);
-
-/// A temporary for arena placement: live over statements [First, Last],
-/// Bytes long; placeInArena sets Offset.
-struct ArenaSlot {
-  size_t First, Last;
-  int64_t Bytes;
-  int64_t Offset = -1;
-};
-/// Places Slots in one arena, greedy by size with best fit (plan-memory's
-/// placement): slots live at the same time never overlap; offsets are
-/// multiples of kArenaAlignment. Returns the arena's size.
-int64_t placeInArena(std::vector<ArenaSlot> &Slots);
-/// The most bytes live at one statement: no placement needs less.
-int64_t arenaLowerBound(const std::vector<ArenaSlot> &Slots);
+bool planMemory(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 
 /// outline-parallel: every parallel loop becomes a task kernel over
 /// [begin, end) plus a ParallelCall that passes its closure.
 bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
-                          DiagnosticEngine &Diags);
-
-/// Work of a statement in innermost iterations, if its trip counts are
-/// constants.
-std::optional<int64_t> constantWork(const Stmt &S);
-/// The same as an i64 expression, folded where constant: the product of trip
-/// counts `stop - start`, summed over a block (at least 1). Null where a trip
-/// count uses a name in Hidden (bound inside the loop being outlined) or
-/// reads memory.
-Expr workExpr(const Stmt &S, const std::set<std::string> &Hidden);
-/// The grain of parallel loop L: enough iterations for Grain innermost
-/// iterations, at least one, `Max((Grain + W - 1) / W, 1)` with W the work
-/// of one iteration, `Max(workExpr(body), 1)` (1 when unknown). A constant
-/// when W is; otherwise evaluated when the kernel runs.
-Expr grainExpr(const For &L, int64_t Grain);
+                          PassDiagnostics &Diags);
 
 struct PipelineOptions {
   PassOptions Parallel; ///< Options of every pass.

@@ -1,5 +1,6 @@
-//===- PlanMemoryTest.cpp - Arena placement (the plan-memory pass) --------===//
-#include "nnc/Transforms/Passes.h"
+//===- ArenaPlacementTest.cpp - Arena placement (plan-memory's) ---------===//
+#include "nnc/Analysis/ArenaPlacement.h"
+#include "nnc/IR/IR.h"
 
 #include <gtest/gtest.h>
 
@@ -33,7 +34,7 @@ void checkPlacement(const std::vector<ArenaSlot> &Slots, int64_t Size) {
   EXPECT_EQ(Size % nnc::kArenaAlignment, 0);
 }
 
-TEST(PlanMemory, RandomLiveRangesNeverOverlapInMemory) {
+TEST(ArenaPlacement, RandomLiveRangesNeverOverlapInMemory) {
   std::mt19937_64 Rng(12345);
   for (int Trial = 0; Trial < 500; ++Trial) {
     size_t NumStmts = 1 + Rng() % 40, NumSlots = Rng() % 60;
@@ -51,7 +52,7 @@ TEST(PlanMemory, RandomLiveRangesNeverOverlapInMemory) {
   }
 }
 
-TEST(PlanMemory, DisjointLivesShareAndTheBoundIsMet) {
+TEST(ArenaPlacement, DisjointLivesShareAndTheBoundIsMet) {
   // A chain of temporaries each live over two statements (a conv feeding
   // the next): two at a time, so the arena is the two largest neighbours.
   std::vector<ArenaSlot> Slots;
@@ -63,7 +64,7 @@ TEST(PlanMemory, DisjointLivesShareAndTheBoundIsMet) {
   EXPECT_EQ(Size, 8192);
 }
 
-TEST(PlanMemory, BestFitTakesTheTightestGap) {
+TEST(ArenaPlacement, BestFitTakesTheTightestGap) {
   // Live together with the small slot at 0 and the big one above it, a
   // slot that fits the gap left by a dead one goes there, not on top.
   std::vector<ArenaSlot> Slots = {
@@ -77,7 +78,7 @@ TEST(PlanMemory, BestFitTakesTheTightestGap) {
   EXPECT_EQ(Size, (1 << 20) + 4096);
 }
 
-TEST(PlanMemory, EmptyAndZeroSized) {
+TEST(ArenaPlacement, EmptyAndZeroSized) {
   std::vector<ArenaSlot> None;
   EXPECT_EQ(nnc::placeInArena(None), 0);
   EXPECT_EQ(nnc::arenaLowerBound(None), 0);
