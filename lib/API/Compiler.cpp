@@ -396,18 +396,7 @@ public:
   llvm::Expected<KernelJIT *> jit(const CompileOptions &O) {
     std::lock_guard<std::mutex> Lock(Mu);
     if (!JIT) {
-      JITOptions JO;
-      JO.OptLevel = O.OptLevel;
-      JO.CPU = O.CPU;
-      JO.Features = O.Features;
-      JO.CacheDir = O.CacheDir;
-      JO.Bounds = O.Bounds;
-      JO.FPContract = O.FPContract;
-      JO.Reassociate = O.Reassociate;
-      JO.Math = O.Math;
-      JO.VectorWidth = O.VectorWidth;
-      JO.Trace = O.Trace;
-      auto J = KernelJIT::create(JO);
+      auto J = KernelJIT::create(O);
       if (!J)
         return J.takeError();
       JIT = std::move(*J);
@@ -464,13 +453,12 @@ llvm::Expected<Kernel> Compiler::pipeline(
     const std::vector<std::string> &RemarkPasses,
     const std::function<void(const std::string &)> &Sink) const {
   DiagnosticEngine Diags(K.Source);
-  if (Opts.Threads > kMaxThreads)
-    return makeError("CompileOptions::Threads is " +
-                     std::to_string(Opts.Threads) + "; at most " +
-                     std::to_string(kMaxThreads) + " are supported");
-  if (Opts.Grain < 1)
-    return makeError("CompileOptions::Grain must be positive, not " +
-                     std::to_string(Opts.Grain));
+  for (const OptionInfo &I : optionTable()) {
+    CompileOptions Check;
+    std::string Why = I.Set(Check, I.Get(Opts));
+    if (!Why.empty())
+      return makeError("CompileOptions::" + std::string(I.Field) + " " + Why);
+  }
   std::vector<std::string> Passes = Opts.Passes.value_or(defaultPipeline());
   for (const std::string &N : Passes)
     if (!findPass(N))
@@ -493,15 +481,9 @@ llvm::Expected<Kernel> Compiler::pipeline(
     Passes.erase(It + 1, Passes.end());
   }
   PipelineOptions PO;
-  PO.Parallel.Mode = Opts.Parallel;
-  PO.Parallel.Threads = Threads;
-  PO.Parallel.Grain = Opts.Grain;
-  PO.Parallel.TrustParallel = Opts.TrustParallel;
-  PO.Parallel.Reassociate = Opts.Reassociate;
-  PO.Parallel.Reciprocal = Opts.Reciprocal;
-  PO.Parallel.Streaming = Opts.Streaming;
-  PO.Parallel.StreamingThreshold = Opts.StreamingThreshold;
-  PO.Parallel.Remarks = {RemarkPasses.begin(), RemarkPasses.end()};
+  PO.Options = Opts;
+  PO.Options.Threads = Threads;
+  PO.Options.Remarks = RemarkPasses;
   // Warnings and remarks go to the sink as each pass makes them, so that
   // they interleave with the IR printed after the passes.
   size_t Sent = 0;
@@ -588,7 +570,7 @@ llvm::Error Compiler::interpret(const Kernel &K,
       llvm::is_contained(Opts.Passes.value_or(defaultPipeline()),
                          "reciprocals")) {
     PipelineOptions PO;
-    PO.Parallel.Reciprocal = true;
+    PO.Options.Reciprocal = true;
     Rewritten = K;
     if (!runPasses(*Rewritten, {"reciprocals"}, PO, Diags))
       return makeError(Diags);

@@ -17,6 +17,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstring>
+#include <memory>
 #include <unistd.h>
 
 #ifndef NNC_VERSION
@@ -39,6 +41,57 @@ std::string passList() {
   for (const PassInfo &P : passRegistry())
     R += std::string("\n    ") + P.Name + (P.Remarks ? " (remarks)" : "") +
          ": " + P.Description;
+  return R;
+}
+
+/// The flag of a row of Options.def: its text goes to OptionInfo::Set,
+/// which checks it.
+struct OptionFlag {
+  const OptionInfo *Info;
+  // Made at run time; cl::desc and cl::value_desc keep only references.
+  std::string Help, ValueDesc;
+  std::unique_ptr<cl::opt<std::string>> Opt;
+};
+
+std::vector<std::unique_ptr<OptionFlag>> optionFlags(cl::OptionCategory &Cat) {
+  std::vector<std::unique_ptr<OptionFlag>> R;
+  const CompileOptions Defaults;
+  for (const OptionInfo &I : optionTable()) {
+    if (!*I.Flag)
+      continue;
+    auto F = std::make_unique<OptionFlag>();
+    F->Info = &I;
+    F->Help = I.Help;
+    switch (I.Kind) {
+    case OptionKind::Bool:
+    case OptionKind::OptionalBool:
+      F->ValueDesc = "on|off";
+      break;
+    case OptionKind::Integer:
+      F->ValueDesc = "N";
+      break;
+    case OptionKind::String:
+      F->ValueDesc = "value";
+      break;
+    case OptionKind::Enum:
+      for (const auto &[Word, Help] : I.Words) {
+        F->ValueDesc += (F->ValueDesc.empty() ? "" : "|") + Word;
+        F->Help += "\n      " + Word + ": " + Help;
+      }
+      break;
+    }
+    std::string Default = I.Get(Defaults);
+    if (I.Kind != OptionKind::Enum && !Default.empty() &&
+        F->Help.find("default") == std::string::npos)
+      F->Help += " (default: " + Default + ")";
+    bool Prefix = std::strlen(I.Flag) == 1; // -O3
+    F->Opt = std::make_unique<cl::opt<std::string>>(
+        llvm::StringRef(I.Flag), cl::desc(F->Help),
+        cl::value_desc(F->ValueDesc), cl::cat(Cat),
+        Prefix ? cl::Prefix : cl::NormalFormatting,
+        I.Kind == OptionKind::Bool ? cl::ValueOptional : cl::ValueRequired);
+    R.push_back(std::move(F));
+  }
   return R;
 }
 
@@ -123,98 +176,8 @@ struct Flags {
   cl::opt<std::string> OutputFile{
       "o", cl::value_desc("file"),
       cl::desc("Where --emit, or else printed IR, is written"), cl::cat(Cat)};
-  cl::opt<unsigned> OptLevel{"O", cl::Prefix, cl::init(3),
-                             cl::desc("Optimization level, -O0 to -O3"),
-                             cl::cat(Cat)};
-  cl::opt<std::string> MCPU{"mcpu", cl::value_desc("cpu"),
-                            cl::desc("Target CPU instead of the host's"),
-                            cl::cat(Cat)};
-  cl::opt<std::string> MAttr{"mattr", cl::value_desc("+a,-b"),
-                             cl::desc("Target features to add (+) or remove "
-                                      "(-)"),
-                             cl::cat(Cat)};
-  enum class Contract { Default, On, Off };
-  cl::opt<Contract> FPContract{
-      "fp-contract", cl::init(Contract::Default),
-      cl::desc("Fuse a*b+c into fma (default: on if the target has FMA)"),
-      cl::values(clEnumValN(Contract::On, "on", "fuse"),
-                 clEnumValN(Contract::Off, "off", "round every operation")),
-      cl::cat(Cat)};
-  enum class OnOff { On, Off };
-  cl::opt<OnOff> Reassociate{
-      "reassociate", cl::init(OnOff::On),
-      cl::desc("Let float reductions run in another order: vector and "
-               "per-thread partial sums (default: on)"),
-      cl::values(clEnumValN(OnOff::On, "on", "reorder (as PyTorch does)"),
-                 clEnumValN(OnOff::Off, "off", "keep the program's order")),
-      cl::cat(Cat)};
-  cl::opt<OnOff> Reciprocal{
-      "reciprocal", cl::init(OnOff::Off),
-      cl::desc("Let a float division by a loop-invariant divisor be a "
-               "multiplication by its reciprocal (default: off)"),
-      cl::values(clEnumValN(OnOff::On, "on",
-                            "multiply (as PyTorch's softmax does)"),
-                 clEnumValN(OnOff::Off, "off", "divide, exactly")),
-      cl::cat(Cat)};
-  cl::opt<OnOff> Winograd{
-      "winograd", cl::init(OnOff::Off),
-      cl::desc("Let 3x3 stride-1 convolutions run oneDNN's Winograd "
-               "algorithm where it measures faster (default: off)"),
-      cl::values(clEnumValN(OnOff::On, "on", "time both, keep the faster"),
-                 clEnumValN(OnOff::Off, "off", "direct convolution only")),
-      cl::cat(Cat)};
-  cl::opt<VectorMath> Math{
-      "vector-math", cl::init(VectorMath::Inline),
-      cl::desc("How transcendentals (exp, tanh, ...) are computed "
-               "(default: inline)"),
-      cl::values(clEnumValN(VectorMath::Inline, "inline",
-                            "inline polynomials for f32 exp, expm1, log, "
-                            "tanh, sigmoid, erf; libmvec for the rest"),
-                 clEnumValN(VectorMath::Libmvec, "libmvec",
-                            "glibc's vector math library"),
-                 clEnumValN(VectorMath::Libm, "libm",
-                            "one scalar libm call per element")),
-      cl::cat(Cat)};
-  cl::opt<unsigned> VectorWidth{
-      "vector-width", cl::init(0), cl::value_desc("bits"),
-      cl::desc("Widest vectors loops use: 128, 256 or 512 (default: the "
-               "widest the target has)"),
-      cl::cat(Cat)};
-  cl::opt<std::string> CacheDir{"cache-dir", cl::value_desc("dir"),
-                                cl::desc("Keep compiled kernels in DIR across "
-                                         "runs"),
-                                cl::cat(Cat)};
-  cl::opt<ParallelMode> Parallel{
-      "parallel", cl::init(ParallelMode::All),
-      cl::desc("Which loop nests may run in parallel"),
-      cl::values(clEnumValN(ParallelMode::All, "all", "every nest (default)"),
-                 clEnumValN(ParallelMode::Outputs, "outputs",
-                            "only nests writing outputs (NNC's old policy)"),
-                 clEnumValN(ParallelMode::None, "none", "none")),
-      cl::cat(Cat)};
-  cl::opt<int64_t> Grain{
-      "parallel-grain", cl::value_desc("N"), cl::init(kDefaultParallelGrain),
-      cl::desc("Smallest work worth a parallel region, in innermost "
-               "iterations"),
-      cl::cat(Cat)};
-  cl::opt<StreamingStores> Streaming{
-      "streaming-stores", cl::init(StreamingStores::Auto),
-      cl::desc("Which stores write around the caches (non-temporal stores)"),
-      cl::values(clEnumValN(StreamingStores::Auto, "auto",
-                            "outputs of loop nests larger than the cache "
-                            "share that the kernel does not read again "
-                            "(default)"),
-                 clEnumValN(StreamingStores::Off, "off", "none"),
-                 clEnumValN(StreamingStores::Always, "always",
-                            "every store in an innermost loop that writes "
-                            "consecutive elements")),
-      cl::cat(Cat)};
-  cl::opt<uint64_t> StreamingThreshold{
-      "streaming-threshold", cl::value_desc("bytes"), cl::init(0),
-      cl::desc("With --streaming-stores=auto, stream the outputs of loop "
-               "nests that touch more bytes than this (default: the host's "
-               "cache share for the threads)"),
-      cl::cat(Cat)};
+  /// One flag per option of Options.def that has one, in its order.
+  std::vector<std::unique_ptr<OptionFlag>> Options = optionFlags(Cat);
   cl::opt<std::string> Trace{
       "trace", cl::value_desc("file.json"),
       cl::desc("Write a Chrome trace of the run: one span per statement and "
@@ -231,10 +194,6 @@ struct Flags {
                "bounds (by default they are: an access out of bounds stops "
                "the kernel with an error)"),
       cl::cat(Cat)};
-  cl::opt<bool> TrustParallel{"trust-parallel",
-                              cl::desc("Trust /* parallel */ marks instead of "
-                                       "checking them"),
-                              cl::cat(Cat)};
   cl::list<std::string> Passes{
       "passes", cl::value_desc("a,b,c"), cl::CommaSeparated,
       cl::desc(PassesHelp),
@@ -262,11 +221,6 @@ struct Flags {
       "timeout", cl::value_desc("seconds"), cl::init(0),
       cl::desc("Stop with an error when the whole run (compiling and "
                "running) takes longer than SECONDS; 0: no limit"),
-      cl::cat(Cat)};
-  cl::opt<unsigned> Threads{
-      "threads", cl::value_desc("N"), cl::init(0),
-      cl::desc("Threads for parallel loops (default: OMP_NUM_THREADS, else "
-               "the core count)"),
       cl::cat(Cat)};
 };
 
@@ -350,40 +304,21 @@ std::optional<int> parseCommandLine(int Argc, char **Argv, DriverOptions &Opts,
   }
 
   CompileOptions &C = Opts.Compile;
-  if (F.OptLevel > 3)
-    return Fail("-O expects 0, 1, 2 or 3");
-  C.OptLevel = F.OptLevel;
-  C.CPU = F.MCPU;
-  C.Features = F.MAttr;
-  C.CacheDir = F.CacheDir;
-  C.Reassociate = F.Reassociate == Flags::OnOff::On;
-  C.Reciprocal = F.Reciprocal == Flags::OnOff::On;
-  C.Winograd = F.Winograd == Flags::OnOff::On;
-  C.Math = F.Math;
-  if (F.VectorWidth.getNumOccurrences() && F.VectorWidth != 128 &&
-      F.VectorWidth != 256 && F.VectorWidth != 512)
-    return Fail("--vector-width expects 128, 256 or 512, got " +
-                std::to_string(F.VectorWidth));
-  C.VectorWidth = F.VectorWidth;
-  if (F.FPContract != Flags::Contract::Default)
-    C.FPContract = F.FPContract == Flags::Contract::On;
+  for (const auto &OF : F.Options) {
+    if (!OF->Opt->getNumOccurrences())
+      continue;
+    std::string Why = OF->Info->Set(C, *OF->Opt);
+    if (!Why.empty())
+      return Fail((std::strlen(OF->Info->Flag) == 1 ? "-" : "--") +
+                  std::string(OF->Info->Flag) + " " + Why);
+  }
+  // Shorthands of --bounds.
   if (F.BoundsCheck && F.Unchecked)
     return Fail("--bounds-check and --unchecked contradict each other");
-  C.Bounds = F.BoundsCheck ? BoundsChecking::All
-             : F.Unchecked ? BoundsChecking::None
-                           : BoundsChecking::Unproven;
-  C.Parallel = F.Parallel;
-  if (F.Grain < 1)
-    return Fail("--parallel-grain expects a positive number");
-  C.Grain = F.Grain;
-  if (F.Threads.getNumOccurrences() &&
-      (F.Threads < 1 || F.Threads > kMaxThreads))
-    return Fail("--threads expects a number from 1 to " +
-                std::to_string(kMaxThreads));
-  C.Threads = F.Threads;
-  C.TrustParallel = F.TrustParallel;
-  C.Streaming = F.Streaming;
-  C.StreamingThreshold = F.StreamingThreshold;
+  if (F.BoundsCheck)
+    C.Bounds = BoundsChecking::All;
+  if (F.Unchecked)
+    C.Bounds = BoundsChecking::None;
   if (!F.Trace.empty()) {
     if (Opts.Interp)
       return Fail("--trace needs the JIT (it records compiled code)");

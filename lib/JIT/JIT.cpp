@@ -135,11 +135,8 @@ public:
     OS << "nnc-jit cache v" << ObjectCache::FormatVersion << '\n'
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
-       << "O" << Opts.OptLevel << " contract=" << Contract
-       << " reassociate=" << Opts.Reassociate
-       << " math=" << static_cast<int>(Opts.Math)
-       << " vector-width=" << VectorWidth
-       << " trace=" << Opts.Trace << " bounds=" << static_cast<int>(Opts.Bounds) << '\n';
+       << "contract=" << Contract << " vector-width=" << VectorWidth << '\n'
+       << cacheKeyOptions(Opts);
     printKernelWithTasks(OS, K);
     return OS.str();
   }

@@ -268,11 +268,11 @@ private:
     std::string Name = "loop '" + F.Var + "'";
     if (hasParallelMark(S))
       return S; // The user's marks stand (checked above).
-    if (Opts.Mode == ParallelMode::None) {
+    if (Opts.Parallel == ParallelMode::None) {
       Diags.remark(F.Loc, Name + " not parallelized: --parallel=none");
       return S;
     }
-    if (Opts.Mode == ParallelMode::Outputs && !writesOutput(S)) {
+    if (Opts.Parallel == ParallelMode::Outputs && !writesOutput(S)) {
       Diags.remark(F.Loc, Name + " not parallelized: it writes no kernel output "
                            "(--parallel=outputs)");
       return S;

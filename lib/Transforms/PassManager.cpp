@@ -105,8 +105,10 @@ bool runPasses(Kernel &K, const std::vector<std::string> &Passes,
       return false;
     }
     PassDiagnostics PD(Diags, Entry->Info.Remarks &&
-                                  Opts.Parallel.Remarks.count(Name) > 0);
-    if (!Entry->Run(K, Opts.Parallel, PD))
+                                  std::find(Opts.Options.Remarks.begin(),
+                                            Opts.Options.Remarks.end(),
+                                            Name) != Opts.Options.Remarks.end());
+    if (!Entry->Run(K, Opts.Options, PD))
       return false;
     // Verify the result, tasks included.
     DiagnosticEngine Check(nullptr);

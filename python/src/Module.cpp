@@ -133,95 +133,65 @@ kernelOf(py::handle Src, const std::optional<std::string> &KernelName) {
 // Options
 //===----------------------------------------------------------------------===//
 
-template <class E>
-E enumValue(const char *Option, const std::string &Value,
-            std::initializer_list<std::pair<const char *, E>> Values) {
-  std::string Known;
-  for (const auto &[Name, V] : Values) {
-    if (Value == Name)
-      return V;
-    Known += (Known.empty() ? "" : ", ") + std::string(Name);
-  }
-  raise("unknown value '" + Value + "' for " + Option + "; expected one of: " +
-        Known);
-}
-
 /// CompileOptions from the keyword arguments of compile(), lower(),
-/// remarks() and llvm_ir(); an unknown keyword is an error.
+/// remarks() and llvm_ir(): the Python keywords of Options.def, plus
+/// `passes`; an unknown keyword, a value of the wrong type, or one the
+/// option does not accept is an error.
 CompileOptions compileOptions(const py::kwargs &Kw) {
   CompileOptions O;
   for (const auto &[KeyH, V] : Kw) {
     std::string Key = py::str(KeyH);
-    if (V.is_none() && Key != "fp_contract")
-      continue;
-    if (Key == "opt_level") {
-      int L = V.cast<int>();
-      if (L < 0 || L > 3)
-        raise("opt_level must be 0 to 3, not " + std::to_string(L));
-      O.OptLevel = static_cast<unsigned>(L);
-    } else if (Key == "threads") {
-      long T = V.cast<long>();
-      if (T < 0 || T > static_cast<long>(kMaxThreads))
-        raise("threads must be 0 (the process default) to " +
-              std::to_string(kMaxThreads) + ", not " + std::to_string(T));
-      O.Threads = static_cast<unsigned>(T);
-    } else if (Key == "parallel") {
-      O.Parallel = enumValue<ParallelMode>(
-          "parallel", V.cast<std::string>(),
-          {{"all", ParallelMode::All},
-           {"outputs", ParallelMode::Outputs},
-           {"none", ParallelMode::None}});
-    } else if (Key == "grain") {
-      O.Grain = V.cast<int64_t>();
-      if (O.Grain < 1)
-        raise("grain must be at least 1, not " + std::to_string(O.Grain));
-    } else if (Key == "trust_parallel") {
-      O.TrustParallel = V.cast<bool>();
-    } else if (Key == "cpu") {
-      O.CPU = V.cast<std::string>();
-    } else if (Key == "features") {
-      O.Features = V.cast<std::string>();
-    } else if (Key == "cache_dir") {
-      O.CacheDir = py::str(py::module_::import("os").attr("fspath")(V));
-    } else if (Key == "bounds") {
-      O.Bounds = enumValue<BoundsChecking>("bounds", V.cast<std::string>(),
-                                           {{"unproven", BoundsChecking::Unproven},
-                                            {"all", BoundsChecking::All},
-                                            {"none", BoundsChecking::None}});
-    } else if (Key == "streaming") {
-      O.Streaming = enumValue<StreamingStores>(
-          "streaming", V.cast<std::string>(),
-          {{"auto", StreamingStores::Auto},
-           {"off", StreamingStores::Off},
-           {"always", StreamingStores::Always}});
-    } else if (Key == "streaming_threshold") {
-      O.StreamingThreshold = V.cast<uint64_t>();
-    } else if (Key == "fp_contract") {
+    if (Key == "passes") {
       if (!V.is_none())
-        O.FPContract = V.cast<bool>();
-    } else if (Key == "reassociate") {
-      O.Reassociate = V.cast<bool>();
-    } else if (Key == "reciprocal") {
-      O.Reciprocal = V.cast<bool>();
-    } else if (Key == "winograd") {
-      O.Winograd = V.cast<bool>();
-    } else if (Key == "vector_math") {
-      O.Math = enumValue<VectorMath>("vector_math", V.cast<std::string>(),
-                                     {{"inline", VectorMath::Inline},
-                                      {"libmvec", VectorMath::Libmvec},
-                                      {"libm", VectorMath::Libm}});
-    } else if (Key == "vector_width") {
-      O.VectorWidth = V.cast<unsigned>();
-    } else if (Key == "passes") {
-      O.Passes = V.cast<std::vector<std::string>>();
-    } else {
-      raise("unknown compile option '" + Key +
-            "'; the options are: opt_level, threads, parallel, grain, "
-            "trust_parallel, cpu, features, cache_dir, bounds, streaming, "
-            "streaming_threshold, fp_contract, reassociate, reciprocal, winograd, "
-            "vector_math, vector_width, "
-            "passes");
+        O.Passes = V.cast<std::vector<std::string>>();
+      continue;
     }
+    const OptionInfo *I = findPythonOption(Key);
+    if (!I) {
+      std::string Known;
+      for (const OptionInfo &Row : optionTable())
+        if (*Row.Python)
+          Known += std::string(Row.Python) + ", ";
+      raise("unknown compile option '" + Key + "'; the options are: " +
+            Known + "passes");
+    }
+    if (V.is_none() && I->Kind != OptionKind::OptionalBool)
+      continue; // None: the default.
+    std::string Text;
+    auto TypeError = [&](const char *Want) {
+      raise(Key + " expects " + Want + ", not " +
+            std::string(py::str(V.get_type().attr("__name__"))));
+    };
+    switch (I->Kind) {
+    case OptionKind::OptionalBool:
+      if (V.is_none()) {
+        Text = "default";
+        break;
+      }
+      [[fallthrough]];
+    case OptionKind::Bool:
+      if (!py::isinstance<py::bool_>(V))
+        TypeError(I->Kind == OptionKind::Bool ? "a bool" : "a bool or None");
+      Text = V.cast<bool>() ? "on" : "off";
+      break;
+    case OptionKind::Integer:
+      if (!py::isinstance<py::int_>(V) || py::isinstance<py::bool_>(V))
+        TypeError("an int");
+      Text = py::str(V);
+      break;
+    case OptionKind::String:
+      // Paths too (os.PathLike).
+      Text = py::str(py::module_::import("os").attr("fspath")(V));
+      break;
+    case OptionKind::Enum:
+      if (!py::isinstance<py::str>(V))
+        TypeError("a str");
+      Text = V.cast<std::string>();
+      break;
+    }
+    std::string Why = I->Set(O, Text);
+    if (!Why.empty())
+      raise(Key + " " + Why);
   }
   return O;
 }

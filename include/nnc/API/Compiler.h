@@ -21,10 +21,9 @@
 #ifndef NNC_API_COMPILER_H
 #define NNC_API_COMPILER_H
 
-#include "nnc/CodeGen/BoundsChecking.h"
-#include "nnc/CodeGen/VectorMath.h"
 #include "nnc/IR/Equality.h"
 #include "nnc/IR/IR.h"
+#include "nnc/Support/CompileOptions.h"
 #include "nnc/Support/CompileTimes.h"
 #include "nnc/Transforms/Passes.h"
 
@@ -42,92 +41,8 @@
 
 namespace nnc {
 
-/// The most threads a kernel may run on (CompileOptions::Threads).
-constexpr unsigned kMaxThreads = 1024;
-
-struct CompileOptions {
-  /// LLVM optimization level, 0 to 3.
-  unsigned OptLevel = 3;
-  /// Which loop nests the parallelize pass considers.
-  ParallelMode Parallel = ParallelMode::All;
-  /// Threads the kernel's parallel loops and oneDNN calls use; 0 means the
-  /// process default (nnc_runtime_set_num_threads, else OpenMP's).
-  unsigned Threads = 0;
-  /// Least work of a parallel region, in innermost iterations.
-  int64_t Grain = kDefaultParallelGrain;
-  /// Keep `parallel` marks without checking them.
-  bool TrustParallel = false;
-  /// CPU name and feature changes ("+fma,-avx512f"); empty means the host.
-  std::string CPU, Features;
-  /// Directory of a persistent compile cache; empty for none.
-  std::string CacheDir;
-  /// Which accesses are checked against their buffers (an access out of
-  /// bounds stops the kernel with an error): those not proven in bounds at
-  /// compile time (the default), All, or None.
-  BoundsChecking Bounds = BoundsChecking::Unproven;
-  /// Which stores write around the caches (the stream-stores pass): by
-  /// default the outputs of loop nests larger than the cache share.
-  StreamingStores Streaming = StreamingStores::Auto;
-  /// Bytes a loop nest must touch for Auto to stream its outputs; 0 means
-  /// the host's cache share for Threads (Support/Host.h).
-  uint64_t StreamingThreshold = 0;
-  /// Fuse `a * b + c` into one multiply-add; unset: when the target CPU has
-  /// FMA. interpret() rounds the same way.
-  std::optional<bool> FPContract;
-  /// Let float sums, products, Max and Min over a loop (reductions) run in
-  /// another order than the program's: vector partial accumulators, and
-  /// per-thread partials for a reduction of a whole nest. Like PyTorch's
-  /// own CPU reductions; a sum then differs from the program order's by
-  /// rounding (docs/LanguageReference.md, Reductions). Off keeps the order
-  /// bit for bit. Integer reductions are exact either way.
-  bool Reassociate = true;
-  /// Let a float division whose divisor is invariant in its loop (softmax's
-  /// `y[i, j] / sm[i]`) be a multiplication by the divisor's reciprocal,
-  /// computed once before the loop, as PyTorch's softmax does: a vector
-  /// multiplication instead of a division per element, and results that
-  /// can differ from the division's in the last bit (more where the
-  /// reciprocal overflows or is denormal; docs/LanguageReference.md,
-  /// Arithmetic). Off, the default, keeps every division. interpret()
-  /// makes the same rewrite.
-  bool Reciprocal = false;
-  /// Let 3x3 stride-1 convolutions run oneDNN's Winograd algorithm where
-  /// the CPU has one and it measures faster than the direct algorithm (both
-  /// are timed on first use of a shape, reorders to its blocked layouts
-  /// included): about 2x fewer multiplications, and results that differ
-  /// from the direct algorithm's by rounding (docs/Runtime.md, oneDNN).
-  bool Winograd = false;
-  /// How transcendentals are computed: inline polynomials (f32 exp, expm1,
-  /// log, tanh, sigmoid, erf; the default), glibc's libmvec, or scalar libm
-  /// calls (docs/Runtime.md, Vector math).
-  VectorMath Math = VectorMath::Inline;
-  /// The widest vectors vectorized loops use, in bits: 128, 256 or 512
-  /// (which needs AVX-512). 0, the default, means the widest the target
-  /// has. LLVM's own choice for Intel's AVX-512 server CPUs (Skylake-SP to
-  /// Sapphire Rapids) is 256, made for the clock penalty of Skylake-era
-  /// chips in mixed code; in these loops 512 measured up to 1.4x faster
-  /// (docs/performance.md, Vector width).
-  unsigned VectorWidth = 0;
-  /// Compile in trace spans around top-level statements and parallel
-  /// chunks, recorded between startTrace() and stopTrace().
-  bool Trace = false;
-
-  // Instrumentation: which passes run, and what they report.
-  /// Run exactly these passes, in order, instead of defaultPipeline().
-  std::optional<std::vector<std::string>> Passes;
-  /// Whose remarks go to OnDiagnostic (remarkNames()): passes, and
-  /// kRuntimeRemarks for the runtime's choices as a call runs.
-  std::vector<std::string> Remarks;
-  /// Print the kernel (with its tasks) after these passes to OnPrint.
-  std::vector<std::string> PrintAfter;
-  bool PrintAfterAll = false;
-  /// Receives the .nnc text after each pass PrintAfter names.
-  std::function<void(const std::string &Pass, const std::string &Text)>
-      OnPrint;
-  /// Receives each warning and remark of the pipeline, formatted as the
-  /// tool prints it (`file:line:col: remark: ...`); without it they are
-  /// dropped. Errors are returned, never sent here.
-  std::function<void(const std::string &Text)> OnDiagnostic;
-};
+// CompileOptions (nnc/Support/CompileOptions.h) is made from the table of
+// options, nnc/Support/Options.def.
 
 /// The default IR pipeline, in order.
 std::vector<std::string> defaultPipeline();

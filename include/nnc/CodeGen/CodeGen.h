@@ -15,8 +15,7 @@
 #ifndef NNC_CODEGEN_CODEGEN_H
 #define NNC_CODEGEN_CODEGEN_H
 
-#include "nnc/CodeGen/BoundsChecking.h"
-#include "nnc/CodeGen/VectorMath.h"
+#include "nnc/Support/CompileOptions.h"
 #include "nnc/IR/IR.h"
 
 #include "llvm/IR/IRBuilder.h"

@@ -22,6 +22,7 @@
 
 #include "nnc/CodeGen/CodeGen.h"
 #include "nnc/IR/IR.h"
+#include "nnc/Support/CompileOptions.h"
 #include "nnc/Support/CompileTimes.h"
 #include "nnc/Support/Diagnostics.h"
 
@@ -35,29 +36,10 @@
 
 namespace nnc {
 
-struct JITOptions {
-  /// LLVM optimization level, 0 to 3.
-  unsigned OptLevel = 3;
-  /// CPU name; empty means the host's.
-  std::string CPU;
-  /// Feature changes on top of the CPU's, e.g. "-avx,-avx2" or "+fma".
-  std::string Features;
-  /// Fuse multiply-adds (see CodeGenOptions); default: if the target has FMA.
-  std::optional<bool> FPContract;
-  /// Reorder float reductions (CodeGenOptions::Reassociate).
-  bool Reassociate = true;
-  /// Where transcendentals' code comes from (CodeGenOptions::Math).
-  VectorMath Math = VectorMath::Inline;
-  /// The widest vectors loops use, in bits (128, 256 or 512); 0: the
-  /// widest the target has (CompileOptions::VectorWidth).
-  unsigned VectorWidth = 0;
-  /// Directory of the persistent compile cache; empty for none.
-  std::string CacheDir;
-  /// Record trace spans around top-level statements (see Runtime.h).
-  bool Trace = false;
-  /// Which accesses are checked against their buffers (CodeGenOptions).
-  BoundsChecking Bounds = BoundsChecking::Unproven;
-};
+/// The JIT reads the code generation options of CompileOptions (OptLevel,
+/// CPU, Features, FPContract, Reassociate, Math, VectorWidth, Bounds, Trace)
+/// and CacheDir; the rest are the passes'.
+using JITOptions = CompileOptions;
 
 /// A kernel ready to run. Immutable and safe to call concurrently.
 class CompiledKernel {

@@ -22,6 +22,7 @@
 #define NNC_TRANSFORMS_PASSES_H
 
 #include "nnc/IR/IR.h"
+#include "nnc/Support/CompileOptions.h"
 #include "nnc/Support/Diagnostics.h"
 
 #include <cstdint>
@@ -32,48 +33,11 @@
 
 namespace nnc {
 
-enum class ParallelMode {
-  All,     ///< Every top-level loop nest is a candidate.
-  Outputs, ///< NNC before the fix: only nests that write out/inout buffers.
-  None,
-};
-
-/// Which stores bypass the caches (the stream-stores pass).
-enum class StreamingStores {
-  Auto,   ///< Outputs of nests larger than the cache share, not read again.
-  Off,    ///< None.
-  Always, ///< Every store whose loop code generation can align.
-};
-
-/// Smallest work, in innermost iterations, worth a parallel region; measured
-/// in docs/performance.md.
-constexpr int64_t kDefaultParallelGrain = 16384;
-
-/// Options of the IR passes (one struct for all, set by the tool or the API).
-struct PassOptions {
-  ParallelMode Mode = ParallelMode::All;
-  /// Threads the kernel will run on (decides how many loops to collapse and
-  /// the cache share of stream-stores), as the Compiler resolved it.
-  unsigned Threads = 1;
-  /// Minimum work of a parallel region, in innermost iterations.
-  int64_t Grain = kDefaultParallelGrain;
-  /// Trust `/* parallel */` marks in the input instead of checking them.
-  bool TrustParallel = false;
-  /// Which stores stream-stores makes non-temporal.
-  StreamingStores Streaming = StreamingStores::Auto;
-  /// In Auto mode, a nest streams when the bytes it touches exceed this;
-  /// 0 means the host's cache share for Threads (cacheShare in Host.h).
-  uint64_t StreamingThreshold = 0;
-  /// Float reductions may be computed in another order than the program's
-  /// (vector partial sums, per-thread partials): CompileOptions::Reassociate.
-  bool Reassociate = true;
-  /// A float division by a loop-invariant divisor may be a multiplication
-  /// by its reciprocal, computed before the loop: CompileOptions::Reciprocal.
-  bool Reciprocal = false;
-  /// Passes that explain their decisions as remarks, by registry name
-  /// (--remarks): the pass manager turns each pass's remarks on or off.
-  std::set<std::string> Remarks;
-};
+/// The options every pass reads: the Compiler's CompileOptions, with
+/// Threads resolved to the threads the kernel will run on (never 0: it
+/// decides how many loops to collapse and the cache share of stream-stores).
+/// The pass manager turns each pass's remarks on when Remarks names it.
+using PassOptions = CompileOptions;
 
 /// What a pass reports through: its errors and warnings, and its remarks
 /// (explanations of its decisions). The pass manager makes one for each
@@ -150,7 +114,7 @@ bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
                           PassDiagnostics &Diags);
 
 struct PipelineOptions {
-  PassOptions Parallel; ///< Options of every pass.
+  PassOptions Options; ///< Options of every pass.
   /// Called after each pass with its name and the verified result.
   std::function<void(const std::string &Pass, const Kernel &K)> AfterPass;
 };
