@@ -11,6 +11,7 @@ import warnings
 import torch
 
 import nncjit.torch as nt
+from nncjit.torch import rewrite
 
 
 def micros(f, n=20000):
@@ -28,7 +29,7 @@ def main():
     x = torch.randn(1, 4)
     fast = nt.optimize(lin, [x], threads=2)
     op_id = fast._ids[-1]
-    op = nt._GROUPS[op_id]
+    op = rewrite._GROUPS[op_id]
     fn = op.functions[(tuple(x.shape), x.stride(), x.dtype)]
     with torch.no_grad():
         for what, f in [("the kernel's Function", lambda: fn(x)),

@@ -12,6 +12,7 @@ import torchvision
 
 import nncjit
 import nncjit.torch as nt
+from nncjit.torch import check, rewrite, translate
 
 
 def model_and_input(arch, channels_last):
@@ -121,15 +122,15 @@ def test_group_with_two_outputs():
 def test_check_compares_special_values():
     inf, nan = float("inf"), float("nan")
     want = torch.tensor([1.0, -inf, inf, nan])
-    assert nt._mismatch(want.clone(), want, 1e-4, 1e-5) is None
-    assert nt._mismatch(torch.tensor([1.0, -inf, inf, 0.0]), want, 1e-4, 1e-5) == \
+    assert check._mismatch(want.clone(), want, 1e-4, 1e-5) is None
+    assert check._mismatch(torch.tensor([1.0, -inf, inf, 0.0]), want, 1e-4, 1e-5) == \
         "NaN in other positions"
-    assert nt._mismatch(torch.tensor([1.0, inf, inf, nan]), want, 1e-4, 1e-5) == \
+    assert check._mismatch(torch.tensor([1.0, inf, inf, nan]), want, 1e-4, 1e-5) == \
         "other infinities"
-    assert nt._mismatch(torch.tensor([1.5, -inf, inf, nan]), want, 1e-4, 1e-5) == \
+    assert check._mismatch(torch.tensor([1.5, -inf, inf, nan]), want, 1e-4, 1e-5) == \
         "max abs diff 0.5"
-    assert nt._mismatch(torch.full((2,), nan), torch.full((2,), nan), 0, 0) is None
-    assert nt._mismatch(torch.zeros(3), torch.zeros(2), 0, 0) == "shape [3], not [2]"
+    assert check._mismatch(torch.full((2,), nan), torch.full((2,), nan), 0, 0) is None
+    assert check._mismatch(torch.zeros(3), torch.zeros(2), 0, 0) == "shape [3], not [2]"
 
 
 def test_masked_softmax_with_rows_of_minus_infinity():
@@ -149,7 +150,7 @@ def test_masked_softmax_with_rows_of_minus_infinity():
     assert fast.groups and all(r.on_nncjit for r in fast.report), fast.summary()
     got, want = fast(x, mask), f(x, mask)
     assert torch.isnan(want[3]).all() and torch.isinf(want[0, 5:]).all()
-    assert nt._mismatch(got, want, 1e-4, 1e-5) is None
+    assert check._mismatch(got, want, 1e-4, 1e-5) is None
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 8), (3, 2, 2, 8), (8,), (0, 8)],
@@ -200,7 +201,7 @@ def test_group_whose_convolutions_nnc_reorders():
         fast = nt.optimize(torch.jit.trace(m, [x]), [x], threads=2)
         group = fast.groups[0]
         post = group.subgraph.copy()
-        nt._codegen_stmt(post)
+        translate._codegen_stmt(post)
         order = [list(n.inputsAt(1).toIValue().__getstate__()[0][0].shape)
                  for n in post.findAllNodes("mkldnn_prepacked::conv2d_run")]
         assert order[0] == [32, 8, 1, 1], order  # the reordering this tests
@@ -431,10 +432,10 @@ def test_kernels_go_with_the_model():
     a, b = torch.randn(64, 64), torch.randn(64, 64)
     fast = nt.optimize(torch.jit.script(f), [a, b])
     ids = list(fast._ids)
-    assert ids and all(nt._GROUPS[i] is not None for i in ids)
+    assert ids and all(rewrite._GROUPS[i] is not None for i in ids)
     del fast
     gc.collect()
-    assert all(nt._GROUPS[i] is None for i in ids)
+    assert all(rewrite._GROUPS[i] is None for i in ids)
 
 
 class Stateful(torch.nn.Module):

@@ -1,0 +1,130 @@
+"""Scripting and freezing a model without changing it, and running NNC's
+fuser on the example inputs to get its fusion groups."""
+
+import copy
+
+import torch as _torch
+
+from .translate import _Group
+
+
+class _FuserState:
+    """Switches PyTorch's NNC fuser on for a capture, and back afterwards."""
+
+    def __enter__(self):
+        C = _torch._C
+        self.saved = (C._jit_set_profiling_executor(True),
+                      C._get_graph_executor_optimize(True),
+                      C._jit_can_fuse_on_cpu(), C._jit_texpr_fuser_enabled(),
+                      C._jit_get_te_must_use_llvm_cpu(),
+                      C._jit_texpr_fallback_allowed())
+        C._jit_override_can_fuse_on_cpu(True)
+        C._jit_set_texpr_fuser_enabled(True)
+        self.strategy = _torch.jit.set_fusion_strategy([("STATIC", 2)])
+        # While the model runs, this torch (built without LLVM) fails to
+        # compile each group and falls back to its ATen ops (fast) instead
+        # of NNC's IR interpreter.
+        C._jit_set_te_must_use_llvm_cpu(True)
+        C._jit_texpr_set_fallback_allowed(True)
+        return self
+
+    def __exit__(self, *exc):
+        C = _torch._C
+        profiling, optimize, can_fuse, enabled, must_use_llvm, fallback = self.saved
+        C._jit_set_profiling_executor(profiling)
+        C._get_graph_executor_optimize(optimize)
+        C._jit_override_can_fuse_on_cpu(can_fuse)
+        C._jit_set_texpr_fuser_enabled(enabled)
+        C._jit_set_te_must_use_llvm_cpu(must_use_llvm)
+        C._jit_texpr_set_fallback_allowed(fallback)
+        _torch.jit.set_fusion_strategy(self.strategy)
+
+
+def _script(module):
+    """A frozen ScriptModule of its own for an nn.Module or ScriptModule, or
+    the ScriptFunction of a function. The caller's module is left as it was:
+    its training flags are restored, and a ScriptModule is copied, since
+    scripting and freezing share its parameters and buffers, which a
+    forward that updates its state would change (issue 32)."""
+    if isinstance(module, _torch.jit.ScriptFunction):
+        return module
+    if isinstance(module, _torch.jit.ScriptModule):
+        sm = copy.deepcopy(module)
+    elif isinstance(module, _torch.nn.Module):
+        modes = [(m, m.training) for m in module.modules()]
+        try:
+            sm = copy.deepcopy(_torch.jit.script(module.eval()))
+        finally:
+            for m, training in modes:
+                m.training = training
+    elif callable(module):
+        return _torch.jit.script(module)
+    else:
+        raise TypeError("nncjit.torch.optimize takes a torch.nn.Module, a "
+                        "scripted module or a function, not %s" % type(module).__name__)
+    # A frozen module has no `training` attribute and no parameters left.
+    # Freezing keeps an attribute that forward assigns or updates in place
+    # an attribute, as torch.jit.freeze does.
+    if getattr(sm, "training", False):
+        sm = sm.eval()
+    if hasattr(sm, "training") and list(sm.parameters()):
+        sm = _torch.jit.freeze(sm)
+    return sm
+
+
+def _self_args(sm):
+    """The leading argument of sm's graph: the module, or none for a
+    function."""
+    return [] if isinstance(sm, _torch.jit.ScriptFunction) else [sm._c]
+
+
+def _weights_to_channels_last(graph):
+    """Stores the constant weights of graph's convolutions channels-last,
+    as module.to(memory_format=torch.channels_last) does before freezing."""
+    for conv in graph.findAllNodes("aten::conv2d"):
+        node = conv.inputsAt(1).node()
+        if node.kind() != "prim::Constant" or \
+                not isinstance(node.output().type(), _torch._C.TensorType):
+            continue
+        w = node.t("value")
+        if w.dim() != 4:
+            continue
+        # The canonical strides (a size-1 dim's stride counts for PyTorch's
+        # suggested memory format, which the fuser reads).
+        cl = _torch.empty(w.shape, dtype=w.dtype, memory_format=_torch.channels_last)
+        if cl.stride() != w.stride():
+            w = cl.copy_(w)
+            node.t_("value", w)
+            node.output().setType(_torch._C.TensorType.create_from_tensor(w))
+
+
+def _capture(sm, example_inputs, name, remove_mutation, channels_last):
+    """Profiles the scripted module sm (_script's); returns it, its optimized
+    graph (a copy) and the groups."""
+    graph = sm.graph.copy()
+    if channels_last:
+        _weights_to_channels_last(graph)
+    if remove_mutation:
+        _torch._C._jit_pass_remove_mutation(graph)
+    # A function of its own, so that a module run before keeps its plan.
+    fn = _torch._C._create_function_from_graph("nncjit_profile", graph)
+    with _FuserState(), _torch.no_grad():
+        for _ in range(3):
+            fn(*_self_args(sm), *example_inputs)
+        optimized = _torch.jit.last_executed_optimized_graph().copy()
+    groups = [_Group(i, n, "%s_g%02d" % (name, i)) for i, n in
+              enumerate(optimized.findAllNodes("prim::TensorExprGroup"))]
+    # The graph's fallback functions (type check failed) belong to fn's
+    # execution plan: fn must live as long as the graph.
+    return sm, fn, optimized, groups
+
+
+def _is_nchw(x):
+    """A float NCHW tensor that channels-last would store differently."""
+    return (isinstance(x, _torch.Tensor) and x.dim() == 4 and
+            x.is_floating_point() and x.is_contiguous() and x.shape[1] > 1 and
+            x.shape[2] * x.shape[3] > 1)
+
+
+def _to_channels_last(x):
+    return x.contiguous(memory_format=_torch.channels_last) if _is_nchw(x) else x

@@ -1,0 +1,67 @@
+"""Comparing nnc-jit's results with PyTorch's (special values included),
+and the signatures (sizes, strides, dtype) kernels were compiled for."""
+
+
+import torch as _torch
+
+
+def _mismatch(got, want, rtol, atol):
+    """How got differs from want, or None where it is want within rtol of
+    want's largest finite magnitude, plus atol: the tolerance of a result
+    that sums many products (a convolution by another algorithm, a
+    reassociated sum), whose small elements carry the rounding of the large
+    ones. Special values must be where PyTorch has them: NaN in the same
+    positions, and infinities of the same sign."""
+    if got.shape != want.shape:
+        return "shape %s, not %s" % (list(got.shape), list(want.shape))
+    if not want.is_floating_point():
+        return None if bool((got == want).all()) else "other values"
+    if not want.numel():
+        return None
+    got, want = got.double(), want.double()
+    nan, inf = _torch.isnan(want), _torch.isinf(want)
+    if not _torch.equal(_torch.isnan(got), nan):
+        return "NaN in other positions"
+    if not _torch.equal(_torch.isinf(got), inf) or not _torch.equal(got[inf], want[inf]):
+        return "other infinities"
+    finite = want[~(nan | inf)]
+    if not finite.numel():
+        return None
+    diff = _max_abs_diff(got, want)
+    if diff > atol + rtol * float(finite.abs().max()):
+        return "max abs diff %g" % diff
+    return None
+
+
+def _max_abs_diff(got, want):
+    """The largest difference at the positions where PyTorch's result is
+    finite (0 for an empty tensor)."""
+    if got.shape != want.shape:
+        return float("inf")
+    finite = _torch.isfinite(want)
+    if not finite.any():
+        return 0.0
+    return float((got.double()[finite] - want.double()[finite]).abs().max())
+
+
+def _copy(t):
+    """A copy of t with t's strides, broadcast (0) strides included: clone()
+    makes a view's copy dense, and the kernels are compiled for the
+    strides. It copies the storage t spans."""
+    if t.numel() == 0:
+        return t.clone()
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    flat = t.as_strided([span], [1]).clone()
+    return flat.as_strided(t.shape, t.stride())
+
+
+def _signature(t):
+    """(sizes, strides, dtype) of a tensor: what a kernel is compiled for."""
+    return (tuple(t.shape), t.stride(), t.dtype)
+
+
+def _matches(signature, inputs):
+    """Whether the tensors have the (sizes, strides, dtype) of signature."""
+    return len(signature) == len(inputs) and all(
+        tuple(t.shape) == sz and t.stride() == st and t.dtype == dt
+        for (sz, st, dt), t in zip(signature, inputs))

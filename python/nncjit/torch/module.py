@@ -1,0 +1,200 @@
+"""optimize() and the module it returns."""
+
+import copy
+import re
+import warnings
+
+import torch as _torch
+
+from .capture import _capture, _is_nchw, _script, _self_args, _to_channels_last
+from .ops import _merge_ops_into_groups, _replace_ops
+from .rewrite import _GROUPS, _register_operator, _replace_groups
+
+
+class OptimizedModule:
+    """A model whose fusion groups run on nnc-jit; call it like the module."""
+
+    def __init__(self, module, function, groups, ops):
+        self._module = module
+        self._function = function
+        self.groups = groups
+        self.ops = ops
+        self.refused = []      # reports of the ops left to PyTorch
+        # Set by optimize(): NCHW inputs run channels-last inside, and which
+        # outputs go back to contiguous.
+        self.channels_last = False
+        self._contiguous_outputs = None
+        self._profiled = None  # owns the graph's fallback functions
+        self._ids = []         # its entries of _GROUPS
+
+    def __del__(self):
+        # The kernels and their weights go with the model.
+        for i in getattr(self, "_ids", []):
+            _GROUPS[i] = None
+
+    @property
+    def report(self):
+        """A GroupReport per fusion group, then one per convolution or
+        linear layer outside them (kind aten::conv2d / aten::linear), in
+        graph order, those left to PyTorch included."""
+        return [g.report for g in self.groups] + sorted(
+            [o.report for o in self.ops] + self.refused, key=lambda r: r.index)
+
+    @property
+    def graph(self):
+        """The graph that runs: each group is a call of nncjit::run_group."""
+        return self._function.graph
+
+    def __call__(self, *inputs):
+        if self.channels_last:
+            inputs = [_to_channels_last(x) for x in inputs]
+        with _torch.no_grad(), _torch.jit.optimized_execution(False):
+            out = self._function(*_self_args(self._module), *inputs)
+        if self._contiguous_outputs:
+            out = _map_tensors(out, self._contiguous_outputs)
+        return out
+
+    forward = __call__
+
+    def summary(self):
+        lines = []
+        for r in self.report:
+            lines.append("%s %d (%s): %s" % (
+                "group" if r in [g.report for g in self.groups] else "op",
+                r.index, " ".join(k.split("::")[-1] for k in r.ops[:8]) +
+                (" ..." if len(r.ops) > 8 else ""),
+                ("nnc-jit" + (" (ops %s merged in)" % ", ".join(map(str, r.merged))
+                              if r.merged else "")) if r.on_nncjit else "PyTorch: " + r.reason))
+        if not lines:
+            lines.append("no fusion group: the whole model runs in PyTorch")
+        return "\n".join(lines)
+
+
+def _map_tensors(out, which):
+    """Makes the tensors of out (a tensor, or a tuple or list of them) whose
+    index is in which contiguous."""
+    if isinstance(out, _torch.Tensor):
+        return out.contiguous() if 0 in which else out
+    if isinstance(out, (tuple, list)):
+        items = [o.contiguous() if i in which and isinstance(o, _torch.Tensor) else o
+                 for i, o in enumerate(out)]
+        # A namedtuple takes its fields as arguments.
+        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+    return out
+
+
+def _flat_tensors(out):
+    if isinstance(out, _torch.Tensor):
+        return [out]
+    return list(out) if isinstance(out, (tuple, list)) else []
+
+
+def _build(sm, example_inputs, name, remove_mutation, options):
+    """The OptimizedModule of the scripted module sm (_script's) with every
+    group on its PyTorch fallback, run once on the example inputs to record
+    what each group sees. The runs may change sm's state: optimize hands
+    the result a copy made before them."""
+    _register_operator()
+    sm, profiled, graph, groups = _capture(sm, example_inputs, name,
+                                           remove_mutation,
+                                           options.get("channels_last"))
+    first = len(_GROUPS)
+    ids = list(range(first, first + len(groups)))
+    _GROUPS.extend(groups)
+    _replace_groups(graph, ids)
+    ops, refused = [], []
+    if options.get("ops"):
+        ops, refused = _replace_ops(graph, len(_GROUPS), name, options)
+        _GROUPS.extend(ops)
+    function = _torch._C._create_function_from_graph("nncjit_forward", graph)
+    model = OptimizedModule(sm, function, groups, ops)
+    model.refused = refused
+    model._ids = list(range(first, len(_GROUPS)))
+    model._profiled = profiled
+    model._graph = graph
+    for g in groups:
+        g.recording = True
+    model(*example_inputs)
+    for g in groups:
+        g.recording = False
+    return model
+
+
+def _default_name(module):
+    base = getattr(module, "original_name", None) or type(module).__name__
+    return re.sub(r"[^0-9a-zA-Z_]", "_", base).lower() or "model"
+
+
+def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
+             remove_mutation=True, ops=True, merge=True, channels_last=None,
+             name=None, **compile_options):
+    """Runs the fusion groups of a scripted (optionally frozen) module on
+    nnc-jit. Returns an OptimizedModule, called like the module.
+
+    example_inputs: the inputs the fuser profiles (and the groups are
+    checked) with; the groups take inputs of the same sizes, strides and
+    dtypes, and other inputs run the PyTorch fallback.
+    check: compare each group with PyTorch on the example inputs; a group
+    whose result differs by more than rtol times the largest magnitude of
+    PyTorch's, plus atol, is left to PyTorch.
+    ops: also run the convolutions and linear layers outside the groups on
+    nnc-jit (on oneDNN with cached primitives, as PyTorch's
+    optimize_for_inference would prepack them).
+    merge: merge the convolutions whose only consumer is a group into the
+    group's kernel.
+    channels_last: run a model given NCHW images in channels-last inside
+    (the inputs are converted at each call, and outputs that eager
+    PyTorch returns contiguous are converted back): PyTorch fuses and
+    prepacks convolutions only on channels-last tensors, and oneDNN is
+    fastest there. None (the default): when an input is a float NCHW image
+    and the model has convolutions.
+    compile_options: nncjit.compile's keywords; threads defaults to
+    torch.get_num_threads(), and winograd to True (a group whose check
+    fails with it is compiled again without it).
+    """
+    name = name or _default_name(module)
+    compile_options.setdefault("threads", _torch.get_num_threads())
+    compile_options.setdefault("winograd", True)
+    options = {"compile": compile_options, "check": check, "rtol": rtol,
+               "atol": atol, "ops": ops, "channels_last": channels_last}
+    sm = _script(module)
+    example_inputs = list(example_inputs)
+    if channels_last is None:
+        channels_last = any(_is_nchw(x) for x in example_inputs) and bool(
+            sm.graph.findAllNodes("aten::conv2d") or
+            sm.graph.findAllNodes("aten::_convolution"))
+    # The profiling runs, the recording run and the eager run below change
+    # a module whose forward updates its attributes: the model gets their
+    # values from before the runs.
+    pristine = copy.deepcopy(sm) if isinstance(sm, _torch.jit.ScriptModule) else sm
+    eager_out = None
+    if channels_last:
+        with _torch.no_grad():
+            eager_out = _flat_tensors(sm(*example_inputs))
+        example_inputs = [_to_channels_last(x) for x in example_inputs]
+    options["channels_last"] = channels_last
+    model = _build(sm, example_inputs, name, remove_mutation, options)
+    model.channels_last = channels_last
+    if eager_out is not None:
+        with _torch.no_grad():
+            ours = _flat_tensors(model(*example_inputs))
+        model._contiguous_outputs = {
+            i for i, (a, b) in enumerate(zip(eager_out, ours))
+            if isinstance(a, _torch.Tensor) and isinstance(b, _torch.Tensor) and
+            a.is_contiguous() and not b.is_contiguous()}
+    model._module = pristine
+    for g in model.groups:
+        g.compile(options)
+    if ops and merge:
+        if _merge_ops_into_groups(model._graph, model.groups, options, model._ids):
+            model._function = _torch._C._create_function_from_graph(
+                "nncjit_forward", model._graph)
+    left = [r for r in model.report if not r.on_nncjit]
+    if left:
+        warnings.warn("nncjit: %d of %d fusion groups and ops run in PyTorch:\n%s" % (
+            len(left), len(model.report),
+            "\n".join("  %s %d: %s" % ("group" if any(r is g.report for g in model.groups)
+                                        else "op", r.index, r.reason) for r in left)))
+    if not model.groups:
+        warnings.warn("nncjit: the fuser formed no fusion group")
+    return model

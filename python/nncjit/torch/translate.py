@@ -1,0 +1,398 @@
+"""One NNC fusion group as a .nnc kernel: its parameters, NNC's codegen
+statement made self-contained (convolutions, post-ops, temporaries), and
+the call that checks it against PyTorch on the inputs it saw."""
+
+import re
+
+import torch as _torch
+
+from .. import _nncjit
+from .check import _copy, _matches, _max_abs_diff, _mismatch
+from .common import GroupReport, _Unsupported, _scalar_type, _tensor_type
+from .kernel_text import _decl, _dense_strides, _kernel_text, _sanitize
+
+
+# Ops that PyTorch's FuseConvWithEltwise folds into a prepacked convolution.
+_CONV_POST_OPS = {"aten::relu": "relu"}
+
+
+def _pair_convolutions(runs, states, convs):
+    """The convolution of the group each prepacked run (with its context's
+    state) came from. NNC's graph rewrites may reorder them (a traced
+    ResNeXt's downsampling convolution moves first), so a run's
+    convolution is the one whose constant weight has the values of the
+    run's, on the same input where two have them (the check stands behind
+    a choice between convolutions that only their strides or paddings
+    tell apart)."""
+    left, paired = list(convs), []
+    for run, state in zip(runs, states):
+        weight = state[0]
+
+        def same(c):
+            w = c.inputsAt(1)
+            if w.node().kind() != "prim::Constant":
+                return False
+            w = w.toIValue()
+            return isinstance(w, _torch.Tensor) and w.shape == weight.shape and \
+                _torch.equal(w, weight)
+        found = [c for c in left if same(c)]
+        if len(found) > 1:
+            found = [c for c in found if
+                     c.inputsAt(0).debugName() == run.inputsAt(0).debugName()] or found
+        if not found:
+            raise _Unsupported("no convolution of the group has the weight of "
+                               "prepacked convolution %d" % len(paired))
+        paired.append(found[0])
+        left.remove(found[0])
+    return paired
+
+
+def _fused_post_op(conv, run):
+    """The op PyTorch folded into the prepacked convolution run that conv
+    became, or None: the convolution's only use was such an op, and the
+    run's output no longer feeds one (NNC's graph rewrites may copy an op,
+    a ReLU after a cat to each of its inputs, so counting them elsewhere
+    does not tell)."""
+    uses = conv.output().uses()
+    op = _CONV_POST_OPS.get(uses[0].user.kind()) if len(uses) == 1 else None
+    if op is None or any(u.user.kind() == uses[0].user.kind() for u in run.output().uses()):
+        return None
+    return op
+
+
+def _one_output(graph):
+    """graph with its outputs as one tuple (a function returns one value)."""
+    n = len(list(graph.outputs()))
+    if n == 1:
+        return graph
+    tup = graph.create("prim::TupleConstruct", list(graph.outputs()))
+    tup.output().setType(_torch._C.TupleType([v.type() for v in graph.outputs()]))
+    graph.appendNode(tup)
+    for _ in range(n):
+        graph.eraseOutput(0)
+    graph.registerOutput(tup.output())
+    return graph
+
+
+def _match_outputs(graph, written):
+    """The written buffers in the order of graph's outputs. NNC computes a
+    group's nodes in order, each output in a loop nest or call of its own,
+    under names of its choosing (`aten_mul_1`, `nnc_matmul`,
+    `mkldnn_prepacked_conv_run`, ...). Then, in the order of the graph's
+    outputs, it copies each output whose strides are not those it computed
+    into a buffer `output_1` (`output_1_1`, ...): the outputs not
+    contiguous, or, where that does not count them, the outputs neither
+    contiguous nor channels-last. So the other buffers, in the order they
+    are first written, are the other outputs sorted by their nodes'
+    positions. The check against PyTorch stands behind it."""
+    outs = list(graph.outputs())
+    types = [_tensor_type(v) for v in outs]
+    strides = [list(t[2]) for t in types]
+    dense = [_dense_strides(t[1]) for t in types]
+    copied = [b for b in written if re.fullmatch(r"output_1(_\d+)?", b)]
+    restrided = [i for i, st in enumerate(strides) if st != dense[i][0]]
+    if len(restrided) != len(copied):
+        restrided = [i for i, st in enumerate(strides) if st not in dense[i]]
+    if len(restrided) != len(copied):
+        restrided, copied = [], []
+    position = {n: i for i, n in enumerate(graph.nodes())}
+    computed = sorted((i for i in range(len(outs)) if i not in restrided),
+                      key=lambda i: position[outs[i].node()])
+    chosen = [None] * len(outs)
+    for i, b in zip(restrided + computed, copied + [b for b in written if b not in copied]):
+        chosen[i] = b
+    return chosen
+
+
+class _Group:
+    """One fusion group: its .nnc kernel and how to call it."""
+
+    def __init__(self, index, node, name):
+        self.index = index
+        self.subgraph = node.g("Subgraph")
+        self.name = name
+        self.ops = [n.kind() for n in self.subgraph.nodes()
+                    if n.kind() not in ("prim::Constant", "prim::ListConstruct")]
+        self.report = GroupReport(index, self.ops)
+        self.constants = {}      # parameter name -> tensor, bound once
+        # The positions of its scalar inputs, which it gets as 0-dim tensors.
+        self.scalars = {i for i, v in enumerate(self.subgraph.inputs())
+                        if not isinstance(v.type(), _torch._C.TensorType)}
+        self.fallback = _torch._C._create_function_from_graph(
+            "nncjit_group_%d_fallback" % index, _one_output(self.subgraph.copy()))
+        self.function = None
+        self.recording = False
+        self.recorded = None     # (inputs, outputs) seen on the example inputs
+        # What write() makes: the kernel's parameter declarations and body,
+        # and its inputs' names and (sizes, strides, dtype).
+        self.params, self.body, self.input_names, self.signature = [], "", [], []
+        self.if_node = None      # the prim::If that guards its call
+
+    def run_fallback(self, inputs):
+        inputs = [x.item() if i in self.scalars else x for i, x in enumerate(inputs)]
+        with _torch.jit.optimized_execution(False):
+            r = self.fallback(*inputs)
+        return [r] if isinstance(r, _torch.Tensor) else list(r)
+
+    def guarded(self, inputs):
+        """A call without the graph's type check in front: inputs the kernel
+        was not compiled for run the fallback."""
+        if self.function is not None and not _matches(self.signature, inputs):
+            return self.run_fallback(inputs)
+        return self(inputs)
+
+    def __call__(self, inputs):
+        # The graph calls it behind its type check: the inputs are the
+        # kernel's (Function checks them again).
+        if self.function is None:
+            outs = self.run_fallback(inputs)
+            if self.recording:
+                self.recorded = ([_copy(t) for t in inputs],
+                                 [_copy(t) for t in outs])
+            return outs
+        r = self.function(*inputs)
+        return [r] if isinstance(r, _torch.Tensor) else list(r)
+
+    def compile(self, options):
+        """Writes and compiles the kernel; with options["check"], runs it on
+        the recorded inputs and keeps it only if it matches PyTorch (or,
+        failing that with Winograd convolutions, without them)."""
+        self._compile(options)
+        if not self.report.on_nncjit and options["compile"].get("winograd") and \
+                self.report.reason.startswith("its result differs"):
+            direct = dict(options, compile=dict(options["compile"], winograd=False))
+            reason = self.report.reason
+            self._compile(direct)
+            if not self.report.on_nncjit:
+                self.report.reason = reason
+
+    def _compile(self, options):
+        try:
+            self.function = _nncjit.compile(self.write(), **options["compile"]).partial(
+                **self.constants)
+        except _Unsupported as e:
+            self.report.reason = str(e)
+            return
+        except _nncjit.Error as e:
+            self.report.reason = "nnc-jit cannot compile it: " + str(e).split("\n")[0]
+            return
+        if options["check"] and self.recorded is not None:
+            inputs, want = self.recorded
+            try:
+                got = self(inputs)
+            except _nncjit.Error as e:
+                self.function = None
+                self.report.reason = "it failed on the example inputs: %s" % e
+                return
+            self.report.max_abs_diff = max(
+                (_max_abs_diff(a, b) for a, b in zip(got, want)), default=0.0)
+            why = [w for w in (_mismatch(a, b, options["rtol"], options["atol"])
+                               for a, b in zip(got, want)) if w]
+            if why:
+                self.function = None
+                self.report.reason = "its result differs from PyTorch's (%s)" % why[0]
+                return
+        self.report.on_nncjit = True
+
+    # -- writing the kernel ------------------------------------------------
+    def write(self):
+        self.signature, self.constants = [], {}
+        pre = self.subgraph.copy()
+        post = self.subgraph.copy()
+        _check_nnc_can_lower(pre)
+        # NNC names a constant buffer const_ + its value's sanitized name,
+        # which a traced graph's numbered values share ("5" and "7" are both
+        # v_): each gets a name of its own first.
+        tensors = [n for n in post.nodes() if n.kind() == "prim::Constant" and
+                   isinstance(n.output().type(), _torch._C.TensorType)]
+        for i, n in enumerate(tensors):
+            n.output().setDebugName("nncjit_constant_%d" % i)
+        stmt = _codegen_stmt(post)
+        params, body = [], stmt.strip()
+        if not (body.startswith("{") and body.endswith("}")):
+            raise _Unsupported("NNC's statement is not a block")
+        body = body[1:-1].strip("\n")
+        inputs = []
+        for v in pre.inputs():
+            if not isinstance(v.type(), _torch._C.TensorType):
+                # kernel.cpp names a scalar input v<name>; it comes as a
+                # 0-dim tensor (_call_group).
+                dtype, param = _scalar_type(v)
+                name = "v" + _sanitize(v.debugName())
+                inputs.append(name)
+                params.append("%s: %s" % (name, param))
+                self.signature.append(((), (), dtype))
+                continue
+            dtype, sizes, strides = _tensor_type(v)
+            # kernel.cpp names inputs so, appending '_' until unique.
+            name = "t" + _sanitize(v.debugName())
+            while name in inputs:
+                name += "_"
+            # An input only dead ops of the group read is not in NNC's
+            # statement: the kernel takes it and leaves it alone.
+            inputs.append(name)
+            params.append(_decl("in", name, dtype, sizes, strides))
+            self.signature.append((tuple(sizes), tuple(strides), dtype))
+        self.input_names = inputs
+        body, conv_params = self._rewrite_convolutions(pre, post, body)
+        body, temps = _rewrite_temporaries(body)
+        # The outputs: the buffers written that are neither inputs nor
+        # temporaries nor constants, matched to the graph's outputs.
+        written = []
+        for m in re.finditer(r"^\s*(\w+)(?:\[|\(dtype=| = )", body, re.M):
+            b = m.group(1)
+            if b not in written and b not in temps and b not in inputs and \
+                    not b.startswith("const_") and b not in ("for", "if"):
+                written.append(b)
+        outs = [_tensor_type(v) for v in pre.outputs()]
+        if len(written) != len(outs):
+            raise _Unsupported("%d buffers are written for %d outputs" %
+                               (len(written), len(outs)))
+        for name, (dtype, sizes, strides) in zip(_match_outputs(pre, written), outs):
+            params.append(_decl("out", name, dtype, sizes, strides))
+        params += conv_params
+        # Tensor constants of the group (folded weights, ...).
+        for name in dict.fromkeys(re.findall(r"\bconst_\w+", body)):
+            if any(p.split()[1].rstrip(":") == name for p in params):
+                continue
+            t = self._constant(post, name)
+            self.constants[name] = t
+            params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
+        self.params, self.body = params, body
+        self.kernel = _kernel_text("fusion group %d: %s" % (
+            self.index, " ".join(k.split("::")[-1] for k in self.ops)),
+            self.name, params, body)
+        self.report.kernel = self.kernel
+        return self.kernel
+
+    def _constant(self, post, name):
+        found = [n.output().toIValue() for n in post.nodes()
+                 if n.kind() == "prim::Constant" and
+                 isinstance(n.output().type(), _torch._C.TensorType) and
+                 "const_" + _sanitize(n.output().debugName()) == name]
+        if len(found) != 1:
+            raise _Unsupported("constant %s is %s" % (
+                name, "ambiguous" if found else "not in the graph"))
+        return found[0]
+
+    def _rewrite_convolutions(self, pre, post, body):
+        """nnc_mkldnn_prepacked_conv_run -> nnc_aten_conv2d on the weights."""
+        calls = list(re.finditer(
+            r"^(\s*)(\w+)(%s) = nnc_mkldnn_prepacked_conv_run\("
+            r"buf_args=\{(\w+(?:%s)?), (\w+)(?:%s)?\}, args=\{\}\);?$"
+            % (_DESC, _DESC, _DESC), body, re.M))
+        if body.count("nnc_mkldnn_prepacked_conv_run") != len(calls):
+            raise _Unsupported("a prepacked convolution call has an unknown form")
+        if not calls:
+            return body, []
+        runs = post.findAllNodes("mkldnn_prepacked::conv2d_run")
+        convs = [n for n in pre.nodes()
+                 if n.kind() in ("aten::conv2d", "aten::_convolution")]
+        if not (len(calls) == len(runs) == len(convs)):
+            raise _Unsupported("%d prepacked calls, %d conv2d_run nodes, "
+                               "%d convolutions" %
+                               (len(calls), len(runs), len(convs)))
+        params, out, last = [], [], 0
+        states = [run.inputsAt(1).toIValue().__getstate__()[0] for run in runs]
+        for i, (m, run, conv, state) in enumerate(zip(calls, runs, _pair_convolutions(
+                runs, states, convs), states)):
+            post_op = _fused_post_op(conv, run)
+            weight, bias, stride, padding, dilation, groups = state[:6]
+            wname = "const_conv%d_weight" % i
+            self.constants[wname] = weight
+            params.append(_decl("in", wname, weight.dtype, weight.shape,
+                                weight.stride()))
+            bufs = [m.group(4), wname]
+            if bias is not None:
+                bname = "const_conv%d_bias" % i
+                self.constants[bname] = bias
+                params.append(_decl("in", bname, bias.dtype, bias.shape,
+                                    bias.stride()))
+                bufs.append(bname)
+            args = ", ".join("%dll" % a for a in
+                             list(stride) + list(padding) + list(dilation) + [groups])
+            indent, buf = m.group(1), m.group(2)
+            text = "%s%s%s = nnc_aten_conv2d(buf_args={%s}, args={%s})" % (
+                indent, buf, m.group(3), ", ".join(bufs), args)
+            if post_op == "relu":
+                numel = 1
+                for s in run.output().type().sizes():
+                    numel *= s
+                v = "conv_relu_%d" % i
+                text += ("\n%s// ReLU that PyTorch folded into the prepacked "
+                         "convolution\n%sfor (int64_t %s = 0ll; %s < %dll; %s++) {\n"
+                         "%s  %s[%s] = (%s[%s])<0.f ? 0.f : (%s[%s]);\n%s}") % (
+                    indent, indent, v, v, numel, v, indent, buf, v, buf, v,
+                    buf, v, indent)
+            out.append(body[last:m.start()])
+            out.append(text)
+            last = m.end()
+        out.append(body[last:])
+        return "".join(out), params
+
+
+# A buffer's full description in an ExternalCall (its strides may hold
+# parentheses, never brackets).
+_DESC = r"\(dtype=\w+, sizes=\[[^\]]*\], strides=\[[^\]]*\]\)"
+
+
+def _rewrite_temporaries(body):
+    """Drops FreeExt and turns Alias(a, b) into a temporary `a` of its own.
+    Returns the body and the names of its temporaries."""
+    body = re.sub(r"^\s*FreeExt\(bufs=\{[^}]*\}\);\n?", "", body, flags=re.M)
+    frees = []
+
+    def alias(m):
+        a, b = m.group(2), m.group(3)
+        # Its description (an external call writes it), or else the
+        # temporary it reuses, which NNC's memory planner chose at least as
+        # large; the statement indexes both with flat offsets.
+        d = re.search(r"\b%s\(dtype=(\w+), sizes=\[([^\]]*)\]" % re.escape(a), body) or \
+            re.search(r"\bAllocate\(%s\); // dtype=(\w+), dims=\[([^\]]*)\]" % re.escape(b),
+                      body)
+        if not d:
+            raise _Unsupported("Alias(%s, %s): %s has no description" % (a, b, a))
+        frees.append("%sFree(%s);" % (m.group(1), a))
+        return "%sAllocate(%s); // dtype=%s, dims=[%s]" % (
+            m.group(1), a, d.group(1), d.group(2))
+    body = re.sub(r"^(\s*)Alias\((\w+),\s*(\w+)\);", alias, body, flags=re.M)
+    if frees:
+        body = body.rstrip("\n") + "\n" + "\n".join(frees)
+    temps = set(re.findall(r"\bAllocate\((\w+)\)", body))
+    return body, temps
+
+
+def _codegen_stmt(graph):
+    """NNC's codegen statement of a fusion group's subgraph (which it
+    optimizes in place: prepacked convolutions, ...)."""
+    C = _torch._C
+    must, fallback = C._jit_get_te_must_use_llvm_cpu(), C._jit_texpr_fallback_allowed()
+    C._jit_set_te_must_use_llvm_cpu(False)   # the SimpleIREval backend
+    C._jit_texpr_set_fallback_allowed(False)
+    try:
+        return str(C._te.TensorExprKernel(graph).get_codegen_stmt())
+    except Exception as e:  # noqa: BLE001
+        raise _Unsupported("NNC cannot lower it: %s" % str(e).split("\n")[0])
+    finally:
+        C._jit_set_te_must_use_llvm_cpu(must)
+        C._jit_texpr_set_fallback_allowed(fallback)
+
+
+def _check_nnc_can_lower(graph):
+    """Raises _Unsupported for a group whose lowering crashes torch 1.13's
+    NNC (a segmentation fault, which would end the process): its own loops
+    for a 3x3 depthwise convolution of stride 1 over an input whose height
+    or width is 1 (the bridge fuzzer found it)."""
+    for conv in graph.nodes():
+        if conv.kind() not in ("aten::conv2d", "aten::_convolution"):
+            continue
+        x, w = conv.inputsAt(0).type(), conv.inputsAt(1).type()
+        stride = conv.inputsAt(3)
+        if not isinstance(x, _torch._C.TensorType) or x.sizes() is None or \
+                w.sizes() is None or stride.node().kind() != "prim::Constant":
+            continue
+        if len(w.sizes()) == 4 and w.sizes()[1:] == [1, 3, 3] and \
+                1 in list(stride.toIValue()) and 1 in x.sizes()[2:]:
+            raise _Unsupported(
+                "torch's NNC crashes lowering a 3x3 depthwise convolution of stride 1 "
+                "over an input of height or width 1")
