@@ -1,0 +1,220 @@
+"""Unit tests of the bridge's translators (nncjit.torch.translate and ops) on
+small hand-made TorchScript graphs, without torchvision: each fusion group
+NNC's fuser forms is written as a .nnc kernel, whose parameters are checked,
+and the kernel is compiled and run against the group's PyTorch fallback on
+random inputs of the shapes and strides the group was specialized to.
+"""
+import pytest
+import torch
+
+import nncjit
+from nncjit.torch import capture, ops, translate
+from nncjit.torch.check import _mismatch
+
+torch.manual_seed(0)
+
+
+def groups_of(module, inputs, channels_last=False):
+    """The fusion groups of module on inputs, as the bridge captures them."""
+    sm = capture._script(module)
+    _, _, _, groups = capture._capture(sm, inputs, "t", True, channels_last)
+    return groups
+
+
+def params_of(kernel_text):
+    """(name, role) of each parameter of the kernel, from its parsed form."""
+    function = nncjit.compile(kernel_text)
+    return [(p[0], p[1]) for p in function.params]
+
+
+def random_like(sizes, strides, dtype):
+    if not sizes:
+        return torch.tensor(3 if not dtype.is_floating_point else 0.5, dtype=dtype)
+    storage = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+    base = torch.randn(storage).to(dtype) if dtype.is_floating_point else \
+        torch.randint(-5, 5, (storage,), dtype=dtype)
+    return base.as_strided(sizes, strides)
+
+
+def check_against_pytorch(group):
+    """Compiles the group's kernel and compares it with its fallback."""
+    text = group.write()
+    function = nncjit.compile(text).partial(**group.constants)
+    inputs = [random_like(sizes, strides, dtype)
+              for sizes, strides, dtype in group.signature]
+    want = group.run_fallback(inputs)
+    got = function(*inputs)
+    got = [got] if isinstance(got, torch.Tensor) else list(got)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert _mismatch(g, w, 1e-4, 1e-5) is None, text
+    return text
+
+
+def test_elementwise_chain_with_broadcasting():
+    def f(x, y):
+        return torch.sigmoid(x * y + 1.0).relu()
+    x, y = torch.randn(4, 8), torch.randn(8)
+    [g] = groups_of(torch.jit.script(f), [x, y])
+    text = check_against_pytorch(g)
+    roles = [role for _, role in params_of(text)]
+    assert roles == ["in", "in", "out"]
+    # kernel.cpp's names: t + the value's name.
+    assert [n[:2] for n in g.input_names] == ["tx", "ty"]
+
+
+def op_kernel(module, name="t_op00"):
+    """The _OpKernel of the one convolution or linear layer of module."""
+    m = torch.jit.freeze(torch.jit.script(module.eval()))
+    [node] = [n for n in m.graph.nodes() if ops._op_kind(n)]
+    assert ops._OpKernel.refusal(node) is None
+    options = {"compile": {}, "check": True, "rtol": 1e-4, "atol": 1e-5}
+    return ops._OpKernel(0, 0, node, name, options)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("groups,bias", [(1, True), (2, False), (8, True)])
+def test_convolution_op_kernels(channels_last, groups, bias):
+    conv = torch.nn.Conv2d(8, 16, 3, padding=1, stride=2, groups=groups,
+                           bias=bias).eval()
+    op = op_kernel(conv)
+    x = torch.randn(2, 8, 9, 9)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    got, want = op(x), conv(x)
+    assert op.report.on_nncjit, op.report.reason
+    assert _mismatch(got, want, 1e-4, 1e-5) is None
+    # The output has PyTorch's layout.
+    assert got.stride() == want.stride()
+    text = op.report.kernel
+    assert "nnc_aten_conv2d" in text
+    names = [name for name, _ in params_of(text)]
+    assert any("bias" in n for n in names) == bias
+
+
+def test_linear_op_kernel_on_a_batch_of_rows():
+    linear = torch.nn.Linear(12, 5).eval()
+    op = op_kernel(linear)
+    x = torch.randn(2, 3, 12)
+    assert _mismatch(op(x), linear(x), 1e-4, 1e-5) is None
+    assert op.report.on_nncjit, op.report.reason
+
+
+class DepthwiseRelu(torch.nn.Module):
+    """A depthwise convolution NNC lowers with loops of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + 1.0
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_group_with_a_convolution(channels_last):
+    x = torch.randn(1, 8, 10, 10)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    groups = groups_of(DepthwiseRelu().eval(), [x], channels_last)
+    assert groups
+    for g in groups:
+        check_against_pytorch(g)
+
+
+class SqueezeExcite(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.reduce = torch.nn.Conv2d(8, 2, 1)
+        self.expand = torch.nn.Conv2d(2, 8, 1)
+
+    def forward(self, x):
+        s = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        s = torch.sigmoid(self.expand(torch.relu(self.reduce(s))))
+        return x * s
+
+
+def test_squeeze_excite():
+    x = torch.randn(2, 8, 6, 6)
+    for g in groups_of(SqueezeExcite().eval(), [x]):
+        check_against_pytorch(g)
+
+
+def test_cat_and_split():
+    def f(x, y):
+        a, b = torch.split(torch.cat([x, y], 1) * 2.0, [3, 5], 1)
+        return a + 1.0, torch.tanh(b)
+    x, y = torch.randn(2, 4), torch.randn(2, 4)
+    groups = groups_of(torch.jit.script(f), [x, y])
+    assert groups
+    for g in groups:
+        check_against_pytorch(g)
+
+
+class Scaled(torch.nn.Module):
+    """An int attribute the fuser takes into the group as a scalar input."""
+
+    def __init__(self):
+        super().__init__()
+        self.k = 3
+
+    def forward(self, x):
+        return torch.relu(x * self.k) - 1.0
+
+
+def test_scalar_inputs_are_scalar_parameters():
+    [g] = groups_of(torch.jit.script(Scaled()), [torch.randn(5, 7)])
+    text = check_against_pytorch(g)
+    assert g.scalars == {1}
+    assert [role for _, role in params_of(text)] == ["in", "scalar", "out"]
+
+
+def test_temporaries_from_alias_and_freeext():
+    body = ("  Allocate(aten_a); // dtype=float, dims=[4ll]\n"
+            "  for (int64_t i = 0ll; i < 4ll; i++) {\n"
+            "    aten_a[i] = 1.f;\n  }\n"
+            "  Alias(aten_b, aten_a);\n"
+            "  FreeExt(bufs={aten_a});\n")
+    out, temps = translate._rewrite_temporaries(body)
+    assert temps == {"aten_a", "aten_b"}
+    assert "Alias" not in out and "FreeExt" not in out
+    assert "Allocate(aten_b); // dtype=float, dims=[4ll]" in out
+    assert out.rstrip().endswith("Free(aten_b);")
+    with pytest.raises(Exception, match="has no description"):
+        translate._rewrite_temporaries("  Alias(aten_c, aten_d);\n")
+
+
+def test_outputs_in_graph_order():
+    def f(x):
+        y = torch.sigmoid(x) + 1.0
+        return y * 2.0, torch.tanh(y)
+    [g] = groups_of(torch.jit.script(f), [torch.randn(3, 4)])
+    text = check_against_pytorch(g)
+    outs = [name for name, role in params_of(text) if role == "out"]
+    assert len(outs) == 2
+
+
+def conv_node(**kw):
+    m = torch.jit.script(torch.nn.Conv2d(4, 4, 3, **kw).eval())
+    m = torch.jit.freeze(m)
+    [node] = [n for n in m.graph.nodes() if n.kind() in ops._OP_KINDS]
+    return node
+
+
+@pytest.mark.parametrize("kw,want", [
+    (dict(stride=2, padding=1, groups=2), [[2, 2], [1, 1], [1, 1], 2]),
+    (dict(padding="same", dilation=2), [[1, 1], [2, 2], [2, 2], 1]),
+    (dict(padding="valid", stride=(1, 3)), [[1, 3], [0, 0], [1, 1], 1]),
+])
+def test_op_kinds_and_convolution_attributes(kw, want):
+    node = conv_node(**kw)
+    assert ops._op_kind(node) == "aten::conv2d"
+    assert ops._conv_params(node) == want
+
+
+def test_convolutions_without_an_equivalent_are_refused():
+    with pytest.raises(Exception, match="pads one side more"):
+        m = torch.jit.freeze(torch.jit.script(
+            torch.nn.Conv2d(4, 4, 2, padding="same").eval()))
+        [node] = [n for n in m.graph.nodes() if n.kind() in ops._OP_KINDS]
+        ops._conv_params(node)
