@@ -133,6 +133,29 @@ kernelOf(py::handle Src, const std::optional<std::string> &KernelName) {
 // Options
 //===----------------------------------------------------------------------===//
 
+/// A kernel's parameters as Python sees them: (name, kind, dtype, shape),
+/// kind `in`, `out`, `inout` or `scalar`, the shape's symbolic sizes as text.
+py::list paramList(const Kernel &K) {
+  py::list L;
+  for (const Param &P : K.Params) {
+    if (!P.isBuffer()) {
+      L.append(py::make_tuple(P.Name, "scalar", dtypeName(P.Type),
+                              py::none()));
+      continue;
+    }
+    py::list Shape;
+    for (const Expr &D : P.Buf->Dims) {
+      if (auto C = evaluateConstant(D))
+        Shape.append(*C);
+      else
+        Shape.append(toString(D));
+    }
+    L.append(py::make_tuple(P.Name, roleSpelling(P.Buf->Role),
+                            dtypeName(P.Buf->Type), py::tuple(Shape)));
+  }
+  return L;
+}
+
 /// CompileOptions from the keyword arguments of compile(), lower(),
 /// remarks() and llvm_ir(): the Python keywords of Options.def, plus
 /// `passes`; an unknown keyword, a value of the wrong type, or one the
@@ -619,26 +642,7 @@ public:
   /// The parameters, as (name, kind, dtype, shape) tuples; kind is "in",
   /// "out", "inout" or "scalar", and shape holds ints and the text of
   /// symbolic sizes.
-  py::list params() const {
-    py::list L;
-    for (const Param &P : F.kernel().Params) {
-      if (!P.isBuffer()) {
-        L.append(py::make_tuple(P.Name, "scalar", dtypeName(P.Type),
-                                py::none()));
-        continue;
-      }
-      py::list Shape;
-      for (const Expr &D : P.Buf->Dims) {
-        if (auto C = evaluateConstant(D))
-          Shape.append(*C);
-        else
-          Shape.append(toString(D));
-      }
-      L.append(py::make_tuple(P.Name, roleSpelling(P.Buf->Role),
-                              dtypeName(P.Buf->Type), py::tuple(Shape)));
-    }
-    return L;
-  }
+  py::list params() const { return paramList(F.kernel()); }
 
 private:
   /// The arguments partial() bound, converted once.
@@ -782,6 +786,10 @@ PYBIND11_MODULE(_nncjit, m) {
   py::class_<PyKernel>(m, "Kernel", "One kernel's IR.")
       .def_property_readonly("name",
                              [](const PyKernel &K) { return K.K->Name; })
+      .def_property_readonly(
+          "params", [](const PyKernel &K) { return paramList(*K.K); },
+          "Its parameters: (name, kind, dtype, shape) tuples, as "
+          "Function.params.")
       .def("__str__", [](const PyKernel &K) { return toText(*K.K); });
 
   py::class_<PyFunction>(m, "Function",

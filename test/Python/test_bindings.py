@@ -120,6 +120,9 @@ def test_symbolic_sizes_and_two_outputs():
                         ("y", "out", "f32", ("N", 8)),
                         ("z", "out", "i32", ("N",)),
                         ("N", "scalar", "i64", None)]
+    # A parsed kernel has the same, without compiling it.
+    [name] = nncjit.parse(TWO).kernels
+    assert nncjit.parse(TWO).kernel(name).params == f.params
 
 
 def test_allocated_torch_outputs_have_the_kernels_dtypes():

@@ -23,8 +23,8 @@ def groups_of(module, inputs, channels_last=False):
 
 def params_of(kernel_text):
     """(name, role) of each parameter of the kernel, from its parsed form."""
-    function = nncjit.compile(kernel_text)
-    return [(p[0], p[1]) for p in function.params]
+    [name] = nncjit.parse(kernel_text).kernels
+    return [(p[0], p[1]) for p in nncjit.parse(kernel_text).kernel(name).params]
 
 
 def random_like(sizes, strides, dtype):

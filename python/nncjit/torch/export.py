@@ -58,7 +58,7 @@ def export(module, example_inputs, directory, *, name=None,
         path = os.path.join(directory, g.name + ".nnc")
         with open(path, "w") as f:
             f.write(text)
-        params = _nncjit.compile(text, opt_level=0).params
+        params = _nncjit.parse(text).kernel(g.name).params
         inputs, outputs = g.recorded
         data = dict(zip([p[0] for p in params if p[1] == "in" and p[0] not in g.constants],
                         inputs))
