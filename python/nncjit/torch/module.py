@@ -1,7 +1,6 @@
 """optimize() and the module it returns."""
 
 import copy
-import re
 import warnings
 
 import torch as _torch
@@ -122,7 +121,8 @@ def _build(sm, example_inputs, name, remove_mutation, options):
 
 def _default_name(module):
     base = getattr(module, "original_name", None) or type(module).__name__
-    return re.sub(r"[^0-9a-zA-Z_]", "_", base).lower() or "model"
+    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_"
+                   for c in base).lower() or "model"
 
 
 def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,

@@ -1,7 +1,6 @@
 """Convolutions and linear layers outside NNC's fusion groups as kernels of
 their own (op kernels), and their merging into the groups around them."""
 
-import re
 
 import torch as _torch
 
@@ -272,7 +271,7 @@ class _MergedGroup:
         # (fuse-conv-post-ops fuses a loop that follows a call).
         lines = group.body.split("\n")
         lead = 0
-        while lead < len(lines) and re.match(r"\s*Allocate\(", lines[lead]):
+        while lead < len(lines) and lines[lead].lstrip().startswith("Allocate("):
             lead += 1
         allocs = "".join(l + "\n" for l in body.split("\n") if "Allocate(" in l)
         calls = "".join(l + "\n" for l in body.split("\n") if l and "Allocate(" not in l)

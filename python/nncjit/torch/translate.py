@@ -89,7 +89,8 @@ def _match_outputs(graph, written):
     types = [_tensor_type(v) for v in outs]
     strides = [list(t[2]) for t in types]
     dense = [_dense_strides(t[1]) for t in types]
-    copied = [b for b in written if re.fullmatch(r"output_1(_\d+)?", b)]
+    copied = [b for b in written if b == "output_1" or
+              (b.startswith("output_1_") and b[len("output_1_"):].isdigit())]
     restrided = [i for i, st in enumerate(strides) if st != dense[i][0]]
     if len(restrided) != len(copied):
         restrided = [i for i, st in enumerate(strides) if st not in dense[i]]
