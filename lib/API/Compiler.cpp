@@ -453,12 +453,8 @@ llvm::Expected<Kernel> Compiler::pipeline(
     const std::vector<std::string> &RemarkPasses,
     const std::function<void(const std::string &)> &Sink) const {
   DiagnosticEngine Diags(K.Source);
-  for (const OptionInfo &I : optionTable()) {
-    CompileOptions Check;
-    std::string Why = I.Set(Check, I.Get(Opts));
-    if (!Why.empty())
-      return makeError("CompileOptions::" + std::string(I.Field) + " " + Why);
-  }
+  if (std::string Why = checkOptions(Opts); !Why.empty())
+    return makeError(Why);
   std::vector<std::string> Passes = Opts.Passes.value_or(defaultPipeline());
   for (const std::string &N : Passes)
     if (!findPass(N))

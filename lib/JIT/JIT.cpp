@@ -331,8 +331,8 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
     if (It != Registered.end())
       It->second->addOccurrence(0, "hints-allow-reordering", "false");
   });
-  if (Opts.OptLevel > 3)
-    return makeError("optimization level must be 0 to 3");
+  if (std::string Why = checkOptions(Opts); !Why.empty())
+    return makeError(Why);
   auto JTMB = orc::JITTargetMachineBuilder::detectHost();
   if (!JTMB)
     return JTMB.takeError();
@@ -376,11 +376,6 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
     // loops from end to end, and 512 bits measured faster
     // (docs/performance.md, Vector width). So the default is the widest.
     bool Has512 = STI.checkFeatures("+avx512f,+evex512");
-    if (Opts.VectorWidth != 0 && Opts.VectorWidth != 128 &&
-        Opts.VectorWidth != 256 && Opts.VectorWidth != 512)
-      return makeError("vector width must be 0 (the widest the target has), "
-                       "128, 256 or 512, not " +
-                       std::to_string(Opts.VectorWidth));
     if (Opts.VectorWidth == 512 && !Has512)
       return makeError("a vector width of 512 bits needs AVX-512, which the "
                        "target CPU lacks");

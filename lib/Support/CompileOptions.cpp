@@ -187,6 +187,16 @@ const OptionInfo *findPythonOption(const std::string &Name) {
   return nullptr;
 }
 
+std::string checkOptions(const CompileOptions &O) {
+  for (const OptionInfo &I : optionTable()) {
+    CompileOptions Copy;
+    std::string Why = I.Set(Copy, I.Get(O));
+    if (!Why.empty())
+      return "CompileOptions::" + std::string(I.Field) + " " + Why;
+  }
+  return "";
+}
+
 std::string cacheKeyOptions(const CompileOptions &O) {
   std::string S;
   for (const OptionInfo &I : optionTable())

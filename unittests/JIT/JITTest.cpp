@@ -155,7 +155,8 @@ TEST(JIT, RejectsBadOptions) {
   O.OptLevel = 7;
   auto J = KernelJIT::create(O);
   ASSERT_FALSE(static_cast<bool>(J));
-  EXPECT_EQ(llvm::toString(J.takeError()), "optimization level must be 0 to 3");
+  EXPECT_EQ(llvm::toString(J.takeError()),
+            "CompileOptions::OptLevel expects 0 to 3, got '7'");
 }
 
 } // namespace

@@ -123,7 +123,10 @@ struct OptionInfo {
 const std::vector<OptionInfo> &optionTable();
 /// The row whose Python keyword is Name, or null.
 const OptionInfo *findPythonOption(const std::string &Name);
-/// The options in the compile cache's key, as `flag=value` lines.
+/// Why O holds a value its row does not accept
+/// ("CompileOptions::Grain expects a positive number, got '0'"), or "".
+std::string checkOptions(const CompileOptions &O);
+/// The options in the compile cache's key, as `Field=value` lines.
 std::string cacheKeyOptions(const CompileOptions &O);
 
 } // namespace nnc
