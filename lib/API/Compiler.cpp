@@ -98,13 +98,9 @@ struct Function::State {
   Kernel Lowered;
   CompileOptions Opts;
   std::shared_ptr<const CompiledKernel> CK;
-  unsigned Threads = 0;
-  bool Winograd = false;
   std::vector<ParamInfo> Params;
-  /// CompileOptions::OnDiagnostic: the runtime's warnings go there, and
-  /// its remarks too if RuntimeRemarks (CompileOptions::Remarks names
-  /// kRuntimeRemarks).
-  std::function<void(const std::string &)> OnDiagnostic;
+  /// The runtime's warnings go to Opts.OnDiagnostic, and its remarks too
+  /// if RuntimeRemarks (Opts.Remarks names kRuntimeRemarks).
   bool RuntimeRemarks = false;
 };
 
@@ -114,9 +110,9 @@ const CompileOptions &Function::options() const { return S->Opts; }
 const std::string &Function::name() const { return S->K.Name; }
 
 int32_t Function::callRaw(void **Args) const {
-  ThreadScope Threads(S->Threads);
-  WinogradScope Winograd(S->Winograd);
-  if (!S->OnDiagnostic)
+  ThreadScope Threads(S->Opts.Threads);
+  WinogradScope Winograd(S->Opts.Winograd);
+  if (!S->Opts.OnDiagnostic)
     return S->CK->callRaw(Args);
   // The runtime's notes of this call (made when a primitive is created),
   // at the line of their external call.
@@ -130,7 +126,7 @@ int32_t Function::callRaw(void **Args) const {
   DiagnosticEngine Diags(S->K.Source);
   for (const RuntimeNote &N : Notes)
     if (N.Warning || S->RuntimeRemarks)
-      S->OnDiagnostic(Diags.format(
+      S->Opts.OnDiagnostic(Diags.format(
           {N.Warning ? Severity::Warning : Severity::Remark,
            S->CK->siteLoc(N.Site), N.Text}));
   return Status;
@@ -543,10 +539,7 @@ llvm::Expected<Function> Compiler::compile(const Kernel &K,
   S->Lowered = L->second;
   S->Opts = Opts;
   S->CK = std::move(*CK);
-  S->Threads = Opts.Threads;
-  S->Winograd = Opts.Winograd;
   S->Params = paramsOf(K);
-  S->OnDiagnostic = Opts.OnDiagnostic;
   S->RuntimeRemarks = llvm::is_contained(Opts.Remarks, kRuntimeRemarks);
   return Function(std::move(S));
 }
