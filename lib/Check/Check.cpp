@@ -92,10 +92,6 @@ bool hasSuffix(const std::string &S, const char *Suffix) {
 
 
 
-} // namespace
-
-namespace check {
-
 /// Splits "NAME=VALUE"; false if there is no '='.
 bool splitAssign(const std::string &S, std::string &Name, std::string &Value) {
   size_t Eq = S.find('=');
@@ -104,23 +100,6 @@ bool splitAssign(const std::string &S, std::string &Name, std::string &Value) {
   Name = S.substr(0, Eq);
   Value = S.substr(Eq + 1);
   return true;
-}
-
-/// %.9g, with NaN and infinities spelled the same on every platform.
-std::string formatDouble(double V) {
-  if (std::isnan(V))
-    return "nan";
-  if (std::isinf(V))
-    return V > 0 ? "inf" : "-inf";
-  char Buf[64];
-  std::snprintf(Buf, sizeof(Buf), "%.9g", V);
-  return Buf;
-}
-
-std::string formatValue(const HostBuffer &B, int64_t Off) {
-  if (isFloat(B.type()))
-    return formatDouble(B.getDouble(Off));
-  return std::to_string(B.getInt(Off));
 }
 
 /// The parameter a NAME=... flag names, or an error (with a suggestion, or
@@ -142,6 +121,27 @@ const Param *lookupParam(const Kernel &K, const std::string &Name,
     Msg += didYouMean(Name, paramNames(K, Buffer));
   Diags.error({}, Msg + " (" + Flag + ")");
   return nullptr;
+}
+
+} // namespace
+
+namespace check {
+
+/// %.9g, with NaN and infinities spelled the same on every platform.
+std::string formatDouble(double V) {
+  if (std::isnan(V))
+    return "nan";
+  if (std::isinf(V))
+    return V > 0 ? "inf" : "-inf";
+  char Buf[64];
+  std::snprintf(Buf, sizeof(Buf), "%.9g", V);
+  return Buf;
+}
+
+std::string formatValue(const HostBuffer &B, int64_t Off) {
+  if (isFloat(B.type()))
+    return formatDouble(B.getDouble(Off));
+  return std::to_string(B.getInt(Off));
 }
 
 /// Reads a file of buffer B's contents: a .npy array of B's dtype and
@@ -201,6 +201,18 @@ bool readBufferFile(const std::string &Path, const std::string &Name,
   return true;
 }
 
+const Param *namedParam(const Kernel &K, const std::string &Arg, bool Buffer,
+                        const char *Flag, DiagnosticEngine &Diags,
+                        std::string &Name, std::string &Value) {
+  if (!splitAssign(Arg, Name, Value)) {
+    Diags.error({}, std::string(Flag) + " expects " +
+                        (Buffer ? "NAME=FILE" : "NAME=VALUE") + ", got '" +
+                        Arg + "'");
+    return nullptr;
+  }
+  return lookupParam(K, Name, Buffer, Flag, Diags);
+}
+
 } // namespace check
 
 using namespace check;
@@ -237,11 +249,7 @@ std::optional<HostArgs> buildArgs(const Kernel &K,
   std::vector<bool> Given(N, false);
   for (const std::string &S : Params) {
     std::string Name, Value;
-    if (!splitAssign(S, Name, Value)) {
-      Diags.error({}, "--param expects NAME=VALUE, got '" + S + "'");
-      return std::nullopt;
-    }
-    const Param *P = lookupParam(K, Name, false, "--param", Diags);
+    const Param *P = namedParam(K, S, false, "--param", Diags, Name, Value);
     if (!P)
       return std::nullopt;
     size_t I = static_cast<size_t>(P - K.Params.data());
@@ -325,11 +333,7 @@ std::optional<HostArgs> buildArgs(const Kernel &K,
   }
   for (const std::string &S : Inputs) {
     std::string Name, Path;
-    if (!splitAssign(S, Name, Path)) {
-      Diags.error({}, "--input expects NAME=FILE, got '" + S + "'");
-      return std::nullopt;
-    }
-    const Param *P = lookupParam(K, Name, true, "--input", Diags);
+    const Param *P = namedParam(K, S, true, "--input", Diags, Name, Path);
     if (!P)
       return std::nullopt;
     size_t I = static_cast<size_t>(P - K.Params.data());
@@ -400,11 +404,7 @@ bool writeOutputs(const Kernel &K, const HostArgs &Args,
                   DiagnosticEngine &Diags) {
   for (const std::string &S : Outputs) {
     std::string Name, Path;
-    if (!splitAssign(S, Name, Path)) {
-      Diags.error({}, "--output expects NAME=FILE, got '" + S + "'");
-      return false;
-    }
-    const Param *P = lookupParam(K, Name, true, "--output", Diags);
+    const Param *P = namedParam(K, S, true, "--output", Diags, Name, Path);
     if (!P)
       return false;
     const HostBuffer &B = *Args.Buffers[P - K.Params.data()];

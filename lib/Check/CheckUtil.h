@@ -13,20 +13,19 @@
 
 namespace nnc::check {
 
-/// Splits "NAME=VALUE"; false if there is no '='.
-bool splitAssign(const std::string &S, std::string &Name, std::string &Value);
-
 /// %.9g, with NaN and infinities spelled the same on every platform.
 std::string formatDouble(double V);
 
 /// Element Off of B's storage, as formatDouble or a decimal integer.
 std::string formatValue(const HostBuffer &B, int64_t Off);
 
-/// The parameter a NAME=... flag names, or an error (with a suggestion, or
-/// the flag to use when it names the other kind of parameter).
-const Param *lookupParam(const Kernel &K, const std::string &Name,
-                         bool Buffer, const char *Flag,
-                         DiagnosticEngine &Diags);
+/// The parameter the argument Arg of a NAME=VALUE flag (NAME=FILE for a
+/// buffer) names, with its NAME and VALUE; null after an error: no '=', or
+/// no such parameter (with a suggestion, or the flag to use when it names
+/// the other kind of parameter).
+const Param *namedParam(const Kernel &K, const std::string &Arg, bool Buffer,
+                        const char *Flag, DiagnosticEngine &Diags,
+                        std::string &Name, std::string &Value);
 
 /// Reads a file of buffer B's contents: a .npy array of B's dtype and
 /// logical shape (in C order, whatever B's strides), or raw storage bytes.

@@ -270,11 +270,7 @@ bool checkExpected(const Kernel &K, const HostArgs &Args,
   bool Ok = true;
   for (const std::string &S : Expects) {
     std::string Name, Path;
-    if (!splitAssign(S, Name, Path)) {
-      Diags.error({}, "--expect expects NAME=FILE, got '" + S + "'");
-      return false;
-    }
-    const Param *P = lookupParam(K, Name, true, "--expect", Diags);
+    const Param *P = namedParam(K, S, true, "--expect", Diags, Name, Path);
     if (!P)
       return false;
     if (P->Buf->Role == BufferRole::In) {

@@ -9,18 +9,13 @@
 #include "nnc/Transforms/LoopTransforms.h"
 #include "LoopRewriting.h"
 #include "nnc/Analysis/Dependence.h"
-#include "nnc/Analysis/Reduction.h"
-#include "nnc/IR/Equality.h"
 #include "nnc/Support/Error.h"
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Printer.h"
-#include "nnc/IR/Verifier.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace nnc {
 

@@ -8,13 +8,9 @@
 #include "LoopRewriting.h"
 #include "nnc/Analysis/Dependence.h"
 #include "nnc/Analysis/Reduction.h"
-#include "nnc/IR/Equality.h"
-#include "nnc/IR/Printer.h"
-#include "nnc/IR/Verifier.h"
 #include "nnc/Support/Error.h"
 #include "nnc/Transforms/LoopTransforms.h"
 
-#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
