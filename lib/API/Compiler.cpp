@@ -668,6 +668,19 @@ llvm::Expected<Kernel> parseKernel(std::string Text,
   return **K;
 }
 
+llvm::Expected<Kernel> parseNNCStatementText(std::string Text,
+                                             UndeclaredBuffers &Undeclared,
+                                             std::string Name) {
+  auto File = std::make_shared<SourceFile>(std::move(Name), std::move(Text));
+  DiagnosticEngine Diags(File);
+  std::optional<Kernel> K = parseNNCStatement(*File, Diags, Undeclared);
+  if (!K || (Undeclared.Written.empty() && Undeclared.Opaque.empty() &&
+             !verifyKernel(*K, Diags)))
+    return makeError(Diags);
+  K->Source = File;
+  return std::move(*K);
+}
+
 llvm::Expected<const Kernel *> selectKernel(const Module &M,
                                             const std::string &Name) {
   std::vector<std::string> Names, All;

@@ -508,4 +508,29 @@ std::string freshName(std::set<std::string> &Used, const std::string &Base) {
   return N;
 }
 
+std::vector<const ExternalCall *> externalCallsOf(const Stmt &S) {
+  struct Finder : IRVisitor {
+    std::vector<const ExternalCall *> Calls;
+    void visitExternalCall(const ExternalCall *Op) override {
+      Calls.push_back(Op);
+      IRVisitor::visitExternalCall(Op);
+    }
+  } F;
+  F.visit(S);
+  return F.Calls;
+}
+
+Stmt replaceExternalCall(const Stmt &S, const ExternalCall *Old, Stmt New) {
+  struct Replacer : IRMutator {
+    const ExternalCall *Old;
+    Stmt New;
+    Stmt mutateExternalCall(const ExternalCall *Op, const Stmt &S) override {
+      return Op == Old ? New : S;
+    }
+  } R;
+  R.Old = Old;
+  R.New = std::move(New);
+  return R.mutate(S);
+}
+
 } // namespace nnc

@@ -75,8 +75,12 @@ struct ScalarDecl {
 
 class Parser {
 public:
-  Parser(const SourceFile &File, DiagnosticEngine &Diags)
-      : File(File), Diags(Diags), Lex(File, Diags, 0, File.text().size()) {}
+  /// With Undeclared set, reads NNC's codegen statement (parseNNCStatement)
+  /// and records its undeclared buffers there.
+  Parser(const SourceFile &File, DiagnosticEngine &Diags,
+         UndeclaredBuffers *Undeclared = nullptr)
+      : File(File), Diags(Diags), Lex(File, Diags, 0, File.text().size()),
+        Undeclared(Undeclared) {}
 
   Module parseModule() {
     Module M;
@@ -337,6 +341,7 @@ private:
     Token Open = expect(TokKind::LBrace, "'{'");
     DepthGuard G(*this, Open);
     Scopes.emplace_back();
+    AliasFrees.emplace_back();
     std::vector<Stmt> Stmts;
     while (!peek().is(TokKind::RBrace)) {
       if (peek().is(TokKind::Eof)) {
@@ -348,10 +353,14 @@ private:
       }
       if (consumeIf(TokKind::Semi))
         continue; // Empty statement.
-      Stmts.push_back(parseStmt());
+      if (Stmt S = parseStmt())
+        Stmts.push_back(std::move(S));
     }
     take();
     popScope();
+    for (Stmt &F : AliasFrees.back())
+      Stmts.push_back(std::move(F));
+    AliasFrees.pop_back();
     return Block::make(std::move(Stmts), locOf(Open));
   }
 
@@ -372,9 +381,12 @@ private:
         return parseFree();
       if (T.Text == "FreeExt")
         return parseFreeExt();
-      if (T.Text == "Alias")
-        failAt(T, "Alias is not supported; write the temporary as "
-                  "Allocate/Free (docs/ir-format.md, Details 12)");
+      if (T.Text == "Alias") {
+        if (!Undeclared)
+          failAt(T, "Alias is not supported; write the temporary as "
+                    "Allocate/Free (docs/ir-format.md, Details 12)");
+        return parseAlias();
+      }
       if (T.Text == "nnc_parallel_for")
         return parseParallelCall();
       if (!lookupVar(T.Text))
@@ -578,6 +590,8 @@ private:
     return Free::make(B, locOf(Kw));
   }
 
+  /// In an NNC statement, returns null: the statement is dropped (its
+  /// buffers are outputs, or aliases freed at the end of their block).
   Stmt parseFreeExt() {
     Token Kw = take();
     expect(TokKind::LParen, "'(' after 'FreeExt'");
@@ -586,36 +600,108 @@ private:
     expect(TokKind::LBrace, "'{'");
     std::vector<Buffer> Bufs;
     while (!peek().is(TokKind::RBrace)) {
-      Bufs.push_back(lookupBuffer(expectIdent("a buffer name")));
+      Token NameTok = expectIdent("a buffer name");
+      if (!Undeclared)
+        Bufs.push_back(lookupBuffer(NameTok));
       if (!consumeIf(TokKind::Comma))
         break;
     }
     expect(TokKind::RBrace, "'}'");
     expect(TokKind::RParen, "')'");
     expect(TokKind::Semi, "';' after 'FreeExt(...)'");
+    if (Undeclared)
+      return nullptr;
     return FreeExt::make(std::move(Bufs), locOf(Kw));
   }
 
-  /// `name` or `name(dtype=T, sizes=[...], strides=[...][, layout=blocked])`.
-  /// For an output that is not declared yet, returns a view of a new
-  /// temporary.
-  BufferView parseView(bool IsOutput, bool &Declares) {
-    Token NameTok = expectIdent("a buffer name");
-    std::string Name(NameTok.Text);
-    auto It = Buffers.find(Name);
-    Declares = false;
-    if (!peek().is(TokKind::LParen)) {
-      if (It == Buffers.end())
-        failAt(NameTok, IsOutput ? "output buffer '" + Name +
-                                       "' is not declared; describe it in "
-                                       "full: " +
-                                       Name + "(dtype=..., sizes=[...], "
-                                              "strides=[...])"
-                                 : "use of undeclared buffer '" + Name + "'" +
-                                       didYouMean(Name, bufferNames()));
-      return BufferView::of(It->second, locOf(NameTok));
+  /// The description a later external call gives buffer Name
+  /// (`Name(dtype=..., sizes=[...], ...)`), if one does.
+  std::optional<BufferView> laterDescription(std::string_view Name) {
+    for (size_t I = 0; !peek(I).is(TokKind::Eof); ++I) {
+      if (!peek(I).isIdent(Name) || !peek(I + 1).is(TokKind::LParen) ||
+          !peek(I + 2).isIdent("dtype"))
+        continue;
+      // Parse it with a lexer of its own, as an Allocate's comment.
+      Token NameTok = peek(I);
+      Lexer Sub(File, Diags, peek(I + 1).Offset, File.text().size());
+      std::deque<Token> Saved;
+      std::swap(Saved, Ahead);
+      std::swap(Lex, Sub);
+      BufferView V = parseDescription(NameTok);
+      std::swap(Lex, Sub);
+      std::swap(Saved, Ahead);
+      return V;
     }
-    take();
+    return std::nullopt;
+  }
+
+  /// NNC's `Alias(a, b);`: a reuses temporary b's memory. Here a becomes a
+  /// temporary of its own, allocated with the dtype and sizes of the
+  /// description an external call gives a, or else of b (NNC's memory
+  /// planner chose b at least as large; the statement indexes both with
+  /// flat offsets), and freed at the end of the block.
+  Stmt parseAlias() {
+    Token Kw = take();
+    expect(TokKind::LParen, "'(' after 'Alias'");
+    Token NameTok = expectIdent("a buffer name");
+    expect(TokKind::Comma, "',' after the alias's name");
+    Token ReusedTok = expectIdent("a buffer name");
+    expect(TokKind::RParen, "')'");
+    expect(TokKind::Semi, "';' after 'Alias(...)'");
+    Buffer Reused = lookupBuffer(ReusedTok);
+    if (Reused->Role != BufferRole::Temp || Reused->Layout != LayoutKind::Contiguous)
+      failAt(ReusedTok, "Alias(" + std::string(NameTok.Text) + ", " +
+                            Reused->Name + "): '" + Reused->Name +
+                            "' is not an allocated temporary");
+    checkNewBufferName(NameTok);
+    std::string Name(NameTok.Text);
+    DType T = Reused->Type;
+    std::vector<Expr> Dims = Reused->Dims;
+    if (std::optional<BufferView> V = laterDescription(Name)) {
+      T = V->Type;
+      Dims = V->Sizes;
+    }
+    Buffer B = BufferNode::make(Name, T, std::move(Dims), BufferRole::Temp,
+                                LayoutKind::Contiguous, {}, locOf(NameTok));
+    Buffers[Name] = B;
+    AliasFrees.back().push_back(Free::make(B, locOf(Kw)));
+    return Allocate::make(B, locOf(Kw));
+  }
+
+  /// In an NNC statement, declares Name, an argument of an external call
+  /// that nothing declares (a prepacked convolution's context), as
+  /// described or else as bytes (UndeclaredBuffers::Opaque).
+  Buffer declareOpaque(const Token &NameTok, DType T, std::vector<Expr> Dims,
+                       std::vector<Expr> Strides) {
+    std::string Name(NameTok.Text);
+    checkNewBufferName(NameTok);
+    Buffer B = BufferNode::make(
+        Name, T, std::move(Dims), BufferRole::In,
+        Strides.empty() ? LayoutKind::Contiguous : LayoutKind::Explicit,
+        std::move(Strides), locOf(NameTok));
+    Buffers[Name] = B;
+    Undeclared->Opaque.push_back(Name);
+    return B;
+  }
+
+  /// In an NNC statement, declares Name, which the statement writes first
+  /// here, as an output to be declared (UndeclaredBuffers::Written).
+  Buffer declareWritten(const Token &NameTok, DType T, std::vector<Expr> Dims,
+                        LayoutKind Layout, std::vector<Expr> Strides) {
+    std::string Name(NameTok.Text);
+    checkNewBufferName(NameTok);
+    Buffer B = BufferNode::make(Name, T, std::move(Dims), BufferRole::Out,
+                                Layout, std::move(Strides), locOf(NameTok));
+    Buffers[Name] = B;
+    Undeclared->Written.push_back(Name);
+    return B;
+  }
+
+  /// `(dtype=T, sizes=[...], strides=[...][, layout=blocked])`, the
+  /// description of NameTok's buffer in an external call.
+  BufferView parseDescription(const Token &NameTok) {
+    std::string Name(NameTok.Text);
+    expect(TokKind::LParen, "'('");
     BufferView V;
     V.Explicit = true;
     V.Loc = locOf(NameTok);
@@ -651,8 +737,39 @@ private:
       failAt(NameTok, "buffer description of '" + Name + "' has " +
                           std::to_string(V.Sizes.size()) + " sizes but " +
                           std::to_string(V.Strides.size()) + " strides");
+    return V;
+  }
+
+  /// `name` or `name(dtype=T, sizes=[...], strides=[...][, layout=blocked])`.
+  /// For an output that is not declared yet, returns a view of a new
+  /// temporary.
+  BufferView parseView(bool IsOutput, bool &Declares) {
+    Token NameTok = expectIdent("a buffer name");
+    std::string Name(NameTok.Text);
+    auto It = Buffers.find(Name);
+    Declares = false;
+    if (!peek().is(TokKind::LParen)) {
+      if (It == Buffers.end() && Undeclared && !IsOutput)
+        return BufferView::of(declareOpaque(NameTok, DType::U8, {}, {}),
+                              locOf(NameTok));
+      if (It == Buffers.end())
+        failAt(NameTok, IsOutput ? "output buffer '" + Name +
+                                       "' is not declared; describe it in "
+                                       "full: " +
+                                       Name + "(dtype=..., sizes=[...], "
+                                              "strides=[...])"
+                                 : "use of undeclared buffer '" + Name + "'" +
+                                       didYouMean(Name, bufferNames()));
+      return BufferView::of(It->second, locOf(NameTok));
+    }
+    BufferView V = parseDescription(NameTok);
     if (It != Buffers.end()) {
       V.Buf = It->second;
+    } else if (Undeclared && IsOutput) {
+      V.Buf = declareWritten(NameTok, V.Type, V.Sizes, LayoutKind::Explicit,
+                             V.Strides);
+    } else if (Undeclared) {
+      V.Buf = declareOpaque(NameTok, V.Type, V.Sizes, V.Strides);
     } else {
       if (!IsOutput)
         failUndeclaredBuffer(NameTok);
@@ -831,13 +948,21 @@ private:
     if (lookupVar(NameTok.Text))
       failAt(NameTok, "cannot assign to '" + std::string(NameTok.Text) +
                           "': it is a scalar, not a buffer");
-    Buffer B = lookupBuffer(NameTok);
+    bool Undecl = Undeclared && !Buffers.count(std::string(NameTok.Text));
+    Buffer B = Undecl ? nullptr : lookupBuffer(NameTok);
     std::vector<Expr> Idx;
     if (consumeIf(TokKind::LBracket)) {
       Idx = parseIndices();
     }
     expect(TokKind::Assign, "'=' in the store");
-    Expr V = adaptTo(parseExpr(), B->Type);
+    Expr V = parseExpr();
+    // An output NNC's statement writes first here: its dtype is the
+    // value's; its dims are unknown (one 0 per index) until it is declared.
+    if (Undecl)
+      B = declareWritten(NameTok, V->Type,
+                         std::vector<Expr>(Idx.size(), IntImm::make(DType::I64, 0)),
+                         LayoutKind::Contiguous, {});
+    V = adaptTo(V, B->Type);
     expect(TokKind::Semi, "';' after the store");
     return Store::make(B, std::move(Idx), V, Loc);
   }
@@ -1143,6 +1268,10 @@ private:
   std::unordered_map<std::string, std::vector<ScalarDecl>> Visible;
   std::unordered_map<std::string, DType> ScalarParams;
   std::map<std::string, std::shared_ptr<const Kernel>> Tasks;
+  /// The Free of each Alias, per open block, appended when it closes.
+  std::vector<std::vector<Stmt>> AliasFrees;
+  /// Set when reading an NNC statement.
+  UndeclaredBuffers *Undeclared;
 };
 
 } // namespace
@@ -1152,6 +1281,24 @@ std::optional<Module> parseModule(const SourceFile &File,
   try {
     Parser P(File, Diags);
     return P.parseModule();
+  } catch (const ParseAbort &) {
+    return std::nullopt;
+  }
+}
+
+std::optional<Kernel> parseNNCStatement(const SourceFile &File,
+                                        DiagnosticEngine &Diags,
+                                        UndeclaredBuffers &Undeclared) {
+  Undeclared = {};
+  try {
+    Parser P(File, Diags, &Undeclared);
+    Module M = P.parseModule();
+    if (M.Kernels.size() != 1 || M.Kernels[0].IsTask) {
+      Diags.error(M.Kernels.back().Loc,
+                  "expected one kernel holding NNC's statement");
+      return std::nullopt;
+    }
+    return std::move(M.Kernels[0]);
   } catch (const ParseAbort &) {
     return std::nullopt;
   }

@@ -8,6 +8,8 @@
 // is released while a kernel runs. docs/python.md is the user's guide.
 //
 //===----------------------------------------------------------------------===//
+#include "Bindings.h"
+
 #include "nnc/API/Compiler.h"
 #include "nnc/IR/IR.h"
 #include "nnc/IR/Printer.h"
@@ -30,54 +32,13 @@
 namespace py = pybind11;
 using namespace nnc;
 
+using namespace nnc::python;
+
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Errors
-//===----------------------------------------------------------------------===//
-
-/// nncjit.Error: every error of the compiler, the argument checks and the
-/// kernels themselves (set up in PYBIND11_MODULE).
-py::handle ErrorType;
-
-[[noreturn]] void raise(const std::string &Message) {
-  PyErr_SetString(ErrorType.ptr(), Message.c_str());
-  throw py::error_already_set();
-}
-
-/// Raises E as nncjit.Error with the text the tool prints for it
-/// (`file:line:col: error: ...` and the source line for parsed text), less
-/// the `error: ` of an error that has no location.
-[[noreturn]] void raise(llvm::Error E) {
-  std::string Text = errorText(std::move(E));
-  llvm::StringRef T(Text);
-  raise(T.consume_front("error: ") ? T.str() : Text);
-}
-
-template <class T> T unwrap(llvm::Expected<T> V) {
-  if (!V)
-    raise(V.takeError());
-  return std::move(*V);
-}
-
-void check(llvm::Error E) {
-  if (E)
-    raise(std::move(E));
-}
 
 //===----------------------------------------------------------------------===//
 // Sources: text, a path, a parsed module or a kernel
 //===----------------------------------------------------------------------===//
-
-/// A parsed .nnc module (nncjit.Module).
-struct PyModule {
-  std::shared_ptr<const Module> M;
-};
-
-/// One kernel's IR (nncjit.Kernel), as parsed or lowered.
-struct PyKernel {
-  std::shared_ptr<const Kernel> K;
-};
 
 std::string readFile(const std::string &Path) {
   std::ifstream In(Path, std::ios::binary);
@@ -129,13 +90,9 @@ kernelOf(py::handle Src, const std::optional<std::string> &KernelName) {
   return std::shared_ptr<const Kernel>(M.M, K);
 }
 
-//===----------------------------------------------------------------------===//
-// Options
-//===----------------------------------------------------------------------===//
+} // namespace
 
-/// A kernel's parameters as Python sees them: (name, kind, dtype, shape),
-/// kind `in`, `out`, `inout` or `scalar`, the shape's symbolic sizes as text.
-py::list paramList(const Kernel &K) {
+py::list nnc::python::paramList(const Kernel &K) {
   py::list L;
   for (const Param &P : K.Params) {
     if (!P.isBuffer()) {
@@ -155,6 +112,12 @@ py::list paramList(const Kernel &K) {
   }
   return L;
 }
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
 
 /// CompileOptions from the keyword arguments of compile(), lower(),
 /// remarks() and llvm_ir(): the Python keywords of Options.def, plus
@@ -783,7 +746,8 @@ PYBIND11_MODULE(_nncjit, m) {
           py::arg("name") = "", "Its kernel named NAME, or its only one.")
       .def("__str__", [](const PyModule &M) { return toText(*M.M); });
 
-  py::class_<PyKernel>(m, "Kernel", "One kernel's IR.")
+  py::class_<PyKernel> KernelClass(m, "Kernel", "One kernel's IR.");
+  KernelClass
       .def_property_readonly("name",
                              [](const PyKernel &K) { return K.K->Name; })
       .def_property_readonly(
@@ -791,6 +755,7 @@ PYBIND11_MODULE(_nncjit, m) {
           "Its parameters: (name, kind, dtype, shape) tuples, as "
           "Function.params.")
       .def("__str__", [](const PyKernel &K) { return toText(*K.K); });
+  bindKernelIR(m, KernelClass);
 
   py::class_<PyFunction>(m, "Function",
                          "A compiled kernel. Call it with its arguments.")

@@ -111,6 +111,22 @@ class DepthwiseRelu(torch.nn.Module):
         return torch.relu(self.conv(x)) + 1.0
 
 
+class ConvBlock(torch.nn.Module):
+    """Convolutions that NNC's fuser takes into a group (traced,
+    channels-last) and prepacks, ReLUs folded into two of them."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = torch.nn.Conv2d(8, 16, 1, bias=False)
+        self.mix = torch.nn.Conv2d(16, 16, 3, padding=1, groups=4, bias=False)
+        self.reduce = torch.nn.Conv2d(16, 8, 1, bias=False)
+
+    def forward(self, x):
+        y = torch.relu(self.expand(x))
+        y = torch.relu(self.mix(y))
+        return torch.relu(self.reduce(y) + x)
+
+
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_group_with_a_convolution(channels_last):
     x = torch.randn(1, 8, 10, 10)
@@ -169,19 +185,19 @@ def test_scalar_inputs_are_scalar_parameters():
     assert [role for _, role in params_of(text)] == ["in", "scalar", "out"]
 
 
-def test_temporaries_from_alias_and_freeext():
-    body = ("  Allocate(aten_a); // dtype=float, dims=[4ll]\n"
-            "  for (int64_t i = 0ll; i < 4ll; i++) {\n"
-            "    aten_a[i] = 1.f;\n  }\n"
-            "  Alias(aten_b, aten_a);\n"
-            "  FreeExt(bufs={aten_a});\n")
-    out, temps = translate._rewrite_temporaries(body)
-    assert temps == {"aten_a", "aten_b"}
-    assert "Alias" not in out and "FreeExt" not in out
-    assert "Allocate(aten_b); // dtype=float, dims=[4ll]" in out
-    assert out.rstrip().endswith("Free(aten_b);")
-    with pytest.raises(Exception, match="has no description"):
-        translate._rewrite_temporaries("  Alias(aten_c, aten_d);\n")
+def test_kernels_are_plain_nnc():
+    """NNC's prepacked convolutions become nnc_aten_conv2d on the unpacked
+    weights, a folded ReLU a post-op, and the temporaries they write keep
+    their channels-last descriptions."""
+    m = ConvBlock().eval().to(memory_format=torch.channels_last)
+    x = torch.randn(2, 8, 6, 6).contiguous(memory_format=torch.channels_last)
+    [g] = groups_of(torch.jit.trace(m, [x]), [x], True)
+    text = check_against_pytorch(g)
+    assert text.count("nnc_aten_conv2d(") == 3
+    assert text.count("post_ops={relu}") == 2
+    assert "nnc_mkldnn_prepacked_conv_run" not in text
+    assert sorted(g.constants) == ["const_conv0_weight", "const_conv1_weight",
+                                   "const_conv2_weight"]
 
 
 def test_outputs_in_graph_order():

@@ -23,6 +23,7 @@
 
 #include "nnc/IR/Equality.h"
 #include "nnc/IR/IR.h"
+#include "nnc/Parse/Parser.h"
 #include "nnc/Support/CompileOptions.h"
 #include "nnc/Support/CompileTimes.h"
 #include "nnc/Transforms/Passes.h"
@@ -253,6 +254,13 @@ llvm::Expected<Module> parseText(std::string Text,
 llvm::Expected<Kernel> parseKernel(std::string Text,
                                    const std::string &KernelName = "",
                                    std::string Name = "<text>");
+/// Parses a kernel whose body is NNC's codegen statement, as
+/// parseNNCStatement (nnc/Parse/Parser.h) reads it, recording its undeclared
+/// buffers in Undeclared. Verified only when it has none; Name is the file
+/// name that diagnostics show.
+llvm::Expected<Kernel> parseNNCStatementText(std::string Text,
+                                             UndeclaredBuffers &Undeclared,
+                                             std::string Name = "<nnc>");
 /// The kernel of M named Name (with a suggestion when there is none), or,
 /// when Name is empty, its only kernel that is not a task.
 llvm::Expected<const Kernel *> selectKernel(const Module &M,

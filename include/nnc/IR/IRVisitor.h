@@ -15,6 +15,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace nnc {
 
@@ -106,6 +107,10 @@ std::set<std::string> boundNames(const Stmt &S);
 std::set<std::string> kernelNames(const Kernel &K);
 /// Base, or Base_1, Base_2, ... : the first not in Used, which it joins.
 std::string freshName(std::set<std::string> &Used, const std::string &Base);
+/// The external calls of S, in statement order.
+std::vector<const ExternalCall *> externalCallsOf(const Stmt &S);
+/// S with its external call Old (one of externalCallsOf(S)) replaced by New.
+Stmt replaceExternalCall(const Stmt &S, const ExternalCall *Old, Stmt New);
 
 } // namespace nnc
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nnc {
 
@@ -25,6 +26,35 @@ constexpr unsigned kMaxNestingDepth = 1000;
 /// nullopt. Diags should have File set so diagnostics show the source line.
 std::optional<Module> parseModule(const SourceFile &File,
                                   DiagnosticEngine &Diags);
+
+/// The buffers an NNC statement uses that its kernel's signature does not
+/// declare.
+struct UndeclaredBuffers {
+  /// Written by a store or an external call, in the order of their first
+  /// writes: the outputs, still to be declared.
+  std::vector<std::string> Written;
+  /// Only passed to external calls, undescribed: opaque arguments such as a
+  /// prepacked convolution's context, which an edit must replace.
+  std::vector<std::string> Opaque;
+};
+
+/// Parses File's one kernel, whose body is NNC's codegen statement as torch's
+/// printer writes it (`TensorExprKernel::getCodeGenStmt()`), with the
+/// parameters known so far; the PyTorch bridge reads NNC's fusion groups so
+/// (docs/python.md). Beyond the .nnc format, it takes NNC's memory forms:
+///  - `Alias(a, b);` becomes a temporary `a` of its own, allocated there with
+///    the dtype and dims of temporary b (NNC's memory planner chose b at
+///    least as large) and freed at the end of the block;
+///  - `FreeExt(...)` is dropped: its buffers are outputs, or aliases;
+///  - a buffer written but not declared is declared there as an output, its
+///    dtype the stored value's or the call's description (a store's dims are
+///    unknown: 0s), and recorded in Undeclared.Written; an undescribed
+///    external-call argument not declared is recorded in Undeclared.Opaque.
+/// The kernel is complete .nnc (printable and compilable) when both lists
+/// are empty: declare the outputs and edit the opaque calls away.
+std::optional<Kernel> parseNNCStatement(const SourceFile &File,
+                                        DiagnosticEngine &Diags,
+                                        UndeclaredBuffers &Undeclared);
 
 } // namespace nnc
 

@@ -269,9 +269,9 @@ class _MergedGroup:
         # The convolutions go right before the group's first statement that
         # is not an Allocate, next to the loop that reads their result
         # (fuse-conv-post-ops fuses a loop that follows a call).
-        lines = group.body.split("\n")
+        stmts = group.statements
         lead = 0
-        while lead < len(lines) and lines[lead].lstrip().startswith("Allocate("):
+        while lead < len(stmts) and stmts[lead].lstrip().startswith("Allocate("):
             lead += 1
         allocs = "".join(l + "\n" for l in body.split("\n") if "Allocate(" in l)
         calls = "".join(l + "\n" for l in body.split("\n") if l and "Allocate(" not in l)
@@ -281,7 +281,7 @@ class _MergedGroup:
                 "s" if len(self.ops) > 1 else "",
                 ", ".join(str(o.report.index) for o in self.ops)),
             group.name + "_merged", params + group.params[len(values):],
-            allocs + "\n".join(lines[:lead] + [calls.rstrip("\n")] + lines[lead:]))
+            allocs + "".join(stmts[:lead]) + calls + "".join(stmts[lead:]))
         self.function = None
 
     def compile(self, options):

@@ -2,14 +2,12 @@
 statement made self-contained (convolutions, post-ops, temporaries), and
 the call that checks it against PyTorch on the inputs it saw."""
 
-import re
-
 import torch as _torch
 
 from .. import _nncjit
 from .check import _copy, _matches, _max_abs_diff, _mismatch
 from .common import GroupReport, _Unsupported, _scalar_type, _tensor_type
-from .kernel_text import _decl, _dense_strides, _kernel_text, _sanitize
+from .kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
 
 
 # Ops that PyTorch's FuseConvWithEltwise folds into a prepacked convolution.
@@ -124,9 +122,10 @@ class _Group:
         self.function = None
         self.recording = False
         self.recorded = None     # (inputs, outputs) seen on the example inputs
-        # What write() makes: the kernel's parameter declarations and body,
-        # and its inputs' names and (sizes, strides, dtype).
-        self.params, self.body, self.input_names, self.signature = [], "", [], []
+        # What write() makes: the kernel's parameter declarations and
+        # statements (.nnc text), and its inputs' names and (sizes, strides,
+        # dtype).
+        self.params, self.statements, self.input_names, self.signature = [], [], [], []
         self.if_node = None      # the prim::If that guards its call
 
     def run_fallback(self, inputs):
@@ -197,6 +196,11 @@ class _Group:
 
     # -- writing the kernel ------------------------------------------------
     def write(self):
+        """The group's .nnc kernel: NNC's codegen statement, parsed as IR
+        (nncjit.parse_nnc_statement) with the group's inputs, constants and
+        convolution weights declared; the buffers it writes, matched to the
+        graph's outputs, are then declared too, and its prepacked
+        convolutions are replaced by nnc_aten_conv2d calls."""
         self.signature, self.constants = [], {}
         pre = self.subgraph.copy()
         post = self.subgraph.copy()
@@ -208,12 +212,51 @@ class _Group:
                    isinstance(n.output().type(), _torch._C.TensorType)]
         for i, n in enumerate(tensors):
             n.output().setDebugName("nncjit_constant_%d" % i)
-        stmt = _codegen_stmt(post)
-        params, body = [], stmt.strip()
+        body = _codegen_stmt(post).strip()
         if not (body.startswith("{") and body.endswith("}")):
             raise _Unsupported("NNC's statement is not a block")
         body = body[1:-1].strip("\n")
-        inputs = []
+        params = self._input_params(pre)
+        # Every tensor constant of the graph, declared so that the statement
+        # parses; the kernel keeps those it uses.
+        constants = {"const_" + _sanitize(n.output().debugName()): n.output().toIValue()
+                     for n in tensors}
+        declared = {name: _decl("in", name, t.dtype, t.shape, t.stride())
+                    for name, t in constants.items()}
+        convs, conv_params = self._convolutions(pre, post)
+        header = "fusion group %d: %s" % (
+            self.index, " ".join(k.split("::")[-1] for k in self.ops))
+        first = _nncjit.parse_nnc_statement(_kernel_text(
+            header, self.name, params + list(declared.values()) + conv_params, body))
+        # The outputs: the buffers written that the signature does not
+        # declare, matched to the graph's outputs.
+        outs = [_tensor_type(v) for v in pre.outputs()]
+        if len(first.written) != len(outs):
+            raise _Unsupported("%d buffers are written for %d outputs" %
+                               (len(first.written), len(outs)))
+        for name, (dtype, sizes, strides) in zip(_match_outputs(pre, first.written), outs):
+            params.append(_decl("out", name, dtype, sizes, strides))
+        used = set(first.kernel.buffers_used)
+        for name in constants:
+            if name in used:
+                self.constants[name] = constants[name]
+                params.append(declared[name])
+        self.params = params + conv_params
+        stmt = _nncjit.parse_nnc_statement(_kernel_text(header, self.name, self.params, body))
+        kernel = self._replace_convolutions(stmt.kernel, convs)
+        left = set(stmt.opaque) & set(kernel.buffers_used)
+        if left:
+            raise _Unsupported("NNC's statement passes the opaque buffer %s to a call "
+                               "other than a prepacked convolution" % sorted(left)[0])
+        self.statements = kernel.statements
+        self.kernel = "// %s\n%s" % (header, kernel)
+        self.report.kernel = self.kernel
+        return self.kernel
+
+    def _input_params(self, pre):
+        """The declarations of the group's inputs, named as kernel.cpp names
+        them, and their (sizes, strides, dtype) in self.signature."""
+        params, inputs = [], []
         for v in pre.inputs():
             if not isinstance(v.type(), _torch._C.TensorType):
                 # kernel.cpp names a scalar input v<name>; it comes as a
@@ -235,132 +278,53 @@ class _Group:
             params.append(_decl("in", name, dtype, sizes, strides))
             self.signature.append((tuple(sizes), tuple(strides), dtype))
         self.input_names = inputs
-        body, conv_params = self._rewrite_convolutions(pre, post, body)
-        body, temps = _rewrite_temporaries(body)
-        # The outputs: the buffers written that are neither inputs nor
-        # temporaries nor constants, matched to the graph's outputs.
-        written = []
-        for m in re.finditer(r"^\s*(\w+)(?:\[|\(dtype=| = )", body, re.M):
-            b = m.group(1)
-            if b not in written and b not in temps and b not in inputs and \
-                    not b.startswith("const_") and b not in ("for", "if"):
-                written.append(b)
-        outs = [_tensor_type(v) for v in pre.outputs()]
-        if len(written) != len(outs):
-            raise _Unsupported("%d buffers are written for %d outputs" %
-                               (len(written), len(outs)))
-        for name, (dtype, sizes, strides) in zip(_match_outputs(pre, written), outs):
-            params.append(_decl("out", name, dtype, sizes, strides))
-        params += conv_params
-        # Tensor constants of the group (folded weights, ...).
-        for name in dict.fromkeys(re.findall(r"\bconst_\w+", body)):
-            if any(p.split()[1].rstrip(":") == name for p in params):
-                continue
-            t = self._constant(post, name)
-            self.constants[name] = t
-            params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
-        self.params, self.body = params, body
-        self.kernel = _kernel_text("fusion group %d: %s" % (
-            self.index, " ".join(k.split("::")[-1] for k in self.ops)),
-            self.name, params, body)
-        self.report.kernel = self.kernel
-        return self.kernel
+        return params
 
-    def _constant(self, post, name):
-        found = [n.output().toIValue() for n in post.nodes()
-                 if n.kind() == "prim::Constant" and
-                 isinstance(n.output().type(), _torch._C.TensorType) and
-                 "const_" + _sanitize(n.output().debugName()) == name]
-        if len(found) != 1:
-            raise _Unsupported("constant %s is %s" % (
-                name, "ambiguous" if found else "not in the graph"))
-        return found[0]
-
-    def _rewrite_convolutions(self, pre, post, body):
-        """nnc_mkldnn_prepacked_conv_run -> nnc_aten_conv2d on the weights."""
-        calls = list(re.finditer(
-            r"^(\s*)(\w+)(%s) = nnc_mkldnn_prepacked_conv_run\("
-            r"buf_args=\{(\w+(?:%s)?), (\w+)(?:%s)?\}, args=\{\}\);?$"
-            % (_DESC, _DESC, _DESC), body, re.M))
-        if body.count("nnc_mkldnn_prepacked_conv_run") != len(calls):
-            raise _Unsupported("a prepacked convolution call has an unknown form")
-        if not calls:
-            return body, []
+    def _convolutions(self, pre, post):
+        """For each prepacked convolution of post, in the order of NNC's
+        calls: (the names of its weight and bias, its int arguments, its
+        post-ops), the weight and bias unpacked from its context
+        (ConvOpContext.__getstate__) and bound as constants; and their
+        declarations."""
         runs = post.findAllNodes("mkldnn_prepacked::conv2d_run")
+        if not runs:
+            return [], []
         convs = [n for n in pre.nodes()
                  if n.kind() in ("aten::conv2d", "aten::_convolution")]
-        if not (len(calls) == len(runs) == len(convs)):
-            raise _Unsupported("%d prepacked calls, %d conv2d_run nodes, "
-                               "%d convolutions" %
-                               (len(calls), len(runs), len(convs)))
-        params, out, last = [], [], 0
+        if len(runs) != len(convs):
+            raise _Unsupported("%d conv2d_run nodes for %d convolutions" %
+                               (len(runs), len(convs)))
         states = [run.inputsAt(1).toIValue().__getstate__()[0] for run in runs]
-        for i, (m, run, conv, state) in enumerate(zip(calls, runs, _pair_convolutions(
+        out, params = [], []
+        for i, (run, conv, state) in enumerate(zip(runs, _pair_convolutions(
                 runs, states, convs), states)):
-            post_op = _fused_post_op(conv, run)
             weight, bias, stride, padding, dilation, groups = state[:6]
-            wname = "const_conv%d_weight" % i
-            self.constants[wname] = weight
-            params.append(_decl("in", wname, weight.dtype, weight.shape,
-                                weight.stride()))
-            bufs = [m.group(4), wname]
-            if bias is not None:
-                bname = "const_conv%d_bias" % i
-                self.constants[bname] = bias
-                params.append(_decl("in", bname, bias.dtype, bias.shape,
-                                    bias.stride()))
-                bufs.append(bname)
-            args = ", ".join("%dll" % a for a in
-                             list(stride) + list(padding) + list(dilation) + [groups])
-            indent, buf = m.group(1), m.group(2)
-            text = "%s%s%s = nnc_aten_conv2d(buf_args={%s}, args={%s})" % (
-                indent, buf, m.group(3), ", ".join(bufs), args)
-            if post_op == "relu":
-                numel = 1
-                for s in run.output().type().sizes():
-                    numel *= s
-                v = "conv_relu_%d" % i
-                text += ("\n%s// ReLU that PyTorch folded into the prepacked "
-                         "convolution\n%sfor (int64_t %s = 0ll; %s < %dll; %s++) {\n"
-                         "%s  %s[%s] = (%s[%s])<0.f ? 0.f : (%s[%s]);\n%s}") % (
-                    indent, indent, v, v, numel, v, indent, buf, v, buf, v,
-                    buf, v, indent)
-            out.append(body[last:m.start()])
-            out.append(text)
-            last = m.end()
-        out.append(body[last:])
-        return "".join(out), params
+            ps, cs = _bound_params([("const_conv%d_weight" % i, weight),
+                                    ("const_conv%d_bias" % i, bias)])
+            params += ps
+            self.constants.update(cs)
+            post_op = _fused_post_op(conv, run)
+            out.append((list(cs), list(stride) + list(padding) + list(dilation) + [groups],
+                        [post_op] if post_op else []))
+        return out, params
 
-
-# A buffer's full description in an ExternalCall (its strides may hold
-# parentheses, never brackets).
-_DESC = r"\(dtype=\w+, sizes=\[[^\]]*\], strides=\[[^\]]*\]\)"
-
-
-def _rewrite_temporaries(body):
-    """Drops FreeExt and turns Alias(a, b) into a temporary `a` of its own.
-    Returns the body and the names of its temporaries."""
-    body = re.sub(r"^\s*FreeExt\(bufs=\{[^}]*\}\);\n?", "", body, flags=re.M)
-    frees = []
-
-    def alias(m):
-        a, b = m.group(2), m.group(3)
-        # Its description (an external call writes it), or else the
-        # temporary it reuses, which NNC's memory planner chose at least as
-        # large; the statement indexes both with flat offsets.
-        d = re.search(r"\b%s\(dtype=(\w+), sizes=\[([^\]]*)\]" % re.escape(a), body) or \
-            re.search(r"\bAllocate\(%s\); // dtype=(\w+), dims=\[([^\]]*)\]" % re.escape(b),
-                      body)
-        if not d:
-            raise _Unsupported("Alias(%s, %s): %s has no description" % (a, b, a))
-        frees.append("%sFree(%s);" % (m.group(1), a))
-        return "%sAllocate(%s); // dtype=%s, dims=[%s]" % (
-            m.group(1), a, d.group(1), d.group(2))
-    body = re.sub(r"^(\s*)Alias\((\w+),\s*(\w+)\);", alias, body, flags=re.M)
-    if frees:
-        body = body.rstrip("\n") + "\n" + "\n".join(frees)
-    temps = set(re.findall(r"\bAllocate\((\w+)\)", body))
-    return body, temps
+    @staticmethod
+    def _replace_convolutions(kernel, convs):
+        """kernel with its nnc_mkldnn_prepacked_conv_run calls, on an input
+        and an opaque context, replaced by nnc_aten_conv2d calls on the
+        weights (a ReLU PyTorch folded into the context a post-op)."""
+        calls = [i for i, c in enumerate(kernel.external_calls)
+                 if c[0] == "nnc_mkldnn_prepacked_conv_run"]
+        if len(calls) != len(convs):
+            raise _Unsupported("%d prepacked calls for %d conv2d_run nodes" %
+                               (len(calls), len(convs)))
+        for i, (weights, args, post_ops) in zip(calls, convs):
+            _, _, bufs, scalars = kernel.external_calls[i]
+            if len(bufs) != 2 or scalars:
+                raise _Unsupported("a prepacked convolution call has an unknown form")
+            kernel = kernel.replace_external_call(
+                i, "nnc_aten_conv2d", [bufs[0]] + weights, args, post_ops)
+        return kernel
 
 
 def _codegen_stmt(graph):
