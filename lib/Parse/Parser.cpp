@@ -649,7 +649,8 @@ private:
     expect(TokKind::RParen, "')'");
     expect(TokKind::Semi, "';' after 'Alias(...)'");
     Buffer Reused = lookupBuffer(ReusedTok);
-    if (Reused->Role != BufferRole::Temp || Reused->Layout != LayoutKind::Contiguous)
+    if (Reused->Role != BufferRole::Temp ||
+        Reused->Layout != LayoutKind::Contiguous)
       failAt(ReusedTok, "Alias(" + std::string(NameTok.Text) + ", " +
                             Reused->Name + "): '" + Reused->Name +
                             "' is not an allocated temporary");
@@ -675,10 +676,10 @@ private:
                        std::vector<Expr> Strides) {
     std::string Name(NameTok.Text);
     checkNewBufferName(NameTok);
-    Buffer B = BufferNode::make(
-        Name, T, std::move(Dims), BufferRole::In,
-        Strides.empty() ? LayoutKind::Contiguous : LayoutKind::Explicit,
-        std::move(Strides), locOf(NameTok));
+    Buffer B = BufferNode::make(Name, T, std::move(Dims), BufferRole::In,
+                                Strides.empty() ? LayoutKind::Contiguous
+                                                : LayoutKind::Explicit,
+                                std::move(Strides), locOf(NameTok));
     Buffers[Name] = B;
     Undeclared->Opaque.push_back(Name);
     return B;
@@ -756,8 +757,9 @@ private:
         failAt(NameTok, IsOutput ? "output buffer '" + Name +
                                        "' is not declared; describe it in "
                                        "full: " +
-                                       Name + "(dtype=..., sizes=[...], "
-                                              "strides=[...])"
+                                       Name +
+                                       "(dtype=..., sizes=[...], "
+                                       "strides=[...])"
                                  : "use of undeclared buffer '" + Name + "'" +
                                        didYouMean(Name, bufferNames()));
       return BufferView::of(It->second, locOf(NameTok));
@@ -959,9 +961,10 @@ private:
     // An output NNC's statement writes first here: its dtype is the
     // value's; its dims are unknown (one 0 per index) until it is declared.
     if (Undecl)
-      B = declareWritten(NameTok, V->Type,
-                         std::vector<Expr>(Idx.size(), IntImm::make(DType::I64, 0)),
-                         LayoutKind::Contiguous, {});
+      B = declareWritten(
+          NameTok, V->Type,
+          std::vector<Expr>(Idx.size(), IntImm::make(DType::I64, 0)),
+          LayoutKind::Contiguous, {});
     V = adaptTo(V, B->Type);
     expect(TokKind::Semi, "';' after the store");
     return Store::make(B, std::move(Idx), V, Loc);

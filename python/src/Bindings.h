@@ -1,4 +1,5 @@
-//===- Bindings.h - What the _nncjit extension's files share -----*- C++ -*-===//
+//===- Bindings.h - What the _nncjit extension's files share -----*- C++
+//-*-===//
 //
 // Private to python/src: nncjit.Error and how C++ errors become it, and the
 // Python classes of parsed IR that more than one file binds.

@@ -4,7 +4,8 @@
 // text (docs/python.md, "The PyTorch bridge"): parse_nnc_statement, which
 // parses NNC's codegen statement and names the buffers it leaves undeclared,
 // and on nncjit.Kernel, its statements, the buffers its body uses, its
-// external calls, and an edit that replaces one. Kernels are immutable: an edit returns a new one.
+// external calls, and an edit that replaces one. Kernels are immutable: an edit
+// returns a new one.
 //
 //===----------------------------------------------------------------------===//
 #include "Bindings.h"
@@ -133,8 +134,9 @@ PyKernel replaceCall(const PyKernel &PK, size_t Index,
   // gives a temporary its layout); another is seen as declared.
   std::vector<BufferView> Views;
   for (const std::string &N : BufArgs) {
-    auto Same = std::find_if(Old->Args.begin(), Old->Args.end(),
-                             [&](const BufferView &V) { return V.Buf->Name == N; });
+    auto Same =
+        std::find_if(Old->Args.begin(), Old->Args.end(),
+                     [&](const BufferView &V) { return V.Buf->Name == N; });
     if (Same != Old->Args.end()) {
       Views.push_back(*Same);
       continue;
@@ -151,8 +153,8 @@ PyKernel replaceCall(const PyKernel &PK, size_t Index,
   for (py::handle H : PostOps)
     Posts.push_back(postOpOf(H, Bufs));
   Stmt New = ExternalCall::make(Old->Out, Function, std::move(Views),
-                                std::move(Scalars), Old->DeclaresOut,
-                                Old->Loc, std::move(Posts));
+                                std::move(Scalars), Old->DeclaresOut, Old->Loc,
+                                std::move(Posts));
   auto R = std::make_shared<Kernel>(K);
   R->Body = replaceExternalCall(K.Body, Old, std::move(New));
   return PyKernel{std::move(R)};
@@ -163,8 +165,7 @@ PyKernel replaceCall(const PyKernel &PK, size_t Index,
 void bindKernelIR(py::module_ &M, py::class_<PyKernel> &Kernel) {
   Kernel
       .def_property_readonly(
-          "buffers_used",
-          [](const PyKernel &K) { return buffersUsed(*K.K); },
+          "buffers_used", [](const PyKernel &K) { return buffersUsed(*K.K); },
           "The names of the buffers its body uses (parameters and "
           "temporaries), in the order of their first use.")
       .def_property_readonly(
@@ -212,8 +213,7 @@ void bindKernelIR(py::module_ &M, py::class_<PyKernel> &Kernel) {
           "The buffers written but not declared, in the order of their "
           "first writes: the outputs to declare.")
       .def_property_readonly(
-          "opaque",
-          [](const PyNNCStatement &S) { return S.Undeclared.Opaque; },
+          "opaque", [](const PyNNCStatement &S) { return S.Undeclared.Opaque; },
           "The undeclared buffers only passed to external calls (a "
           "prepacked convolution's context): calls to replace.");
 

@@ -94,9 +94,9 @@ TEST(NNCStatement, AnAliasNoCallDescribesTakesTheReusedBuffersDims) {
 }
 
 TEST(NNCStatement, DeclaredOutputsAndAnEditedCallMakeACompleteKernel) {
-  Parsed P = parseNNC(groupKernel(
-      ", out conv_out: f32[1, 2, 2, 2], out aten_relu: f32[8], "
-      "in w: f32[2, 2, 1, 1]"));
+  Parsed P = parseNNC(
+      groupKernel(", out conv_out: f32[1, 2, 2, 2], out aten_relu: f32[8], "
+                  "in w: f32[2, 2, 1, 1]"));
   ASSERT_TRUE(P.K) << P.FirstError;
   EXPECT_TRUE(P.Undeclared.Written.empty());
   auto Calls = externalCallsOf(P.K->Body);
@@ -145,10 +145,10 @@ TEST(NNCStatement, ErrorsNameTheProblem) {
   EXPECT_EQ(parseNNC("kernel k(out y: f32[4]) {\n  y[0] = x[0];\n}").FirstError,
             "2:10: use of undeclared identifier 'x'; did you mean 'y'?")
       << "an input must be declared: its dtype is unknown";
-  EXPECT_EQ(parseNNC("kernel k() {\n  y = f(buf_args={}, args={});\n}")
-                .FirstError,
-            "2:3: output buffer 'y' is not declared; describe it in full: "
-            "y(dtype=..., sizes=[...], strides=[...])");
+  EXPECT_EQ(
+      parseNNC("kernel k() {\n  y = f(buf_args={}, args={});\n}").FirstError,
+      "2:3: output buffer 'y' is not declared; describe it in full: "
+      "y(dtype=..., sizes=[...], strides=[...])");
   EXPECT_EQ(parseNNC("kernel k() {}\nkernel l() {}").FirstError,
             "2:1: expected one kernel holding NNC's statement");
   // Outside an NNC statement, Alias is still refused.
