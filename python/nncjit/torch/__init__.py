@@ -15,14 +15,14 @@ How it works:
    the frozen graph on the example inputs and forms its fusion groups
    (`prim::TensorExprGroup`), each behind a type check with a fallback.
 3. For each group, `torch._C._te.TensorExprKernel` gives NNC's codegen
-   statement. It is written as a `.nnc` kernel with a signature: the
-   group's inputs, its outputs and its constant tensors are parameters.
-   NNC's prepacked oneDNN convolutions, whose weights are opaque, become
-   `nnc_aten_conv2d` with their weight and bias as inputs; a ReLU that
-   PyTorch folded into the prepacked context becomes an explicit loop, which
-   nnc-jit's fuse-conv-post-ops pass folds back into the convolution.
-   `Alias(a, b)` (NNC's memory reuse) becomes a temporary of its own that
-   nnc-jit's memory planner places.
+   statement, which nncjit.parse_nnc_statement reads as IR. It becomes a
+   `.nnc` kernel with a signature: the group's inputs, its outputs and its
+   constant tensors are parameters. NNC's prepacked oneDNN convolutions,
+   whose weights are opaque, become `nnc_aten_conv2d` with their weight and
+   bias as inputs (an IR edit); a ReLU that PyTorch folded into the
+   prepacked context becomes the call's `relu` post-op. `Alias(a, b)`
+   (NNC's memory reuse) becomes a temporary of its own that nnc-jit's
+   memory planner places.
 4. nnc-jit compiles each kernel; with `check=True` (the default) it runs it
    on the inputs the group saw and compares the result with PyTorch's.
 5. The optimized graph is rewritten so that each group calls the operator
@@ -37,9 +37,15 @@ The package's modules, in the order a model goes through them: capture
 kernel), ops (convolutions and linear layers outside groups), rewrite (the
 graph's calls of nncjit::run_group), module (optimize and
 OptimizedModule) and export; check and kernel_text hold what they share.
+
+`backend(gm, example_inputs)` is nnc-jit's own lowering, not limited to
+what NNC's fuser groups, for torch.fx graphs (the torch.compile backend
+protocol): opgraph (the bridge's op-level graph), lowering (a region of it
+as one .nnc kernel) and backend (the partition and the returned callable).
 """
+from .backend import backend
 from .common import GroupReport
 from .export import export
 from .module import OptimizedModule, optimize
 
-__all__ = ["GroupReport", "OptimizedModule", "export", "optimize"]
+__all__ = ["GroupReport", "OptimizedModule", "backend", "export", "optimize"]

@@ -1,0 +1,394 @@
+"""nnc-jit's own lowering of an op-level graph (opgraph.py) region to one
+.nnc kernel, not limited to what NNC's fuser groups.
+
+Each value of the region is an index expression: an elementwise op is its
+operands' expressions combined at the same (broadcast) index, a view maps
+the index (reshape through the flat offset, permute by position), and a
+value is only written to memory where it must be: the region's outputs,
+the operands and results of matrix products (oneDNN calls, nnc_aten_matmul),
+the row statistics of softmax and layer_norm, and values more than one op
+reads (so they are computed once). The passes then parallelize and
+vectorize the loop nests (docs/passes.md). Only float32 tensors are covered.
+
+Order of rounding: softmax subtracts the row maximum, sums exp(x - max) in
+the order of the row, and divides; log_softmax is x - max - log(sum);
+layer_norm takes the mean, then the mean of squared deviations (two
+passes, as PyTorch), and (x - mean) * rsqrt(var + eps) * w + b."""
+
+import math
+
+import torch as _torch
+
+from .kernel_text import _decl
+from .opgraph import BINARY, UNARY, Value
+
+
+class Unsupported(Exception):
+    """An op or region the lowering does not cover, with the reason."""
+
+
+def _lit(x):
+    """A float32 literal."""
+    x = float(x)
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "POS_INFINITY" if x > 0 else "NEG_INFINITY"
+    return "%sf" % repr(x) if "." in repr(x) or "e" in repr(x) else "%s.f" % repr(x)
+
+
+def _ll(n):
+    return "%dll" % n
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _contiguous_strides(shape):
+    out, row = [], 1
+    for s in reversed(shape):
+        out.insert(0, row)
+        row *= max(s, 1)
+    return out
+
+
+def _flat(idx, shape):
+    """The row-major offset of idx in shape, as an i64 expression."""
+    terms = ["%s * %s" % (i, _ll(st)) if st != 1 else i
+             for i, s, st in zip(idx, shape, _contiguous_strides(shape)) if s != 1]
+    return " + ".join("(%s)" % t for t in terms) if terms else "0ll"
+
+
+def _unflat(flat, shape):
+    """The index in shape of row-major offset flat."""
+    out = []
+    for s, st in zip(shape, _contiguous_strides(shape)):
+        if s == 1:
+            out.append("0ll")
+        else:
+            e = "(%s) / %s" % (flat, _ll(st)) if st != 1 else "(%s)" % flat
+            out.append("(%s) %% %s" % (e, _ll(s)))
+    return out
+
+
+def _broadcast(idx, shape):
+    """The index of an operand of shape at the output index idx."""
+    lead = len(idx) - len(shape)
+    return ["0ll" if s == 1 else idx[lead + d] for d, s in enumerate(shape)]
+
+
+_UNARY_FORMS = {
+    "neg": "-({0})", "relu": "({0})<0.f ? 0.f : ({0})",
+    "gelu": "({0}) * 0.5f * (1.f + erf(({0}) * 0.7071067811865476f))",
+    "gelu_tanh": "0.5f * ({0}) * (1.f + tanh(0.7978845608028654f * (({0}) + "
+                 "0.044715f * ({0}) * ({0}) * ({0}))))",
+    "silu": "({0}) * sigmoid({0})", "sigmoid": "sigmoid({0})", "tanh": "tanh({0})",
+    "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})",
+    "abs": "abs({0})", "erf": "erf({0})", "identity": "{0}",
+}
+_BINARY_FORMS = {
+    "add": "({0}) + ({1})", "sub": "({0}) - ({1})", "mul": "({0}) * ({1})",
+    "div": "({0}) / ({1})", "pow": "pow({0}, {1})", "maximum": "Max({0}, {1}, 1)",
+    "minimum": "Min({0}, {1}, 1)",
+}
+# Ops that are oneDNN calls, whose results are in memory.
+_CALLS = {"linear", "matmul"}
+_REDUCTIONS = {"softmax", "log_softmax", "layer_norm"}
+# Ops that only map indices: never worth a buffer of their own.
+_VIEWS = {"reshape", "permute", "identity"}
+
+
+def check_supported(op):
+    """Raises Unsupported if the lowering does not cover op."""
+    if op.kind is None:
+        raise Unsupported(op.reason)
+    for v in op.tensor_inputs() + [op.output]:
+        if v.dtype != _torch.float32:
+            raise Unsupported("%s is %s; the lowering covers float32" % (v, v.dtype))
+    if op.kind == "linear":
+        x, w, _ = op.inputs
+        if w.constant is None:
+            raise Unsupported("linear with a weight that is not a constant")
+        if len(x.shape) < 1:
+            raise Unsupported("linear of a 0-d tensor")
+    if op.kind == "matmul":
+        a, b = op.inputs
+        if len(a.shape) < 2 or len(b.shape) < 2:
+            raise Unsupported("matmul of a 1-d operand")
+        if len(b.shape) > 2 and a.shape[:-2] != b.shape[:-2]:
+            raise Unsupported("matmul with broadcast batch dims")
+    if op.kind == "layer_norm":
+        x, w, b = op.inputs
+        n = len(op.attrs["shape"])
+        if tuple(x.shape[len(x.shape) - n:]) != op.attrs["shape"]:
+            raise Unsupported("layer_norm's shape is not the input's last dims")
+    if op.kind in BINARY and not any(isinstance(v, Value) for v in op.inputs):
+        raise Unsupported("%s of two numbers" % op.kind)
+
+
+class Region:
+    """Ops of an OpGraph (topologically ordered) that one kernel computes:
+    its inputs (Values made outside it, constants included) and outputs
+    (Values it makes that are used outside it or are graph outputs)."""
+
+    def __init__(self, ops, graph_outputs):
+        self.ops = ops
+        inside = {op.output for op in ops}
+        self.inputs, self.outputs = [], []
+        for op in ops:
+            for v in op.tensor_inputs():
+                if v not in inside and v not in self.inputs:
+                    self.inputs.append(v)
+        members = set(ops)
+        for op in ops:
+            v = op.output
+            if v in graph_outputs or any(u not in members for u in v.users):
+                self.outputs.append(v)
+
+
+class KernelWriter:
+    """Writes a Region as a .nnc kernel: kernel text, the Values its
+    parameters take in order (inputs, then outputs), and the constants
+    bound by name."""
+
+    def __init__(self, region, name):
+        self.region = region
+        self.name = name
+        self.params = []        # declarations
+        self.constants = {}     # parameter name -> tensor, bound once
+        self.input_names = []   # the non-constant inputs, in call order
+        self.lines = []
+        self.buffers = {}       # Value -> the buffer that holds it
+        self.products = {}      # Value -> (buffer, its rank, bias or None)
+        self.stats = {}         # reduction Op -> names of its row buffers
+        self.temps = []
+        self._count = 0
+
+    def fresh(self, base):
+        self._count += 1
+        return "%s%d" % (base, self._count)
+
+    # -- expressions ------------------------------------------------------
+    def load(self, v, idx):
+        """The expression of Value v at index idx (len(idx) == rank)."""
+        if isinstance(v, (int, float)):
+            return _lit(v)
+        if v in self.buffers:
+            name = self.buffers[v]
+            return "%s[%s]" % (name, ", ".join(idx)) if idx else name
+        if v in self.products:
+            # [rows, n] or [batch, m, n], and the bias of a linear layer.
+            name, rank, bias = self.products[v]
+            at = [_flat(idx[:-1], v.shape[:-1]), idx[-1]] if rank == 2 else \
+                [_flat(idx[:-2], v.shape[:-2]), idx[-2], idx[-1]]
+            e = "%s[%s]" % (name, ", ".join(at))
+            return "((%s) + (%s[%s]))" % (e, bias, idx[-1]) if bias else e
+        op = v.producer
+        k = op.kind
+        if k in UNARY:
+            return "(%s)" % _UNARY_FORMS[k].format(self.load(op.inputs[0], idx))
+        if k in BINARY:
+            args = [_lit(a) if not isinstance(a, Value)
+                    else self.load(a, _broadcast(idx, a.shape)) for a in op.inputs]
+            return "(%s)" % _BINARY_FORMS[k].format(*args)
+        if k == "reshape":
+            x = op.inputs[0]
+            if x.shape == v.shape:
+                return self.load(x, idx)
+            return self.load(x, _unflat(_flat(idx, v.shape), x.shape))
+        if k == "permute":
+            x = op.inputs[0]
+            src = [None] * len(idx)
+            for out_pos, in_pos in enumerate(op.attrs["perm"]):
+                src[in_pos] = idx[out_pos]
+            return self.load(x, src)
+        if k in ("softmax", "log_softmax"):
+            mx, sm = self.stats[op]
+            d = op.attrs["dim"]
+            row = self._row(idx, [d], len(v.shape))
+            x = self.load(op.inputs[0], idx)
+            if k == "softmax":
+                return "(exp((%s) - (%s)) / (%s))" % (x, mx + row, sm + row)
+            return "((%s) - (%s) - log(%s))" % (x, mx + row, sm + row)
+        if k == "layer_norm":
+            x, w, b = op.inputs
+            mean, var = self.stats[op]
+            n = len(op.attrs["shape"])
+            dims = list(range(len(v.shape) - n, len(v.shape)))
+            row = self._row(idx, dims, len(v.shape))
+            count = _lit(1.0 / max(_numel(op.attrs["shape"]), 1))
+            e = "((%s) - %s * %s) * rsqrt(%s * %s + %s)" % (
+                self.load(x, idx), mean + row, count, var + row, count,
+                _lit(op.attrs["eps"]))
+            if w is not None:
+                e = "(%s) * (%s)" % (e, self.load(w, idx[len(idx) - n:]))
+            if b is not None:
+                e = "(%s) + (%s)" % (e, self.load(b, idx[len(idx) - n:]))
+            return "(%s)" % e
+        raise Unsupported("no expression for %s" % k)
+
+    @staticmethod
+    def _row(idx, reduced, rank):
+        """The index of a row statistic: idx without the reduced dims."""
+        keep = [idx[d] for d in range(rank) if d not in reduced]
+        return "[%s]" % ", ".join(keep or ["0ll"])
+
+    # -- statements -------------------------------------------------------
+    def loops(self, shape, body, indent=1):
+        """A loop nest over shape around body(idx) (a list of lines)."""
+        idx = [self.fresh("i") for _ in shape]
+        out, pad = [], "  " * indent
+        for d, (i, s) in enumerate(zip(idx, shape)):
+            out.append("%sfor (int64_t %s = 0ll; %s < %s; %s++) {" % (
+                pad + "  " * d, i, i, _ll(s), i))
+        inner = pad + "  " * len(shape)
+        out += [inner + line for line in body(idx)]
+        for d in reversed(range(len(shape))):
+            out.append(pad + "  " * d + "}")
+        return out
+
+    def allocate(self, base, shape):
+        name = self.fresh(base)
+        dims = ", ".join(_ll(s) for s in shape) if shape else "1ll"
+        self.lines.append("  Allocate(%s); // dtype=float, dims=[%s]" % (name, dims))
+        self.temps.append(name)
+        return name
+
+    def materialize(self, v, name, shape=None):
+        """Stores v into buffer name, of v's shape or of the shape a matrix
+        product takes ([rows, k] or [batch, m, k]: v's leading dims
+        flattened)."""
+        shape = tuple(v.shape) if shape is None else tuple(shape)
+        if shape == tuple(v.shape):
+            def body(idx):
+                target = "%s[%s]" % (name, ", ".join(idx)) if idx else name
+                return ["%s = %s;" % (target, self.load(v, idx))]
+        else:
+            def body(idx):
+                lead = _unflat(idx[0], v.shape[:len(v.shape) - (len(shape) - 1)])
+                return ["%s[%s] = %s;" % (name, ", ".join(idx),
+                                          self.load(v, lead + idx[1:]))]
+        self.lines += self.loops(shape, body)
+
+    def reduction_stats(self, op):
+        """The row statistics of a softmax or layer_norm, in buffers."""
+        x = op.inputs[0]
+        rank = len(x.shape)
+        if op.kind == "layer_norm":
+            reduced = list(range(rank - len(op.attrs["shape"]), rank))
+        else:
+            reduced = [op.attrs["dim"]]
+        rows = [s for d, s in enumerate(x.shape) if d not in reduced]
+        a, b = self.allocate("row", rows or [1]), self.allocate("row", rows or [1])
+        inner = [x.shape[d] for d in reduced]
+
+        def nest(init, update):
+            def body(ridx):
+                r = "[%s]" % ", ".join(ridx or ["0ll"])
+
+                def inner_body(iidx):
+                    full, it = [], iter(iidx)
+                    rit = iter(ridx)
+                    for d in range(rank):
+                        full.append(next(it) if d in reduced else next(rit))
+                    return [update(r, full)]
+                lines = ["%s%s = %s;" % (init[0], r, init[1])]
+                return lines + self.loops(inner, inner_body, indent=0)
+            self.lines.extend(self.loops(rows, body) if rows else
+                              ["  " + line for line in body([])])
+
+        if op.kind == "layer_norm":
+            count = _lit(1.0 / max(_numel(inner), 1))
+            nest((a, "0.f"), lambda r, i: "%s%s = (%s%s) + (%s);" % (
+                a, r, a, r, self.load(x, i)))
+            nest((b, "0.f"), lambda r, i: "%s%s = (%s%s) + ((%s) - %s%s * %s) * ((%s) - %s%s * %s);"
+                 % (b, r, b, r, self.load(x, i), a, r, count, self.load(x, i), a, r, count))
+        else:
+            nest((a, "NEG_INFINITY"), lambda r, i: "%s%s = Max(%s%s, %s, 1);" % (
+                a, r, a, r, self.load(x, i)))
+            nest((b, "0.f"), lambda r, i: "%s%s = (%s%s) + exp((%s) - (%s%s));" % (
+                b, r, b, r, self.load(x, i), a, r))
+        self.stats[op] = (a, b)
+
+    def matrix_product(self, op):
+        """linear or matmul as nnc_aten_matmul on contiguous operands, whose
+        result, [rows, n] or [batch, m, n], the consumers read (plus a
+        linear layer's bias)."""
+        x, y = op.inputs[:2]
+        bias = None
+        if op.kind == "linear":
+            # The weight [n, k] is bound transposed, [k, n], once.
+            wt = op.inputs[1].constant.t().contiguous()
+            y = Value(op.output.name + "_wt", wt.shape, wt.stride(), wt.dtype, constant=wt)
+            self.buffers[y] = self.constant(wt, "w")
+            if op.inputs[2] is not None:
+                bias = self.constant(op.inputs[2].constant, "b")
+        if len(y.shape) > 2:
+            batch = _numel(x.shape[:-2])
+            a_shape = (batch,) + tuple(x.shape[-2:])
+            b_shape = (batch,) + tuple(y.shape[-2:])
+            c_shape = (batch, x.shape[-2], y.shape[-1])
+        else:
+            a_shape = (_numel(x.shape[:-1]), x.shape[-1])
+            b_shape = tuple(y.shape)
+            c_shape = (a_shape[0], y.shape[-1])
+        a = self.operand(x, a_shape)
+        b = self.operand(y, b_shape)
+        c = self.allocate("mm", c_shape)
+        self.lines.append("  %s = nnc_aten_matmul(buf_args={%s, %s}, args={});" % (c, a, b))
+        self.products[op.output] = (c, len(c_shape), bias)
+
+    def operand(self, v, shape):
+        """A contiguous buffer of shape holding v (v's own where it is one)."""
+        if v in self.buffers and tuple(v.shape) == tuple(shape) and \
+                tuple(v.stride) == tuple(_contiguous_strides(shape)):
+            return self.buffers[v]
+        name = self.allocate("mm", shape)
+        self.materialize(v, name, shape)
+        return name
+
+    def constant(self, t, base):
+        name = "c%d_%s" % (len(self.constants), base)
+        self.constants[name] = t
+        self.params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
+        return name
+
+    def write(self):
+        region = self.region
+        for i, v in enumerate(region.inputs):
+            if v.constant is not None:
+                name = self.constant(v.constant, "k")
+            else:
+                name = "x%d" % i
+                self.input_names.append(v)
+                self.params.append(_decl("in", name, v.dtype, v.shape, v.stride))
+            self.buffers[v] = name
+        outs = {}
+        for i, v in enumerate(region.outputs):
+            outs[v] = "o%d" % i
+            self.params.append(_decl("out", outs[v], v.dtype, v.shape,
+                                     _contiguous_strides(v.shape)))
+        members = set(region.ops)
+        for op in region.ops:
+            v = op.output
+            if op.kind in _REDUCTIONS:
+                self.reduction_stats(op)
+            elif op.kind in _CALLS:
+                self.matrix_product(op)
+            uses = sum(1 for u in v.users if u in members)
+            if v in outs:
+                self.materialize(v, outs[v])
+                self.buffers[v] = outs[v]
+            elif uses > 1 and op.kind not in _VIEWS:
+                name = self.allocate("t", v.shape)
+                self.materialize(v, name)
+                self.buffers[v] = name
+        for name in reversed(self.temps):
+            self.lines.append("  Free(%s);" % name)
+        text = "kernel %s(\n    %s) {\n%s\n}\n" % (
+            self.name, ",\n    ".join(self.params), "\n".join(self.lines))
+        return text

@@ -1,0 +1,275 @@
+"""The bridge's own op-level graph: tensor values with their shapes, and ops
+of a small canonical set (elementwise, views, reductions, matmul), filled
+from a torch.fx graph. The lowering (lowering.py) writes regions of it as
+.nnc kernels; what it does not cover is kept with the reason."""
+
+import operator
+
+import torch as _torch
+from torch.fx.passes.shape_prop import ShapeProp as _ShapeProp
+
+F = _torch.nn.functional
+
+
+class Value:
+    """A tensor: its shape, strides and dtype on the example inputs; the op
+    that makes it (None for a graph input or a constant) and the ops that
+    use it."""
+
+    def __init__(self, name, shape, stride, dtype, producer=None, constant=None):
+        self.name = name
+        self.shape = tuple(shape)
+        self.stride = tuple(stride)
+        self.dtype = dtype
+        self.producer = producer
+        self.constant = constant   # the tensor, for a constant
+        self.users = []
+
+    def __repr__(self):
+        return "%%%s%s" % (self.name, list(self.shape))
+
+
+class Op:
+    """One op: its canonical kind (None when not covered, with the reason),
+    its inputs (Values or Python numbers), attributes and output Value."""
+
+    def __init__(self, node, kind, inputs, attrs, output, reason=""):
+        self.node = node
+        self.kind = kind
+        self.inputs = inputs
+        self.attrs = attrs
+        self.output = output
+        self.reason = reason
+
+    def tensor_inputs(self):
+        return [v for v in self.inputs if isinstance(v, Value)]
+
+    def __repr__(self):
+        return "%s = %s(%s)" % (self.output, self.kind or "?",
+                                ", ".join(map(repr, self.inputs)))
+
+
+class OpGraph:
+    """Ops in topological order; the graph's inputs and outputs (Values)."""
+
+    def __init__(self):
+        self.ops = []
+        self.inputs = []
+        self.outputs = []
+
+
+# Elementwise ops: canonical kind -> arity. Binary ones broadcast.
+UNARY = {"neg", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
+         "log", "sqrt", "rsqrt", "abs", "erf", "identity"}
+BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
+
+_FUNCTIONS = {
+    operator.add: "add", _torch.add: "add", operator.sub: "sub", _torch.sub: "sub",
+    operator.mul: "mul", _torch.mul: "mul", operator.truediv: "div", _torch.div: "div",
+    operator.neg: "neg", _torch.neg: "neg", operator.pow: "pow", _torch.pow: "pow",
+    _torch.maximum: "maximum", _torch.minimum: "minimum",
+    _torch.relu: "relu", F.relu: "relu", _torch.sigmoid: "sigmoid", F.silu: "silu",
+    _torch.tanh: "tanh", _torch.exp: "exp", _torch.log: "log", _torch.sqrt: "sqrt",
+    _torch.rsqrt: "rsqrt", _torch.abs: "abs", _torch.erf: "erf", F.gelu: "gelu",
+    _torch.softmax: "softmax", F.softmax: "softmax", _torch.log_softmax: "log_softmax",
+    F.log_softmax: "log_softmax", F.layer_norm: "layer_norm", F.linear: "linear",
+    _torch.matmul: "matmul", operator.matmul: "matmul", _torch.bmm: "matmul",
+    F.dropout: "dropout", _torch.reshape: "reshape", _torch.flatten: "flatten",
+    _torch.permute: "permute", _torch.transpose: "transpose",
+}
+_METHODS = {
+    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
+    "pow": "pow", "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
+    "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "abs": "abs",
+    "softmax": "softmax", "log_softmax": "log_softmax", "matmul": "matmul",
+    "bmm": "matmul", "view": "reshape", "reshape": "reshape", "flatten": "flatten",
+    "permute": "permute", "transpose": "transpose", "contiguous": "identity",
+}
+_MODULES = {
+    _torch.nn.ReLU: "relu", _torch.nn.GELU: "gelu", _torch.nn.SiLU: "silu",
+    _torch.nn.Sigmoid: "sigmoid", _torch.nn.Tanh: "tanh", _torch.nn.Softmax: "softmax",
+    _torch.nn.LogSoftmax: "log_softmax", _torch.nn.LayerNorm: "layer_norm",
+    _torch.nn.Linear: "linear", _torch.nn.Dropout: "dropout",
+    _torch.nn.Identity: "identity", _torch.nn.Flatten: "flatten",
+}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _arg(node, args, kwargs, i, name, default=None):
+    if len(args) > i:
+        return args[i]
+    return kwargs.get(name, default)
+
+
+def _dim(d, rank):
+    d = int(d)
+    if not -rank <= d < max(rank, 1):
+        raise _Unsupported("dim %d out of range for rank %d" % (d, rank))
+    return d % rank if rank else 0
+
+
+def _canonical(kind, node, args, kwargs, value_of, module):
+    """(kind, inputs, attrs) of a node whose target maps to kind."""
+    def val(x):
+        return value_of(x) if isinstance(x, _torch.fx.Node) else x
+
+    if kind in BINARY:
+        a, b = _arg(node, args, kwargs, 0, "input"), _arg(node, args, kwargs, 1, "other")
+        alpha = kwargs.get("alpha", 1)
+        if alpha != 1 or "rounding_mode" in kwargs and kwargs["rounding_mode"] is not None:
+            raise _Unsupported("%s with alpha or a rounding mode" % kind)
+        return kind, [val(a), val(b)], {}
+    if kind in ("softmax", "log_softmax"):
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        dim = module.dim if module is not None else _arg(node, args, kwargs, 1, "dim")
+        if dim is None:
+            raise _Unsupported("%s without a dim" % kind)
+        if kwargs.get("dtype") is not None:
+            raise _Unsupported("%s with a dtype" % kind)
+        return kind, [x], {"dim": _dim(dim, len(x.shape))}
+    if kind == "gelu":
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        approx = module.approximate if module is not None else kwargs.get("approximate", "none")
+        return "gelu_tanh" if approx == "tanh" else "gelu", [x], {}
+    if kind == "layer_norm":
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        if module is not None:
+            shape, eps = module.normalized_shape, module.eps
+            w = module.weight.detach() if module.weight is not None else None
+            b = module.bias.detach() if module.bias is not None else None
+        else:
+            shape = _arg(node, args, kwargs, 1, "normalized_shape")
+            w = val(_arg(node, args, kwargs, 2, "weight"))
+            b = val(_arg(node, args, kwargs, 3, "bias"))
+            eps = _arg(node, args, kwargs, 4, "eps", 1e-5)
+        return kind, [x, w, b], {"shape": tuple(shape), "eps": float(eps)}
+    if kind == "linear":
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        if module is not None:
+            w = module.weight.detach()
+            b = module.bias.detach() if module.bias is not None else None
+        else:
+            w = val(_arg(node, args, kwargs, 1, "weight"))
+            b = val(_arg(node, args, kwargs, 2, "bias"))
+        return kind, [x, w, b], {}
+    if kind == "matmul":
+        return kind, [val(args[0]), val(args[1])], {}
+    if kind == "dropout":
+        training = module.training if module is not None else \
+            _arg(node, args, kwargs, 2, "training", True)
+        if training:
+            raise _Unsupported("dropout in training")
+        return "identity", [val(args[0])], {}
+    if kind in ("reshape", "flatten"):
+        # The output's shape (ShapeProp's) is the view's.
+        return "reshape", [val(args[0])], {}
+    if kind in ("permute", "transpose"):
+        x = val(args[0])
+        rank = len(x.shape)
+        if kind == "transpose":
+            d0 = _dim(_arg(node, args, kwargs, 1, "dim0"), rank)
+            d1 = _dim(_arg(node, args, kwargs, 2, "dim1"), rank)
+            perm = list(range(rank))
+            perm[d0], perm[d1] = d1, d0
+        else:
+            dims = args[1:] if len(args) > 2 or (len(args) == 2 and isinstance(args[1], int)) \
+                else _arg(node, args, kwargs, 1, "dims")
+            perm = [_dim(d, rank) for d in dims]
+        return "permute", [x], {"perm": tuple(perm)}
+    if kind in UNARY:
+        return kind, [val(_arg(node, args, kwargs, 0, "input"))], {}
+    raise _Unsupported(kind)
+
+
+def _target_kind(node, modules):
+    if node.op == "call_function":
+        return _FUNCTIONS.get(node.target), None
+    if node.op == "call_method":
+        return _METHODS.get(node.target), None
+    if node.op == "call_module":
+        m = modules[node.target]
+        return _MODULES.get(type(m)), m
+    return None, None
+
+
+def _describe(node):
+    if node.op == "call_module":
+        return "module %s" % type(node.graph.owning_module.get_submodule(node.target)).__name__
+    t = node.target
+    return "%s %s" % (node.op.replace("call_", ""), getattr(t, "__name__", t))
+
+
+def from_fx(gm, example_inputs):
+    """The OpGraph of gm (a torch.fx.GraphModule) on example_inputs, whose
+    shapes and strides every Value gets (ShapeProp)."""
+    _ShapeProp(gm).propagate(*example_inputs)
+    modules = dict(gm.named_modules())
+    g = OpGraph()
+    values = {}
+
+    def value_of(n):
+        if n not in values:
+            raise _Unsupported("%s is not a tensor" % n.name)
+        return values[n]
+
+    def new_value(node, producer=None, constant=None):
+        meta = node.meta.get("tensor_meta")
+        if constant is not None:
+            v = Value(node.name, constant.shape, constant.stride(), constant.dtype,
+                      constant=constant)
+        elif meta is None or not hasattr(meta, "shape"):
+            return None
+        else:
+            v = Value(node.name, meta.shape, meta.stride, meta.dtype, producer)
+        values[node] = v
+        return v
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            v = new_value(node)
+            g.inputs.append(v)
+        elif node.op == "get_attr":
+            t = getattr(gm, node.target) if "." not in node.target else \
+                gm.get_parameter(node.target) if node.target in dict(gm.named_parameters()) \
+                else gm.get_buffer(node.target)
+            if isinstance(t, _torch.Tensor):
+                new_value(node, constant=t.detach())
+        elif node.op == "output":
+            outs = node.args[0]
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+            g.outputs = [values.get(o) if isinstance(o, _torch.fx.Node) else None
+                         for o in outs]
+        else:
+            kind, module = _target_kind(node, modules)
+            op = Op(node, None, [], {}, None)
+            out = new_value(node, op)
+            op.output = out
+            try:
+                if out is None:
+                    raise _Unsupported("its result is not one tensor")
+                if kind is None:
+                    raise _Unsupported("%s is not covered" % _describe(node))
+                op.kind, op.inputs, op.attrs = _canonical(
+                    kind, node, node.args, node.kwargs, value_of, module)
+                op.inputs = [_as_value(x, node, i, values) for i, x in enumerate(op.inputs)]
+            except _Unsupported as e:
+                op.kind, op.reason = None, str(e)
+                op.inputs = [values[a] for a in node.all_input_nodes if a in values]
+            for v in op.tensor_inputs():
+                v.users.append(op)
+            g.ops.append(op)
+    return g
+
+
+def _as_value(x, node, i, values):
+    """A tensor argument that is not a graph value (a module's weight) as a
+    constant Value; numbers and None as they are."""
+    if isinstance(x, _torch.Tensor):
+        return Value("%s_arg%d" % (node.name, i), x.shape, x.stride(), x.dtype,
+                     constant=x)
+    if x is None or isinstance(x, (Value, int, float, bool)):
+        return x
+    raise _Unsupported("argument %d is a %s" % (i, type(x).__name__))

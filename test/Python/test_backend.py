@@ -1,0 +1,244 @@
+"""nncjit.torch.backend, nnc-jit's own lowering of torch.fx graphs: each op
+converter against PyTorch on random shapes (broadcasting, non-contiguous
+inputs, sizes of 1 and 0), regions and the partition, attention with masks,
+and what is not covered (a report entry, never an exception)."""
+import math
+import operator
+
+import pytest
+import torch
+import torch.fx
+
+import nncjit.torch as nt
+from nncjit.torch import opgraph
+from nncjit.torch.backend import partition
+
+torch.manual_seed(0)
+F = torch.nn.functional
+
+
+def run(fn, *inputs, regions=1, **kw):
+    """fn through the backend: it must match PyTorch on inputs and have
+    `regions` regions, all on nnc-jit. Returns the Optimized."""
+    module = fn if isinstance(fn, torch.nn.Module) else _Wrap(fn, len(inputs))
+    gm = torch.fx.symbolic_trace(module)
+    want = module(*inputs)
+    opt = nt.backend(gm, list(inputs), **kw)
+    got = opt(*inputs)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
+    kernels = [r for r in opt.report if r.kernel]
+    assert len(kernels) == regions, opt.summary()
+    assert all(r.on_nncjit for r in kernels), opt.summary()
+    return opt
+
+
+class _Wrap1(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class _Wrap2(_Wrap1):
+    def forward(self, x, y):
+        return self.fn(x, y)
+
+
+def _Wrap(fn, n=1):
+    """fn as a module of n inputs (FX traces no *args on this Python)."""
+    return (_Wrap1, _Wrap2)[n - 1](fn)
+
+
+def strided(*shape):
+    """A random tensor of shape that is not contiguous (every other element
+    of its last dim)."""
+    t = torch.randn(*shape[:-1], shape[-1] * 2)
+    return t[..., ::2]
+
+
+UNARY = [torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.silu, F.gelu,
+         lambda x: F.gelu(x, approximate="tanh"), torch.neg, torch.abs, torch.erf,
+         lambda x: torch.sqrt(torch.abs(x)), lambda x: torch.log(torch.abs(x) + 1),
+         lambda x: torch.rsqrt(torch.abs(x) + 1)]
+
+
+@pytest.mark.parametrize("fn", UNARY, ids=range(len(UNARY)))
+@pytest.mark.parametrize("shape", [(3, 5), (1, 7, 1), (16,)])
+def test_unary(fn, shape):
+    run(lambda x: fn(x) * 1.0, torch.randn(*shape))
+    run(lambda x: fn(x) * 1.0, strided(*shape))
+
+
+BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, torch.maximum,
+          torch.minimum, lambda a, b: torch.pow(torch.abs(a) + 1, b)]
+
+
+@pytest.mark.parametrize("fn", BINARY, ids=range(len(BINARY)))
+@pytest.mark.parametrize("a,b", [((4, 6), (4, 6)), ((4, 6), (6,)), ((2, 1, 5), (3, 1)),
+                                 ((1,), (3, 4))])
+def test_binary_with_broadcasting(fn, a, b):
+    run(fn, torch.randn(*a), torch.randn(*b))
+    run(fn, strided(*a), torch.randn(*b))
+
+
+def test_binary_with_numbers():
+    run(lambda x: (2.0 - x) * 3 / 4.0 + 1, torch.randn(5, 3))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_along_any_dim(dim, log):
+    f = F.log_softmax if log else F.softmax
+    run(lambda x: f(x, dim=dim), torch.randn(4, 7, 5))
+    run(lambda x: f(x * 2.0, dim=dim), strided(3, 6, 2))
+
+
+def test_softmax_rows_of_minus_infinity_give_nan_as_pytorch():
+    x = torch.randn(4, 6)
+    x[1] = float("-inf")
+    x[2, :3] = float("-inf")
+    run(lambda t: torch.softmax(t, -1), x)
+
+
+@pytest.mark.parametrize("shape,normalized", [((4, 8), (8,)), ((2, 3, 4), (3, 4)),
+                                              ((5, 1), (1,))])
+def test_layer_norm(shape, normalized):
+    ln = torch.nn.LayerNorm(normalized).eval()
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+        ln.bias.uniform_(-1, 1)
+    run(ln, torch.randn(*shape))
+    run(lambda x: F.layer_norm(x, normalized, eps=1e-3), strided(*shape))
+
+
+@pytest.mark.parametrize("shape", [(5, 16), (2, 3, 16), (16,), (1, 16)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear(shape, bias):
+    run(torch.nn.Linear(16, 8, bias=bias).eval(), torch.randn(*shape))
+
+
+@pytest.mark.parametrize("a,b", [((4, 6), (6, 3)), ((2, 4, 6), (2, 6, 3)),
+                                 ((2, 2, 4, 6), (2, 2, 6, 3)), ((3, 4, 6), (6, 5))])
+def test_matmul(a, b):
+    run(torch.matmul, torch.randn(*a), torch.randn(*b))
+    run(lambda x, y: torch.matmul(x.transpose(-2, -1), y),
+        torch.randn(*a).transpose(-2, -1).contiguous(), torch.randn(*b))
+
+
+def test_views_are_index_arithmetic():
+    def f(x):
+        y = x.reshape(2, 3, 4).permute(2, 0, 1) + 1.0
+        return y.transpose(0, 2).flatten(1).contiguous().view(-1) * 2.0
+    opt = run(f, torch.randn(6, 4))
+    # One loop nest writes the output: no buffer for the views.
+    assert "Allocate" not in opt.report[0].kernel
+
+
+def test_dropout_in_eval_is_the_identity():
+    run(torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.ReLU()).eval(),
+        torch.randn(3, 3))
+
+
+def test_sizes_of_zero():
+    run(lambda x: torch.softmax(x + 1.0, -1), torch.randn(0, 5))
+
+
+class Attention(torch.nn.Module):
+    """Scaled dot-product attention written out, with a mask input."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(d, d) for _ in range(3))
+        self.o = torch.nn.Linear(d, d)
+        self.heads, self.d = heads, d
+
+    def forward(self, x, mask):
+        b, n, h, e = 2, 8, self.heads, self.d // self.heads
+
+        def split(t):
+            return t.reshape(b, n, h, e).transpose(1, 2)
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        a = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(e) + mask
+        y = torch.matmul(torch.softmax(a, dim=-1), v)
+        return self.o(y.transpose(1, 2).reshape(b, n, self.d))
+
+
+@pytest.mark.parametrize("mask", ["none", "causal", "padding"])
+def test_attention_is_one_kernel(mask):
+    x = torch.randn(2, 8, 32)
+    m = torch.zeros(8, 8)
+    if mask == "causal":
+        m = torch.triu(torch.full((8, 8), float("-inf")), 1)
+    elif mask == "padding":
+        m[:, 6:] = float("-inf")
+    run(Attention().eval(), x, m)
+
+
+def test_encoder_layer_blocks():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = Attention()
+            self.ln1, self.ln2 = torch.nn.LayerNorm(32), torch.nn.LayerNorm(32)
+            self.ff1, self.ff2 = torch.nn.Linear(32, 64), torch.nn.Linear(64, 32)
+
+        def forward(self, x, mask):
+            x = self.ln1(x + self.attn(x, mask))
+            return self.ln2(x + self.ff2(F.gelu(self.ff1(x))))
+    run(Block().eval(), torch.randn(2, 8, 32), torch.zeros(8, 8))
+
+
+def test_uncovered_ops_stay_in_pytorch_with_a_reason():
+    def f(x):
+        y = torch.relu(x) * 2.0
+        z = torch.cumsum(y, 0)          # not covered
+        return torch.sigmoid(z) + y
+    opt = run(f, torch.randn(4, 5), regions=2)
+    [entry] = [r for r in opt.report if not r.kernel]
+    assert not entry.on_nncjit
+    assert entry.reason == "function cumsum is not covered"
+    assert "cumsum" in opt.summary()
+
+
+def test_other_dtypes_are_not_covered():
+    opt = run(lambda x: (x + 1) * 2, torch.arange(6), regions=0)
+    assert all("the lowering covers float32" in r.reason for r in opt.report)
+
+
+def test_partition_never_makes_a_region_depend_on_itself():
+    # relu -> cumsum (outside) -> add: relu and add may not share a region,
+    # which would need cumsum's result before it runs.
+    def f(x):
+        y = torch.relu(x)
+        return torch.cumsum(y, 1) + y
+    gm = torch.fx.symbolic_trace(_Wrap(f))
+    x = torch.randn(3, 4)
+    regions, refused = partition(opgraph.from_fx(gm, [x]))
+    assert [[op.kind for op in r] for r in regions] == [["relu"], ["add"]]
+    assert len(refused) == 1
+    run(f, x, regions=2)
+
+
+def test_independent_chains_merge_into_one_region():
+    run(lambda x, y: torch.tanh(x) * 2.0 + torch.sigmoid(y), torch.randn(3, 4),
+        torch.randn(3, 4))
+
+
+def test_inputs_of_another_shape_run_the_pytorch_ops():
+    gm = torch.fx.symbolic_trace(_Wrap(lambda x: torch.softmax(x * 2.0, -1)))
+    opt = nt.backend(gm, [torch.randn(4, 6)])
+    x = torch.randn(3, 5)
+    torch.testing.assert_close(opt(x), torch.softmax(x * 2.0, -1))
+
+
+def test_a_result_that_differs_stays_in_pytorch():
+    # A tolerance no float32 kernel meets: the check refuses the region.
+    gm = torch.fx.symbolic_trace(_Wrap(lambda x: torch.exp(x) / 3.0))
+    x = torch.randn(64)
+    opt = nt.backend(gm, [x], rtol=0.0, atol=-1.0)
+    [entry] = opt.report
+    assert not entry.on_nncjit
+    assert entry.reason.startswith("its result differs from PyTorch's")
+    torch.testing.assert_close(opt(x), torch.exp(x) / 3.0)
