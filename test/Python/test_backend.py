@@ -242,3 +242,54 @@ def test_a_result_that_differs_stays_in_pytorch():
     assert not entry.on_nncjit
     assert entry.reason.startswith("its result differs from PyTorch's")
     torch.testing.assert_close(opt(x), torch.exp(x) / 3.0)
+
+
+def test_chunk_split_and_indexing():
+    def f(x):
+        a, b = x.chunk(2, dim=-1)[0], x.chunk(2, dim=-1)[1]
+        c = torch.split(x, [1, 3], dim=0)[1]
+        return a * b, c[:, 1:5:2] + 1.0, x[..., 2].unsqueeze(-1) * x[None, 1, :3], \
+            x.unbind(1)[3] - 1.0
+    # Four outputs computed from x alone: four regions (regions join
+    # through the ops they share).
+    run(f, torch.randn(4, 6), regions=4)
+    run(f, strided(4, 6), regions=4)
+
+
+def test_cat_expand_and_t():
+    def f(x, y):
+        z = torch.cat([x * 2.0, y, torch.tanh(x)], dim=1)
+        return z.t() + y[:, :1].expand(6, 4).t().sum(0, keepdim=True)
+    run(f, torch.randn(6, 3), torch.randn(6, 2))
+
+
+@pytest.mark.parametrize("dims,keepdim", [(-1, False), ((0, 2), True), (None, False)])
+@pytest.mark.parametrize("mean", [False, True])
+def test_sum_and_mean(dims, keepdim, mean):
+    f = torch.mean if mean else torch.sum
+    if dims is None:
+        run(lambda x: f(x * 1.0), torch.randn(3, 4, 5))
+    else:
+        run(lambda x: f(x * 1.0, dims, keepdim=keepdim), torch.randn(3, 4, 5))
+
+
+def test_where_and_masked_fill():
+    x, y = torch.randn(4, 5), torch.randn(5)
+    mask = torch.rand(4, 5) > 0.5
+    run(lambda x, m: torch.where(m, x, x * 2.0), x, mask)
+    run(lambda x, m: x.masked_fill(m, float("-inf")).softmax(-1), x, mask[:1])
+    run(lambda x, m: torch.where(m, x, 0.5), y, mask[0])
+
+
+def test_embedding_and_index_select():
+    emb = torch.nn.Embedding(10, 8).eval()
+    ids = torch.tensor([[1, 9, 3], [0, 0, 2]])
+    run(torch.nn.Sequential(emb, torch.nn.LayerNorm(8)).eval(), ids)
+    run(lambda x, i: torch.index_select(x * 2.0, 1, i), torch.randn(3, 5), torch.tensor([4, 0, 4]))
+
+
+def test_addmm_and_baddbmm():
+    run(lambda b, a: torch.addmm(b, a, a.t(), beta=0.5, alpha=2.0), torch.randn(3),
+        torch.randn(3, 4))
+    run(lambda b, a: torch.baddbmm(b, a, a.transpose(1, 2)), torch.randn(2, 3, 3),
+        torch.randn(2, 3, 5))

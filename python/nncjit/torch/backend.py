@@ -95,6 +95,12 @@ class _Interpreter(_torch.fx.Interpreter):
         return r
 
 
+def _kernel_args(tensors):
+    """The kernel's arguments: a bool tensor as its bytes (DLPack, which
+    the binding takes tensors by, has no bool)."""
+    return [t.view(_torch.uint8) if t.dtype == _torch.bool else t for t in tensors]
+
+
 class _RegionCall(_torch.nn.Module):
     """The module that replaces a region: its kernel on the region's
     inputs, or, for inputs it was not compiled for, the region's PyTorch
@@ -108,7 +114,7 @@ class _RegionCall(_torch.nn.Module):
 
     def forward(self, *inputs):
         try:
-            r = self.function(*inputs)
+            r = self.function(*_kernel_args(inputs))
         except _nncjit.Error:
             return tuple(self.fallback(*inputs))
         return (r,) if self.n_outputs == 1 else tuple(r)
@@ -120,8 +126,8 @@ def _fallback_module(gm, region, input_nodes):
     env = {n: g.placeholder("in%d" % i) for i, n in enumerate(input_nodes)}
 
     def arg(n):
-        if n not in env:  # a constant: gm's attribute
-            env[n] = g.node_copy(n)
+        if n not in env:  # a constant (gm's attribute), or a chunk or split
+            env[n] = g.node_copy(n, arg)
         return env[n]
     for op in region.ops:
         env[op.node] = g.node_copy(op.node, arg)
@@ -194,7 +200,7 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
             entry.kernel = writer.write()
             function = _nncjit.compile(entry.kernel, **compile_options).partial(
                 **writer.constants)
-            inputs = [interp.values[n] for n in traced]
+            inputs = _kernel_args([interp.values[n] for n in traced])
             got = function(*inputs)
             got = [got] if len(region.outputs) == 1 else list(got)
             want = [interp.values[v.producer.node] for v in region.outputs]

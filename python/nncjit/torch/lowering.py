@@ -97,18 +97,23 @@ _BINARY_FORMS = {
 }
 # Ops that are oneDNN calls, whose results are in memory.
 _CALLS = {"linear", "matmul"}
-_REDUCTIONS = {"softmax", "log_softmax", "layer_norm"}
+_REDUCTIONS = {"softmax", "log_softmax", "layer_norm", "sum", "mean"}
 # Ops that only map indices: never worth a buffer of their own.
-_VIEWS = {"reshape", "permute", "identity"}
+_VIEWS = {"reshape", "permute", "identity", "index", "expand"}
 
 
 def check_supported(op):
     """Raises Unsupported if the lowering does not cover op."""
     if op.kind is None:
         raise Unsupported(op.reason)
-    for v in op.tensor_inputs() + [op.output]:
-        if v.dtype != _torch.float32:
-            raise Unsupported("%s is %s; the lowering covers float32" % (v, v.dtype))
+    for i, v in enumerate(op.inputs + [op.output]):
+        if not isinstance(v, Value) or v.dtype == _torch.float32:
+            continue
+        if op.kind == "where" and i == 0 and v.dtype in (_torch.bool, _torch.uint8):
+            continue
+        if op.kind == "gather" and i == 1 and v.dtype == _torch.int64:
+            continue
+        raise Unsupported("%s is %s; the lowering covers float32" % (v, v.dtype))
     if op.kind == "linear":
         x, w, _ = op.inputs
         if w.constant is None:
@@ -116,7 +121,7 @@ def check_supported(op):
         if len(x.shape) < 1:
             raise Unsupported("linear of a 0-d tensor")
     if op.kind == "matmul":
-        a, b = op.inputs
+        a, b = op.inputs[:2]
         if len(a.shape) < 2 or len(b.shape) < 2:
             raise Unsupported("matmul of a 1-d operand")
         if len(b.shape) > 2 and a.shape[:-2] != b.shape[:-2]:
@@ -128,6 +133,8 @@ def check_supported(op):
             raise Unsupported("layer_norm's shape is not the input's last dims")
     if op.kind in BINARY and not any(isinstance(v, Value) for v in op.inputs):
         raise Unsupported("%s of two numbers" % op.kind)
+    if op.kind == "gather" and len(op.inputs[0].shape) == 0:
+        raise Unsupported("indexing a 0-d tensor")
 
 
 class Region:
@@ -140,8 +147,10 @@ class Region:
         inside = {op.output for op in ops}
         self.inputs, self.outputs = [], []
         for op in ops:
-            for v in op.tensor_inputs():
-                if v not in inside and v not in self.inputs:
+            for i, v in enumerate(op.inputs):
+                if op.kind == "linear" and i == 1:
+                    continue  # Bound transposed by the lowering.
+                if isinstance(v, Value) and v not in inside and v not in self.inputs:
                     self.inputs.append(v)
         members = set(ops)
         for op in ops:
@@ -181,12 +190,19 @@ class KernelWriter:
             name = self.buffers[v]
             return "%s[%s]" % (name, ", ".join(idx)) if idx else name
         if v in self.products:
-            # [rows, n] or [batch, m, n], and the bias of a linear layer.
-            name, rank, bias = self.products[v]
+            # [rows, n] or [batch, m, n]; beta * bias + alpha * product.
+            name, rank, bias, alpha, beta = self.products[v]
             at = [_flat(idx[:-1], v.shape[:-1]), idx[-1]] if rank == 2 else \
                 [_flat(idx[:-2], v.shape[:-2]), idx[-2], idx[-1]]
             e = "%s[%s]" % (name, ", ".join(at))
-            return "((%s) + (%s[%s]))" % (e, bias, idx[-1]) if bias else e
+            if alpha != 1:
+                e = "(%s) * %s" % (e, _lit(alpha))
+            if bias is None:
+                return e
+            b = self.load(bias, _broadcast(idx, bias.shape))
+            if beta != 1:
+                b = "(%s) * %s" % (b, _lit(beta))
+            return "((%s) + (%s))" % (e, b)
         op = v.producer
         k = op.kind
         if k in UNARY:
@@ -206,6 +222,55 @@ class KernelWriter:
             for out_pos, in_pos in enumerate(op.attrs["perm"]):
                 src[in_pos] = idx[out_pos]
             return self.load(x, src)
+        if k == "index":
+            dims, new = op.attrs["spec"]
+            kept = [i for p, i in enumerate(idx) if p not in new]
+            src, it = [], iter(kept)
+            for d in dims:
+                if d[0] == "int":
+                    src.append(_ll(d[1]))
+                else:
+                    _, start, step = d
+                    e = next(it)
+                    e = e if step == 1 else "%s * %s" % (e, _ll(step))
+                    src.append(e if start == 0 else "%s + %s" % (_ll(start), e))
+            return self.load(op.inputs[0], src)
+        if k == "expand":
+            return self.load(op.inputs[0], _broadcast(idx, op.inputs[0].shape))
+        if k == "cat":
+            d = op.attrs["dim"]
+            pieces, start = [], 0
+            for x in op.inputs:
+                at = list(idx)
+                at[d] = "%s - %s" % (idx[d], _ll(start)) if start else idx[d]
+                pieces.append((start + x.shape[d], self.load(x, at)))
+                start += x.shape[d]
+            e = pieces[-1][1]
+            for end, piece in reversed(pieces[:-1]):
+                # Only the taken arm is evaluated (IfThenElse).
+                e = "IfThenElse(%s<%s ? 1 : 0, %s, %s)" % (idx[d], _ll(end), piece, e)
+            return e
+        if k == "where":
+            c, a, b = op.inputs
+            arms = [_lit(x) if not isinstance(x, Value) else
+                    self.load(x, _broadcast(idx, x.shape)) for x in (a, b)]
+            return "IfThenElse(%s, %s, %s)" % (self.load(c, _broadcast(idx, c.shape)), *arms)
+        if k == "gather":
+            x, ids = op.inputs
+            d = op.attrs["dim"]
+            n = len(ids.shape)
+            src = idx[:d] + [self.load(ids, idx[d:d + n])] + idx[d + n:]
+            return self.load(x, src)
+        if k in ("sum", "mean"):
+            name = self.stats[op][0]
+            dims = op.attrs["dims"]
+            row = [i for p, i in enumerate(idx) if p not in dims] if op.attrs["keepdim"] \
+                else idx
+            e = "%s[%s]" % (name, ", ".join(row or ["0ll"]))
+            if k == "mean":
+                n = _numel(op.inputs[0].shape[d] for d in dims)
+                e = "(%s * %s)" % (e, _lit(1.0 / max(n, 1)))
+            return e
         if k in ("softmax", "log_softmax"):
             mx, sm = self.stats[op]
             d = op.attrs["dim"]
@@ -280,10 +345,16 @@ class KernelWriter:
         rank = len(x.shape)
         if op.kind == "layer_norm":
             reduced = list(range(rank - len(op.attrs["shape"]), rank))
+        elif op.kind in ("sum", "mean"):
+            reduced = list(op.attrs["dims"])
         else:
             reduced = [op.attrs["dim"]]
         rows = [s for d, s in enumerate(x.shape) if d not in reduced]
-        a, b = self.allocate("row", rows or [1]), self.allocate("row", rows or [1])
+        a = self.allocate("row", rows or [1])
+        if op.kind in ("sum", "mean"):
+            self.stats[op] = (a,)
+        else:
+            b = self.allocate("row", rows or [1])
         inner = [x.shape[d] for d in reduced]
 
         def nest(init, update):
@@ -301,6 +372,10 @@ class KernelWriter:
             self.lines.extend(self.loops(rows, body) if rows else
                               ["  " + line for line in body([])])
 
+        if op.kind in ("sum", "mean"):
+            nest((a, "0.f"), lambda r, i: "%s%s = (%s%s) + (%s);" % (
+                a, r, a, r, self.load(x, i)))
+            return
         if op.kind == "layer_norm":
             count = _lit(1.0 / max(_numel(inner), 1))
             nest((a, "0.f"), lambda r, i: "%s%s = (%s%s) + (%s);" % (
@@ -319,14 +394,12 @@ class KernelWriter:
         result, [rows, n] or [batch, m, n], the consumers read (plus a
         linear layer's bias)."""
         x, y = op.inputs[:2]
-        bias = None
+        bias = op.inputs[2] if len(op.inputs) > 2 else None
         if op.kind == "linear":
             # The weight [n, k] is bound transposed, [k, n], once.
             wt = op.inputs[1].constant.t().contiguous()
             y = Value(op.output.name + "_wt", wt.shape, wt.stride(), wt.dtype, constant=wt)
             self.buffers[y] = self.constant(wt, "w")
-            if op.inputs[2] is not None:
-                bias = self.constant(op.inputs[2].constant, "b")
         if len(y.shape) > 2:
             batch = _numel(x.shape[:-2])
             a_shape = (batch,) + tuple(x.shape[-2:])
@@ -340,7 +413,8 @@ class KernelWriter:
         b = self.operand(y, b_shape)
         c = self.allocate("mm", c_shape)
         self.lines.append("  %s = nnc_aten_matmul(buf_args={%s, %s}, args={});" % (c, a, b))
-        self.products[op.output] = (c, len(c_shape), bias)
+        self.products[op.output] = (c, len(c_shape), bias, op.attrs.get("alpha", 1.0),
+                                     op.attrs.get("beta", 1.0))
 
     def operand(self, v, shape):
         """A contiguous buffer of shape holding v (v's own where it is one)."""
@@ -365,7 +439,9 @@ class KernelWriter:
             else:
                 name = "x%d" % i
                 self.input_names.append(v)
-                self.params.append(_decl("in", name, v.dtype, v.shape, v.stride))
+                # A bool tensor comes as its bytes (DLPack has no bool).
+                dtype = _torch.uint8 if v.dtype == _torch.bool else v.dtype
+                self.params.append(_decl("in", name, dtype, v.shape, v.stride))
             self.buffers[v] = name
         outs = {}
         for i, v in enumerate(region.outputs):

@@ -75,7 +75,11 @@ _FUNCTIONS = {
     F.log_softmax: "log_softmax", F.layer_norm: "layer_norm", F.linear: "linear",
     _torch.matmul: "matmul", operator.matmul: "matmul", _torch.bmm: "matmul",
     F.dropout: "dropout", _torch.reshape: "reshape", _torch.flatten: "flatten",
-    _torch.permute: "permute", _torch.transpose: "transpose",
+    _torch.permute: "permute", _torch.transpose: "transpose", _torch.t: "t",
+    _torch.unsqueeze: "reshape", _torch.squeeze: "reshape", _torch.cat: "cat",
+    _torch.where: "where", _torch.masked_fill: "masked_fill", F.embedding: "embedding",
+    _torch.index_select: "index_select", _torch.sum: "sum", _torch.mean: "mean",
+    _torch.addmm: "addmm", _torch.baddbmm: "addmm", operator.getitem: "getitem",
 }
 _METHODS = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
@@ -84,7 +88,13 @@ _METHODS = {
     "softmax": "softmax", "log_softmax": "log_softmax", "matmul": "matmul",
     "bmm": "matmul", "view": "reshape", "reshape": "reshape", "flatten": "flatten",
     "permute": "permute", "transpose": "transpose", "contiguous": "identity",
+    "t": "t", "unsqueeze": "reshape", "squeeze": "reshape", "expand": "expand",
+    "expand_as": "expand", "masked_fill": "masked_fill", "index_select": "index_select",
+    "sum": "sum", "mean": "mean", "addmm": "addmm", "baddbmm": "addmm",
 }
+# Ops whose result is a tuple of tensors that getitem takes apart.
+_TUPLES = {_torch.chunk: "chunk", _torch.split: "split", _torch.unbind: "unbind",
+           "chunk": "chunk", "split": "split", "unbind": "unbind"}
 _MODULES = {
     _torch.nn.ReLU: "relu", _torch.nn.GELU: "gelu", _torch.nn.SiLU: "silu",
     _torch.nn.Sigmoid: "sigmoid", _torch.nn.Tanh: "tanh", _torch.nn.Softmax: "softmax",
@@ -166,6 +176,54 @@ def _canonical(kind, node, args, kwargs, value_of, module):
     if kind in ("reshape", "flatten"):
         # The output's shape (ShapeProp's) is the view's.
         return "reshape", [val(args[0])], {}
+    if kind == "t":
+        x = val(args[0])
+        return "permute", [x], {"perm": tuple(reversed(range(len(x.shape))))}
+    if kind == "expand":
+        return "expand", [val(args[0])], {}
+    if kind == "cat":
+        xs = [val(t) for t in _arg(node, args, kwargs, 0, "tensors")]
+        rank = len(xs[0].shape)
+        return "cat", xs, {"dim": _dim(_arg(node, args, kwargs, 1, "dim", 0), rank)}
+    if kind in ("where", "masked_fill"):
+        if kind == "where":
+            c, a, b = (val(_arg(node, args, kwargs, i, n)) for i, n in
+                       enumerate(("condition", "input", "other")))
+        else:
+            b, c, a = (val(_arg(node, args, kwargs, i, n)) for i, n in
+                       enumerate(("input", "mask", "value")))
+        if isinstance(c, (int, float)):
+            raise _Unsupported("%s with a number for its condition" % kind)
+        return "where", [c, a, b], {}
+    if kind == "embedding":
+        ids, w = val(args[0]), val(_arg(node, args, kwargs, 1, "weight"))
+        if kwargs.get("max_norm") is not None:
+            raise _Unsupported("embedding with max_norm")
+        return "gather", [w, ids], {"dim": 0}
+    if kind == "index_select":
+        x = val(args[0])
+        dim = _dim(_arg(node, args, kwargs, 1, "dim"), len(x.shape))
+        return "gather", [x, val(_arg(node, args, kwargs, 2, "index"))], {"dim": dim}
+    if kind in ("sum", "mean"):
+        x = val(args[0])
+        dims = _arg(node, args, kwargs, 1, "dim")
+        if kwargs.get("dtype") is not None:
+            raise _Unsupported("%s with a dtype" % kind)
+        rank = len(x.shape)
+        dims = range(rank) if dims is None else [dims] if isinstance(dims, int) else dims
+        return kind, [x], {"dims": tuple(sorted({_dim(d, rank) for d in dims})),
+                           "keepdim": bool(_arg(node, args, kwargs, 2, "keepdim", False))}
+    if kind == "addmm":
+        bias, a, b = (val(_arg(node, args, kwargs, i, n)) for i, n in
+                      enumerate(("input", "mat1", "mat2")))
+        return "matmul", [a, b, bias], {"beta": float(kwargs.get("beta", 1)),
+                                         "alpha": float(kwargs.get("alpha", 1))}
+    if kind == "getitem":
+        x = args[0]
+        if isinstance(x, _torch.fx.Node) and _is_tuple_producer(x):
+            return _piece(x, args[1], val)
+        x = val(x)
+        return "index", [x], {"spec": _index_spec(args[1], x.shape)}
     if kind in ("permute", "transpose"):
         x = val(args[0])
         rank = len(x.shape)
@@ -182,6 +240,59 @@ def _canonical(kind, node, args, kwargs, value_of, module):
     if kind in UNARY:
         return kind, [val(_arg(node, args, kwargs, 0, "input"))], {}
     raise _Unsupported(kind)
+
+
+def _index_spec(key, shape):
+    """Basic indexing (ints, slices, None, Ellipsis) as, for each input
+    dim, ("int", i) or ("slice", start, step), and the output positions of
+    the new dims None makes: (per-dim list, the None positions)."""
+    key = list(key) if isinstance(key, tuple) else [key]
+    if any(k is Ellipsis for k in key):
+        i = key.index(Ellipsis)
+        real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        key[i:i + 1] = [slice(None)] * (len(shape) - real)
+    dims, new, d, out = [], [], 0, 0
+    for k in key:
+        if k is None:
+            new.append(out)
+            out += 1
+        elif isinstance(k, int):
+            dims.append(("int", k % shape[d] if shape[d] else 0))
+            d += 1
+        elif isinstance(k, slice):
+            start, _, step = k.indices(shape[d])
+            if step <= 0:
+                raise _Unsupported("a slice of step %d" % step)
+            dims.append(("slice", start, step))
+            d += 1
+            out += 1
+        else:
+            raise _Unsupported("indexing by %s" % type(k).__name__)
+    dims += [("slice", 0, 1)] * (len(shape) - d)
+    return tuple(dims), tuple(new)
+
+
+def _is_tuple_producer(node):
+    """A chunk, split or unbind node: a tuple its getitem nodes take apart."""
+    return node.op in ("call_function", "call_method") and \
+        _TUPLES.get(node.target) is not None and \
+        type(node.meta.get("tensor_meta")) in (tuple, list)
+
+
+def _piece(node, i, val):
+    """getitem i of a chunk, split or unbind node: an index op on its input."""
+    kind = _TUPLES.get(node.target)
+    if kind is None or not isinstance(i, int):
+        raise _Unsupported("getitem of a %s" % node.target)
+    x = val(node.args[0])
+    rank = len(x.shape)
+    at = 1 if kind == "unbind" else 2  # unbind(x, dim), chunk/split(x, n, dim)
+    dim = _dim(node.kwargs.get("dim", node.args[at] if len(node.args) > at else 0), rank)
+    pieces = node.meta["tensor_meta"]
+    start = sum(p.shape[dim] for p in pieces[:i]) if kind != "unbind" else i
+    spec = [("slice", 0, 1)] * rank
+    spec[dim] = ("int", start) if kind == "unbind" else ("slice", start, 1)
+    return "index", [x], {"spec": (tuple(spec), ())}
 
 
 def _target_kind(node, modules):
@@ -242,6 +353,8 @@ def from_fx(gm, example_inputs):
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
             g.outputs = [values.get(o) if isinstance(o, _torch.fx.Node) else None
                          for o in outs]
+        elif _is_tuple_producer(node):
+            continue  # Its getitem nodes are index ops on its input.
         else:
             kind, module = _target_kind(node, modules)
             op = Op(node, None, [], {}, None)
