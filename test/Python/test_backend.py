@@ -11,7 +11,7 @@ import torch.fx
 
 import nncjit.torch as nt
 from nncjit.torch import opgraph
-from nncjit.torch.backend import partition
+from nncjit.torch.fx_backend import partition
 
 torch.manual_seed(0)
 F = torch.nn.functional
@@ -293,3 +293,87 @@ def test_addmm_and_baddbmm():
         torch.randn(3, 4))
     run(lambda b, a: torch.baddbmm(b, a, a.transpose(1, 2)), torch.randn(2, 3, 3),
         torch.randn(2, 3, 5))
+
+
+def traced(module, *inputs):
+    """module's ATen-level graph (make_fx, as torch.compile's backends get
+    graphs), in inference."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    with torch.no_grad():
+        return make_fx(module)(*inputs)
+
+
+def run_aten(module, *inputs, regions=1):
+    gm = traced(module, *inputs)
+    with torch.no_grad():
+        want = module(*inputs)
+    opt = nt.backend(gm, list(inputs))
+    torch.testing.assert_close(opt(*inputs), want, rtol=1e-4, atol=1e-5)
+    kernels = [r for r in opt.report if r.kernel]
+    assert len(kernels) == regions and all(r.on_nncjit for r in kernels), opt.summary()
+    return opt
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_fused_encoder_layer_is_decomposed(norm_first, activation):
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, activation=activation,
+                                             batch_first=True, norm_first=norm_first).eval()
+    x = torch.randn(2, 7, 32)
+    gm = traced(layer, x)
+    assert [n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"] == \
+        ["_transformer_encoder_layer_fwd.default"]
+    run_aten(layer, x)
+
+
+def test_fused_attention_is_decomposed():
+    mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    x = torch.randn(2, 6, 32)
+    run_aten(lambda t: mha(t, t, t, need_weights=False)[0], x)
+
+
+def test_encoder_layers_with_a_mask_stay_in_pytorch():
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    x = torch.randn(2, 5, 32)
+    mask = torch.zeros(2, 5, dtype=torch.bool)
+    mask[1, 3:] = True
+    opt = run_aten(lambda t, m: layer(t, src_key_padding_mask=m), x, mask, regions=0)
+    assert "the fused encoder layer with a mask" in opt.summary()
+
+
+def test_unfused_encoder_layer_from_make_fx():
+    # Sequence-first: torch's own ops, no fast path (split, bmm, clone, ...).
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64).eval()
+    run_aten(layer, torch.randn(7, 2, 32))
+
+
+def test_small_vit():
+    import torchvision
+    torch.manual_seed(0)
+    vit = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2,
+                                               num_heads=4, hidden_dim=32, mlp_dim=64).eval()
+    opt = run_aten(vit, torch.randn(1, 3, 32, 32))
+    assert "convolution" in opt.summary()  # the patch embedding stays in PyTorch
+
+
+def test_views_written_in_place_stay_views():
+    # swin_t fills its attention mask through slices: those slices must be
+    # PyTorch's views for the writes to reach the mask.
+    def f(x):
+        m = torch.zeros_like(x)
+        m[:, :2].fill_(1.0)
+        m[1:, :].mul_(3.0)
+        return x * m + 1.0
+    run(f, torch.randn(3, 4))
+
+
+def test_regions_do_not_span_an_in_place_op():
+    def f(x):
+        y = torch.relu(x) * 2.0
+        x.add_(1.0)
+        return y + x
+    x = torch.randn(3, 4)
+    gm = torch.fx.symbolic_trace(_Wrap(f))
+    opt = nt.backend(gm, [x.clone()])
+    torch.testing.assert_close(opt(x.clone()), f(x.clone()))
+    assert len([r for r in opt.report if r.on_nncjit]) == 2

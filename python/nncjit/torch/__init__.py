@@ -41,9 +41,9 @@ OptimizedModule) and export; check and kernel_text hold what they share.
 `backend(gm, example_inputs)` is nnc-jit's own lowering, not limited to
 what NNC's fuser groups, for torch.fx graphs (the torch.compile backend
 protocol): opgraph (the bridge's op-level graph), lowering (a region of it
-as one .nnc kernel) and backend (the partition and the returned callable).
+as one .nnc kernel) and fx_backend (the partition and the returned callable).
 """
-from .backend import backend
+from .fx_backend import backend
 from .common import GroupReport
 from .export import export
 from .module import OptimizedModule, optimize

@@ -20,7 +20,7 @@ import math
 import torch as _torch
 
 from .kernel_text import _decl
-from .opgraph import BINARY, UNARY, Value
+from .opgraph import BINARY, UNARY, VIEWS, Value
 
 
 class Unsupported(Exception):
@@ -98,8 +98,7 @@ _BINARY_FORMS = {
 # Ops that are oneDNN calls, whose results are in memory.
 _CALLS = {"linear", "matmul"}
 _REDUCTIONS = {"softmax", "log_softmax", "layer_norm", "sum", "mean"}
-# Ops that only map indices: never worth a buffer of their own.
-_VIEWS = {"reshape", "permute", "identity", "index", "expand"}
+
 
 
 def check_supported(op):
@@ -459,7 +458,7 @@ class KernelWriter:
             if v in outs:
                 self.materialize(v, outs[v])
                 self.buffers[v] = outs[v]
-            elif uses > 1 and op.kind not in _VIEWS:
+            elif uses > 1 and op.kind not in VIEWS:
                 name = self.allocate("t", v.shape)
                 self.materialize(v, name)
                 self.buffers[v] = name

@@ -40,6 +40,7 @@ class Op:
         self.attrs = attrs
         self.output = output
         self.reason = reason
+        self.epoch = 0     # how many in-place ops the graph ran before it
 
     def tensor_inputs(self):
         return [v for v in self.inputs if isinstance(v, Value)]
@@ -62,6 +63,9 @@ class OpGraph:
 UNARY = {"neg", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
          "log", "sqrt", "rsqrt", "abs", "erf", "identity"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
+# Ops whose result PyTorch makes a view of their input (the lowering, an
+# index map).
+VIEWS = {"reshape", "permute", "identity", "index", "expand"}
 
 _FUNCTIONS = {
     operator.add: "add", _torch.add: "add", operator.sub: "sub", _torch.sub: "sub",
@@ -92,9 +96,32 @@ _METHODS = {
     "expand_as": "expand", "masked_fill": "masked_fill", "index_select": "index_select",
     "sum": "sum", "mean": "mean", "addmm": "addmm", "baddbmm": "addmm",
 }
-# Ops whose result is a tuple of tensors that getitem takes apart.
+_A = _torch.ops.aten
+# ATen ops (make_fx graphs): overload packet -> kind, with the argument
+# positions of the torch-level op of that kind.
+_ATEN = {
+    _A.add: "add", _A.sub: "sub", _A.mul: "mul", _A.div: "div", _A.neg: "neg",
+    _A.pow: "pow", _A.maximum: "maximum", _A.minimum: "minimum", _A.relu: "relu",
+    _A.sigmoid: "sigmoid", _A.tanh: "tanh", _A.silu: "silu", _A.gelu: "gelu",
+    _A.exp: "exp", _A.log: "log", _A.sqrt: "sqrt", _A.rsqrt: "rsqrt", _A.abs: "abs",
+    _A.erf: "erf", _A._softmax: "softmax", _A._log_softmax: "log_softmax",
+    _A.mm: "matmul", _A.bmm: "matmul", _A.addmm: "addmm", _A.baddbmm: "addmm",
+    _A.view: "reshape", _A._reshape_alias: "reshape", _A._unsafe_view: "reshape",
+    _A.reshape: "reshape", _A.unsqueeze: "reshape", _A.squeeze: "reshape",
+    _A.permute: "permute", _A.transpose: "transpose", _A.t: "t", _A.expand: "expand",
+    _A.clone: "identity", _A.alias: "identity", _A.cat: "cat", _A.where: "where",
+    _A.masked_fill: "masked_fill", _A.index_select: "index_select",
+    _A.sum: "sum", _A.mean: "mean", _A.slice: "slice", _A.select: "select",
+    _A.embedding: "aten_embedding", _A.rsub: "rsub",
+    _A._transformer_encoder_layer_fwd: "encoder_layer",
+}
+# Ops whose result is a tuple of tensors that getitem takes apart: into
+# pieces of their input, or (getitem 0) into the op of their first result.
 _TUPLES = {_torch.chunk: "chunk", _torch.split: "split", _torch.unbind: "unbind",
-           "chunk": "chunk", "split": "split", "unbind": "unbind"}
+           "chunk": "chunk", "split": "split", "unbind": "unbind",
+           _A.split: "split", _A.split_with_sizes: "split", _A.unbind: "unbind",
+           _A.native_layer_norm: "layer_norm",
+           _A._native_multi_head_attention: "attention"}
 _MODULES = {
     _torch.nn.ReLU: "relu", _torch.nn.GELU: "gelu", _torch.nn.SiLU: "silu",
     _torch.nn.Sigmoid: "sigmoid", _torch.nn.Tanh: "tanh", _torch.nn.Softmax: "softmax",
@@ -176,6 +203,30 @@ def _canonical(kind, node, args, kwargs, value_of, module):
     if kind in ("reshape", "flatten"):
         # The output's shape (ShapeProp's) is the view's.
         return "reshape", [val(args[0])], {}
+    if kind in ("slice", "select"):
+        x = val(args[0])
+        rank = len(x.shape)
+        dim = _dim(_arg(node, args, kwargs, 1, "dim", 0), rank)
+        key = [slice(None)] * rank
+        if kind == "select":
+            key[dim] = int(_arg(node, args, kwargs, 2, "index"))
+        else:
+            key[dim] = slice(_arg(node, args, kwargs, 2, "start"),
+                             _arg(node, args, kwargs, 3, "end"),
+                             _arg(node, args, kwargs, 4, "step", 1))
+            # ATen's end may be past the dim (INT64_MAX).
+            if key[dim].stop is not None and key[dim].stop > x.shape[dim]:
+                key[dim] = slice(key[dim].start, x.shape[dim], key[dim].step)
+        return "index", [x], {"spec": _index_spec(tuple(key), x.shape)}
+    if kind == "encoder_layer":
+        return _encoder_layer(node, val)
+    if kind == "aten_embedding":
+        return "gather", [val(args[0]), val(args[1])], {"dim": 0}
+    if kind == "rsub":
+        alpha = _arg(node, args, kwargs, 2, "alpha", 1)
+        if alpha != 1:
+            raise _Unsupported("rsub with alpha")
+        return "sub", [val(args[1]), val(args[0])], {}
     if kind == "t":
         x = val(args[0])
         return "permute", [x], {"perm": tuple(reversed(range(len(x.shape))))}
@@ -220,6 +271,8 @@ def _canonical(kind, node, args, kwargs, value_of, module):
                                          "alpha": float(kwargs.get("alpha", 1))}
     if kind == "getitem":
         x = args[0]
+        if not isinstance(x, _torch.fx.Node):
+            raise _Unsupported("getitem of a %s" % type(x).__name__)
         if isinstance(x, _torch.fx.Node) and _is_tuple_producer(x):
             return _piece(x, args[1], val)
         x = val(x)
@@ -275,15 +328,27 @@ def _index_spec(key, shape):
 def _is_tuple_producer(node):
     """A chunk, split or unbind node: a tuple its getitem nodes take apart."""
     return node.op in ("call_function", "call_method") and \
-        _TUPLES.get(node.target) is not None and \
-        type(node.meta.get("tensor_meta")) in (tuple, list)
+        _tuple_kind(node) is not None and \
+        isinstance(node.meta.get("tensor_meta"), (tuple, list)) and \
+        not hasattr(node.meta["tensor_meta"], "shape")
+
+
+def _tuple_kind(node):
+    return _TUPLES.get(getattr(node.target, "overloadpacket", node.target))
 
 
 def _piece(node, i, val):
     """getitem i of a chunk, split or unbind node: an index op on its input."""
-    kind = _TUPLES.get(node.target)
+    kind = _tuple_kind(node)
     if kind is None or not isinstance(i, int):
         raise _Unsupported("getitem of a %s" % node.target)
+    if kind in ("layer_norm", "attention"):
+        if i != 0:
+            raise _Unsupported("%s's result %d" % (kind, i))
+        if kind == "layer_norm":
+            return _canonical("layer_norm", node, node.args, node.kwargs,
+                              lambda n: val(n) if isinstance(n, _torch.fx.Node) else n, None)
+        return _attention(node, val)
     x = val(node.args[0])
     rank = len(x.shape)
     at = 1 if kind == "unbind" else 2  # unbind(x, dim), chunk/split(x, n, dim)
@@ -295,8 +360,117 @@ def _piece(node, i, val):
     return "index", [x], {"spec": (tuple(spec), ())}
 
 
+class _Ref:
+    """A composite's reference to the result of one of its earlier steps."""
+
+    def __init__(self, step):
+        self.step = step
+
+
+class _Steps:
+    """A composite's steps: (kind, inputs, attrs, shape), an input an
+    earlier step's result (_Ref), a Value or a number."""
+
+    def __init__(self, node):
+        self.node = node
+        self.steps = []
+
+    def __call__(self, kind, inputs, attrs, shape):
+        self.steps.append((kind, inputs, attrs, tuple(shape)))
+        return _Ref(len(self.steps) - 1)
+
+    def const(self, t, name):
+        return Value("%s_%s" % (self.node.name, name), t.shape, t.stride(), t.dtype,
+                     constant=t)
+
+    def shape(self, x):
+        return x.shape if isinstance(x, Value) else self.steps[x.step][3]
+
+
+def _attention_steps(step, q, k, v, e, h, w, b, pw, pb):
+    """Self-attention as torch's fast path computes it: the in-projection
+    (weights w, b: [3e, e], [3e]), the heads, the scores scaled by
+    1/sqrt(e/h), softmax, the product with the values, the out-projection."""
+    if any(t.constant is None for t in (w, b, pw, pb)):
+        raise _Unsupported("the fused attention with weights that are not constants")
+    batch, n, hd = step.shape(q)[0], step.shape(q)[1], e // h
+    heads = []
+    for j, x in enumerate((q, k, v)):
+        rows = slice(j * e, (j + 1) * e)
+        length = step.shape(x)[1]
+        y = step("linear", [x, step.const(w.constant[rows], "w%d" % j),
+                            step.const(b.constant[rows], "b%d" % j)], {}, (batch, length, e))
+        y = step("reshape", [y], {}, (batch, length, h, hd))
+        perm = (0, 2, 3, 1) if j == 1 else (0, 2, 1, 3)
+        heads.append(step("permute", [y], {"perm": perm},
+                          [(batch, length, h, hd)[p] for p in perm]))
+    kn = step.shape(k)[1]
+    s_ = step("matmul", heads[:2], {}, (batch, h, n, kn))
+    s_ = step("mul", [s_, 1.0 / (hd ** 0.5)], {}, (batch, h, n, kn))
+    s_ = step("softmax", [s_], {"dim": 3}, (batch, h, n, kn))
+    y = step("matmul", [s_, heads[2]], {}, (batch, h, n, hd))
+    y = step("permute", [y], {"perm": (0, 2, 1, 3)}, (batch, n, h, hd))
+    y = step("reshape", [y], {}, (batch, n, e))
+    return step("linear", [y, pw, pb], {}, (batch, n, e))
+
+
+def _no_mask(node, at, name):
+    mask = node.args[at] if len(node.args) > at else node.kwargs.get("mask")
+    if mask is not None:
+        raise _Unsupported("%s with a mask" % name)
+
+
+def _attention(node, val):
+    """torch's fused attention (aten._native_multi_head_attention, what
+    nn.MultiheadAttention calls in inference) written out as ops. Returns
+    ("composite", steps, {})."""
+    q, k, v, e, h, w, b, pw, pb = (val(a) for a in node.args[:9])
+    _no_mask(node, 9, "the fused attention")
+    if len(q.shape) != 3:
+        raise _Unsupported("the fused attention on unbatched input")
+    step = _Steps(node)
+    _attention_steps(step, q, k, v, e, h, w, b, pw, pb)
+    return "composite", step.steps, {}
+
+
+def _encoder_layer(node, val):
+    """torch's fused encoder layer (aten._transformer_encoder_layer_fwd,
+    nn.TransformerEncoderLayer's inference fast path) written out: the
+    attention, the residual adds, the layer norms (before or after) and the
+    feed-forward network (ReLU or GELU)."""
+    (x, e, h, w, b, pw, pb, use_gelu, norm_first, eps, n1w, n1b, n2w, n2b,
+     f1w, f1b, f2w, f2b) = (val(a) for a in node.args[:18])
+    _no_mask(node, 18, "the fused encoder layer")
+    if len(x.shape) != 3:
+        raise _Unsupported("the fused encoder layer on unbatched input")
+    step = _Steps(node)
+    shape = x.shape
+
+    def norm(y, nw, nb):
+        return step("layer_norm", [y, nw, nb], {"shape": (e,), "eps": float(eps)}, shape)
+
+    def ffn(y):
+        hidden = shape[:2] + (f1w.shape[0],)
+        y = step("linear", [y, f1w, f1b], {}, hidden)
+        y = step("gelu" if use_gelu else "relu", [y], {}, hidden)
+        return step("linear", [y, f2w, f2b], {}, shape)
+
+    if norm_first:
+        y = norm(x, n1w, n1b)
+        x1 = step("add", [x, _attention_steps(step, y, y, y, e, h, w, b, pw, pb)], {}, shape)
+        step("add", [x1, ffn(norm(x1, n2w, n2b))], {}, shape)
+    else:
+        x1 = norm(step("add", [x, _attention_steps(step, x, x, x, e, h, w, b, pw, pb)], {},
+                      shape), n1w, n1b)
+        norm(step("add", [x1, ffn(x1)], {}, shape), n2w, n2b)
+    return "composite", step.steps, {}
+
+
 def _target_kind(node, modules):
     if node.op == "call_function":
+        packet = getattr(node.target, "overloadpacket", None)
+        if packet is not None:
+            return _ATEN.get(packet), None
         return _FUNCTIONS.get(node.target), None
     if node.op == "call_method":
         return _METHODS.get(node.target), None
@@ -338,43 +512,108 @@ def from_fx(gm, example_inputs):
         values[node] = v
         return v
 
+    epoch = 0
     for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            v = new_value(node)
-            g.inputs.append(v)
-        elif node.op == "get_attr":
-            t = getattr(gm, node.target) if "." not in node.target else \
-                gm.get_parameter(node.target) if node.target in dict(gm.named_parameters()) \
-                else gm.get_buffer(node.target)
-            if isinstance(t, _torch.Tensor):
-                new_value(node, constant=t.detach())
-        elif node.op == "output":
-            outs = node.args[0]
-            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-            g.outputs = [values.get(o) if isinstance(o, _torch.fx.Node) else None
-                         for o in outs]
-        elif _is_tuple_producer(node):
-            continue  # Its getitem nodes are index ops on its input.
-        else:
-            kind, module = _target_kind(node, modules)
-            op = Op(node, None, [], {}, None)
-            out = new_value(node, op)
-            op.output = out
-            try:
-                if out is None:
-                    raise _Unsupported("its result is not one tensor")
-                if kind is None:
-                    raise _Unsupported("%s is not covered" % _describe(node))
-                op.kind, op.inputs, op.attrs = _canonical(
-                    kind, node, node.args, node.kwargs, value_of, module)
-                op.inputs = [_as_value(x, node, i, values) for i, x in enumerate(op.inputs)]
-            except _Unsupported as e:
-                op.kind, op.reason = None, str(e)
-                op.inputs = [values[a] for a in node.all_input_nodes if a in values]
-            for v in op.tensor_inputs():
-                v.users.append(op)
-            g.ops.append(op)
+        first = len(g.ops)
+        try:
+            _add_node(g, node, gm, modules, values, value_of, new_value)
+        finally:
+            for op in g.ops[first:]:
+                op.epoch = epoch
+        if mutates(node):
+            epoch += 1
+            _keep_views_written_in_place(node, values)
     return g
+
+
+def _keep_views_written_in_place(node, values):
+    """Leaves to PyTorch the view ops whose results node writes in place
+    (swin's attention mask is filled through slices): a kernel's result is a
+    tensor of its own, which the write would not reach the base through."""
+    for a in node.all_input_nodes:
+        v = values.get(a)
+        while v is not None and v.producer is not None and v.producer.kind in VIEWS:
+            op = v.producer
+            op.kind, op.reason = None, "its result is written in place"
+            v = op.inputs[0] if op.inputs and isinstance(op.inputs[0], Value) else None
+
+
+def mutates(node):
+    """Whether node writes a tensor in place (aten's mutable schemas, the
+    trailing underscore of torch's in-place methods, setitem)."""
+    if node.op == "call_function":
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None:
+            return schema.is_mutable
+        return node.target is operator.setitem or \
+            getattr(node.target, "__name__", "").endswith("_")
+    return node.op == "call_method" and node.target.endswith("_")
+
+
+def _add_node(g, node, gm, modules, values, value_of, new_value):
+    """Adds node's ops (none, one or a composite's) to g."""
+    if node.op == "placeholder":
+        v = new_value(node)
+        g.inputs.append(v)
+    elif node.op == "get_attr":
+        t = getattr(gm, node.target) if "." not in node.target else \
+            gm.get_parameter(node.target) if node.target in dict(gm.named_parameters()) \
+            else gm.get_buffer(node.target)
+        if isinstance(t, _torch.Tensor):
+            new_value(node, constant=t.detach())
+    elif node.op == "output":
+        outs = node.args[0]
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        g.outputs = [values.get(o) if isinstance(o, _torch.fx.Node) else None
+                     for o in outs]
+    elif _is_tuple_producer(node):
+        return  # Its getitem nodes are index ops on its input.
+    else:
+        kind, module = _target_kind(node, modules)
+        op = Op(node, None, [], {}, None)
+        out = new_value(node, op)
+        op.output = out
+        try:
+            if out is None:
+                raise _Unsupported("its result is not one tensor")
+            if kind is None:
+                raise _Unsupported("%s is not covered" % _describe(node))
+            op.kind, op.inputs, op.attrs = _canonical(
+                kind, node, node.args, node.kwargs, value_of, module)
+            if op.kind == "composite":
+                g.ops.extend(_composite_ops(node, op.inputs, out))
+                return
+            op.inputs = [_as_value(x, node, i, values) for i, x in enumerate(op.inputs)]
+        except _Unsupported as e:
+            op.kind, op.reason = None, str(e)
+            op.inputs = [values[a] for a in node.all_input_nodes if a in values]
+        for v in op.tensor_inputs():
+            v.users.append(op)
+        g.ops.append(op)
+
+
+def _composite_ops(node, steps, out):
+    """The ops of a composite node's steps; the last makes out (the node's
+    Value), the others Values of their own."""
+    ops, results = [], []
+    for j, (kind, inputs, attrs, shape) in enumerate(steps):
+        op = Op(node, kind, [results[x.step] if isinstance(x, _Ref) else x
+                             for x in inputs], attrs, None)
+        if j == len(steps) - 1:
+            if tuple(shape) != out.shape:
+                raise _Unsupported("the composite makes %s, not %s" % (shape, out.shape))
+            op.output, out.producer = out, op
+        else:
+            strides, row = [], 1
+            for d in reversed(shape):
+                strides.insert(0, row)
+                row *= max(d, 1)
+            op.output = Value("%s_%d" % (node.name, j), shape, strides, out.dtype, op)
+        for v in op.tensor_inputs():
+            v.users.append(op)
+        results.append(op.output)
+        ops.append(op)
+    return ops
 
 
 def _as_value(x, node, i, values):

@@ -12,7 +12,7 @@ from .. import _nncjit
 from .check import _mismatch
 from .common import GroupReport
 from .lowering import KernelWriter, Region, Unsupported, check_supported
-from .opgraph import from_fx
+from .opgraph import _is_tuple_producer, from_fx, mutates
 
 
 def partition(graph):
@@ -31,9 +31,17 @@ def partition(graph):
     def norm(rs):
         return {find(r) for r in rs}
 
-    region_of, reach, reach_out, region_out = {}, {}, {}, {}
+    region_of, reach, reach_out, region_out, epoch = {}, {}, {}, {}, {}
     members, refused = {}, []
     producer = {op.output: op for op in graph.ops}
+    # The ops of one node (a composite, as the fused attention) are taken
+    # all or none.
+    why_not = {}
+    for op in graph.ops:
+        try:
+            check_supported(op)
+        except Unsupported as e:
+            why_not.setdefault(op.node, str(e))
     for op in graph.ops:
         producers = [producer[v] for v in op.tensor_inputs() if v in producer]
         # reach[op]: the regions op depends on; reach_out[op]: those it
@@ -44,13 +52,15 @@ def partition(graph):
             if p in region_of:
                 every.add(region_of[p])
         reach[op] = every
-        try:
-            check_supported(op)
-        except Unsupported as e:
-            refused.append((op, str(e)))
+        if op.node in why_not:
+            if op.node not in (r.node for r, _ in refused):
+                refused.append((op, why_not[op.node]))
             continue
         group, outside = [], set()
-        for c in dict.fromkeys(find(region_of[p]) for p in producers if p in region_of):
+        # A region does not span an in-place op: its call, where its last op
+        # was, must read what its ops read.
+        for c in dict.fromkeys(find(region_of[p]) for p in producers
+                               if p in region_of and epoch[find(region_of[p])] == op.epoch):
             trial = set(group) | {c}
             e = set()
             for p in producers:
@@ -75,6 +85,7 @@ def partition(graph):
                 home += 1
             parent[home] = home
             members[home], region_out[home] = [], set()
+            epoch[home] = op.epoch
             outside = norm(every)
         region_of[op] = home
         reach_out[op] = outside
@@ -87,12 +98,29 @@ def partition(graph):
 
 
 class _Interpreter(_torch.fx.Interpreter):
-    """Runs a GraphModule and keeps every node's value."""
+    """Runs a GraphModule and records, for each region, copies of its
+    inputs as they are when its first op runs and of its ops' results as
+    they are made (an in-place op may change either later). starts maps
+    the node of a region's first op to the nodes of its inputs."""
+
+    def __init__(self, gm, starts):
+        # A region's inputs may be read through a chunk node long after
+        # their last direct use: keep every value.
+        super().__init__(gm, garbage_collect_values=False)
+        self.starts = starts
+        self.inputs = {}   # node of a region's first op -> input copies
+        self.values = {}   # node -> a copy of its result
 
     def run_node(self, n):
+        if n in self.starts:
+            self.inputs[n] = [_copy(self.env[a]) for a in self.starts[n]]
         r = super().run_node(n)
-        self.values[n] = r
+        self.values[n] = _copy(r)
         return r
+
+
+def _copy(t):
+    return t.clone() if isinstance(t, _torch.Tensor) else t
 
 
 def _kernel_args(tensors):
@@ -129,8 +157,8 @@ def _fallback_module(gm, region, input_nodes):
         if n not in env:  # a constant (gm's attribute), or a chunk or split
             env[n] = g.node_copy(n, arg)
         return env[n]
-    for op in region.ops:
-        env[op.node] = g.node_copy(op.node, arg)
+    for node in dict.fromkeys(op.node for op in region.ops):
+        env[node] = g.node_copy(node, arg)
     g.output(tuple(env[v.producer.node] for v in region.outputs))
     return _torch.fx.GraphModule(gm, g)
 
@@ -178,29 +206,32 @@ class Optimized:
 def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_options):
     """The torch.compile backend protocol: (gm, example_inputs) -> a callable
     (Optimized). compile_options are nncjit.compile's keywords."""
+    # make_fx leaves the results nobody reads (layer_norm's statistics).
+    _remove_unused_getitems(gm.graph)
     with _torch.no_grad():
-        graph = from_fx(gm, example_inputs)
-        interp = _Interpreter(gm)
-        interp.values = {}
-        interp.run(*example_inputs)
+        # On copies: a graph may write its inputs in place.
+        graph = from_fx(gm, [_copy(t) for t in example_inputs])
     regions, refused = partition(graph)
-    report, replaced = [], {}
     outputs = [v for v in graph.outputs if v is not None]
-    for index, ops in enumerate(regions):
-        region = Region(ops, outputs)
-        entry = GroupReport(index, [op.kind for op in ops])
+    regions = [Region(ops, outputs) for ops in regions]
+    # The nodes of each region's inputs, as traced.
+    traced = [[v.producer.node if v.producer is not None else _node_of(gm, v)
+               for v in region.inputs if v.constant is None] for region in regions]
+    interp = _Interpreter(gm, {r.ops[0].node: t for r, t in zip(regions, traced)})
+    with _torch.no_grad():
+        interp.run(*[_copy(t) for t in example_inputs])
+    report, replaced = [], {}
+    for index, region in enumerate(regions):
+        entry = GroupReport(index, [op.kind for op in region.ops])
         report.append(entry)
-        # The nodes of its inputs, as traced (their values on the example
-        # inputs) and as they are now (an earlier region's results).
-        traced = [v.producer.node if v.producer is not None else _node_of(gm, v)
-                  for v in region.inputs if v.constant is None]
-        input_nodes = [replaced.get(n, n) for n in traced]
+        # Its inputs' nodes now (an earlier region's results).
+        input_nodes = [replaced.get(n, n) for n in traced[index]]
         try:
             writer = KernelWriter(region, "region%d" % index)
             entry.kernel = writer.write()
             function = _nncjit.compile(entry.kernel, **compile_options).partial(
                 **writer.constants)
-            inputs = _kernel_args([interp.values[n] for n in traced])
+            inputs = _kernel_args(interp.inputs[region.ops[0].node])
             got = function(*inputs)
             got = [got] if len(region.outputs) == 1 else list(got)
             want = [interp.values[v.producer.node] for v in region.outputs]
@@ -220,10 +251,20 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
         entry.reason = reason
         report.append(entry)
     _topological(gm.graph)
-    gm.graph.eliminate_dead_code()
+    _remove_unused_getitems(gm.graph)
     gm.graph.lint()
     gm.recompile()
     return Optimized(gm, report)
+
+
+def _remove_unused_getitems(graph):
+    """Removes the getitem nodes nothing reads, and the chunk, split or
+    layer_norm nodes left without users (eliminate_dead_code would also
+    remove in-place ops, whose effect is their point)."""
+    for n in reversed(list(graph.nodes)):
+        if not n.users and n.op == "call_function" and not mutates(n) and \
+                (n.target is operator.getitem or _is_tuple_producer(n)):
+            graph.erase_node(n)
 
 
 def _node_of(gm, v):
@@ -248,7 +289,7 @@ def _replace(gm, region, input_nodes, module):
         results.append(anchor)
     for v, r in zip(region.outputs, results):
         v.producer.node.replace_all_uses_with(r)
-    for op in reversed(region.ops):
-        if not op.node.users:
-            g.erase_node(op.node)
+    for node in reversed(list(dict.fromkeys(op.node for op in region.ops))):
+        if not node.users:
+            g.erase_node(node)
     return {v.producer.node: r for v, r in zip(region.outputs, results)}
