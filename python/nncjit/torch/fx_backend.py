@@ -98,22 +98,23 @@ def partition(graph):
 
 
 class _Interpreter(_torch.fx.Interpreter):
-    """Runs a GraphModule and records, for each region, copies of its
-    inputs as they are when its first op runs and of its ops' results as
-    they are made (an in-place op may change either later). starts maps
-    the node of a region's first op to the nodes of its inputs."""
+    """Runs a GraphModule and records copies of the regions' inputs as they
+    are when the first op of the region that reads each runs, and of every
+    node's result as it is made (an in-place op may change either later).
+    reads maps a node to the (region, input position, input node) it reads
+    first."""
 
-    def __init__(self, gm, starts):
+    def __init__(self, gm, reads):
         # A region's inputs may be read through a chunk node long after
         # their last direct use: keep every value.
         super().__init__(gm, garbage_collect_values=False)
-        self.starts = starts
-        self.inputs = {}   # node of a region's first op -> input copies
+        self.reads = reads
+        self.inputs = {}   # (region, position) -> a copy of the input
         self.values = {}   # node -> a copy of its result
 
     def run_node(self, n):
-        if n in self.starts:
-            self.inputs[n] = [_copy(self.env[a]) for a in self.starts[n]]
+        for region, position, a in self.reads.get(n, ()):
+            self.inputs[region, position] = _copy(self.env[a])
         r = super().run_node(n)
         self.values[n] = _copy(r)
         return r
@@ -217,7 +218,13 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
     # The nodes of each region's inputs, as traced.
     traced = [[v.producer.node if v.producer is not None else _node_of(gm, v)
                for v in region.inputs if v.constant is None] for region in regions]
-    interp = _Interpreter(gm, {r.ops[0].node: t for r, t in zip(regions, traced)})
+    reads = {}
+    for index, (region, nodes) in enumerate(zip(regions, traced)):
+        for position, (v, a) in enumerate(zip(
+                [v for v in region.inputs if v.constant is None], nodes)):
+            first = next(op.node for op in region.ops if v in op.inputs)
+            reads.setdefault(first, []).append((index, position, a))
+    interp = _Interpreter(gm, reads)
     with _torch.no_grad():
         interp.run(*[_copy(t) for t in example_inputs])
     report, replaced = [], {}
@@ -231,7 +238,7 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
             entry.kernel = writer.write()
             function = _nncjit.compile(entry.kernel, **compile_options).partial(
                 **writer.constants)
-            inputs = _kernel_args(interp.inputs[region.ops[0].node])
+            inputs = _kernel_args([interp.inputs[index, p] for p in range(len(input_nodes))])
             got = function(*inputs)
             got = [got] if len(region.outputs) == 1 else list(got)
             want = [interp.values[v.producer.node] for v in region.outputs]
