@@ -17,17 +17,10 @@ import sys
 import time
 import warnings
 
-# The baseline is PyTorch as its users have it, on OpenBLAS as Debian ships
-# it. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which some machines set for
-# older OpenBLAS builds, slow a current one: the benchmark runs without
-# them (OpenBLAS reads them when torch loads it, so the process starts
-# again) and says so.
-_OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-if any(v in os.environ for v in _OPENBLAS_VARS):
-    print("bench_models: running without %s" % ", ".join(
-        "%s=%s" % (v, os.environ[v]) for v in _OPENBLAS_VARS if v in os.environ), flush=True)
-    os.execve(sys.executable, [sys.executable] + sys.argv,
-              {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS})
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import interleaved, restart_without_openblas_overrides  # noqa: E402
+
+restart_without_openblas_overrides("bench_models")
 
 import torch  # noqa: E402
 
@@ -36,15 +29,6 @@ import nncjit.torch as nt  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "test", "Python"))
 import zoo  # noqa: E402
-
-
-def median_ms(fn, budget_s, min_runs=10):
-    ts, start = [], time.perf_counter()
-    while len(ts) < min_runs or time.perf_counter() - start < budget_s:
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
 
 
 def main():
@@ -81,14 +65,7 @@ def main():
                             "nncjit": lambda: fast(x)}
                 want = zoo.first(m(x))
                 err = float((zoo.first(fast(x)) - want).abs().max() / want.abs().max())
-                for f in variants.values():
-                    for _ in range(5):
-                        f()
-                times = {k: [] for k in variants}
-                for _ in range(args.rounds):
-                    for k, f in variants.items():
-                        times[k].append(median_ms(f, args.budget))
-            best = {k: min(v) for k, v in times.items()}
+                best = interleaved(variants, args.rounds, args.budget)
             on = sum(r.on_nncjit and not r.reason for r in fast.report)
             row = (arch, layout, best["eager"], best["optimize_for_inference"], best["nncjit"],
                    best["optimize_for_inference"] / best["nncjit"], err,

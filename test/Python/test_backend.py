@@ -311,6 +311,11 @@ def run_aten(module, *inputs, regions=1):
     torch.testing.assert_close(opt(*inputs), want, rtol=1e-4, atol=1e-5)
     kernels = [r for r in opt.report if r.kernel]
     assert len(kernels) == regions and all(r.on_nncjit for r in kernels), opt.summary()
+    # Nothing of a region is left to run (make_fx's detach of softmax's
+    # result kept the whole graph alive once).
+    left = [n for n in opt.graph_module.graph.nodes
+            if n.op in ("call_function", "call_method") and n.target is not operator.getitem]
+    assert len(left) == len(opt.report) - regions, [n.name for n in left]
     return opt
 
 

@@ -12,7 +12,7 @@ from .. import _nncjit
 from .check import _mismatch
 from .common import GroupReport
 from .lowering import KernelWriter, Region, Unsupported, check_supported
-from .opgraph import _is_tuple_producer, from_fx, mutates
+from .opgraph import from_fx, mutates
 
 
 def partition(graph):
@@ -207,8 +207,7 @@ class Optimized:
 def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_options):
     """The torch.compile backend protocol: (gm, example_inputs) -> a callable
     (Optimized). compile_options are nncjit.compile's keywords."""
-    # make_fx leaves the results nobody reads (layer_norm's statistics).
-    _remove_unused_getitems(gm.graph)
+    _remove_dead_code(gm.graph)
     with _torch.no_grad():
         # On copies: a graph may write its inputs in place.
         graph = from_fx(gm, [_copy(t) for t in example_inputs])
@@ -258,19 +257,20 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
         entry.reason = reason
         report.append(entry)
     _topological(gm.graph)
-    _remove_unused_getitems(gm.graph)
+    _remove_dead_code(gm.graph)
     gm.graph.lint()
     gm.recompile()
     return Optimized(gm, report)
 
 
-def _remove_unused_getitems(graph):
-    """Removes the getitem nodes nothing reads, and the chunk, split or
-    layer_norm nodes left without users (eliminate_dead_code would also
-    remove in-place ops, whose effect is their point)."""
+def _remove_dead_code(graph):
+    """Removes the nodes whose results nothing reads (make_fx leaves
+    layer_norm's statistics and softmax's saved result), except in-place
+    and other impure ops, whose effect is their point (which
+    eliminate_dead_code of torch 1.13 would remove)."""
     for n in reversed(list(graph.nodes)):
-        if not n.users and n.op == "call_function" and not mutates(n) and \
-                (n.target is operator.getitem or _is_tuple_producer(n)):
+        if not n.users and n.op in ("call_function", "call_method", "get_attr") and \
+                not mutates(n) and not n.is_impure():
             graph.erase_node(n)
 
 

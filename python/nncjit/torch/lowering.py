@@ -64,15 +64,53 @@ def _flat(idx, shape):
 
 
 def _unflat(flat, shape):
-    """The index in shape of row-major offset flat."""
-    out = []
+    """The index in shape of row-major offset flat (in range: the outermost
+    dim needs no remainder)."""
+    out, outer = [], True
     for s, st in zip(shape, _contiguous_strides(shape)):
         if s == 1:
             out.append("0ll")
-        else:
-            e = "(%s) / %s" % (flat, _ll(st)) if st != 1 else "(%s)" % flat
-            out.append("(%s) %% %s" % (e, _ll(s)))
+            continue
+        e = "(%s) / %s" % (flat, _ll(st)) if st != 1 else "(%s)" % flat
+        out.append(e if outer else "(%s) %% %s" % (e, _ll(s)))
+        outer = False
     return out
+
+
+def _reshape_index(idx, out_shape, in_shape):
+    """The index in in_shape of the element at idx of its reshape to
+    out_shape. Dims are matched in groups of equal size (a dim kept, dims
+    merged or split), so that only a merged or split group pays a division."""
+    if 0 in out_shape or 0 in in_shape:
+        return _unflat(_flat(idx, out_shape), in_shape)
+    src, i, j = [], 0, 0
+    while i < len(out_shape) or j < len(in_shape):
+        go, gi, po, pi = [], [], 1, 1
+        if i < len(out_shape):
+            go.append(i)
+            po *= out_shape[i]
+            i += 1
+        if j < len(in_shape):
+            gi.append(j)
+            pi *= in_shape[j]
+            j += 1
+        while po != pi:
+            if po < pi and i < len(out_shape):
+                go.append(i)
+                po *= out_shape[i]
+                i += 1
+            elif pi < po and j < len(in_shape):
+                gi.append(j)
+                pi *= in_shape[j]
+                j += 1
+            else:
+                break
+        if len(go) == 1 and len(gi) == 1:
+            src.append(idx[go[0]])
+        else:
+            src += _unflat(_flat([idx[d] for d in go], [out_shape[d] for d in go]),
+                           [in_shape[d] for d in gi])
+    return src
 
 
 def _broadcast(idx, shape):
@@ -212,9 +250,7 @@ class KernelWriter:
             return "(%s)" % _BINARY_FORMS[k].format(*args)
         if k == "reshape":
             x = op.inputs[0]
-            if x.shape == v.shape:
-                return self.load(x, idx)
-            return self.load(x, _unflat(_flat(idx, v.shape), x.shape))
+            return self.load(x, _reshape_index(idx, v.shape, x.shape))
         if k == "permute":
             x = op.inputs[0]
             src = [None] * len(idx)
@@ -327,16 +363,14 @@ class KernelWriter:
         product takes ([rows, k] or [batch, m, k]: v's leading dims
         flattened)."""
         shape = tuple(v.shape) if shape is None else tuple(shape)
-        if shape == tuple(v.shape):
-            def body(idx):
-                target = "%s[%s]" % (name, ", ".join(idx)) if idx else name
-                return ["%s = %s;" % (target, self.load(v, idx))]
-        else:
-            def body(idx):
-                lead = _unflat(idx[0], v.shape[:len(v.shape) - (len(shape) - 1)])
-                return ["%s[%s] = %s;" % (name, ", ".join(idx),
-                                          self.load(v, lead + idx[1:]))]
-        self.lines += self.loops(shape, body)
+        lead = len(v.shape) - len(shape) + 1   # v's dims in the first of shape's
+
+        def body(idx):
+            at = idx if shape == tuple(v.shape) else \
+                [_flat(idx[:lead], v.shape[:lead])] + idx[lead:]
+            target = "%s[%s]" % (name, ", ".join(at)) if at else name
+            return ["%s = %s;" % (target, self.load(v, idx))]
+        self.lines += self.loops(v.shape, body)
 
     def reduction_stats(self, op):
         """The row statistics of a softmax or layer_norm, in buffers."""
@@ -416,10 +450,13 @@ class KernelWriter:
                                      op.attrs.get("beta", 1.0))
 
     def operand(self, v, shape):
-        """A contiguous buffer of shape holding v (v's own where it is one)."""
+        """A contiguous buffer of shape holding v: v's own where it is one,
+        a constant laid out so once, or a temporary."""
         if v in self.buffers and tuple(v.shape) == tuple(shape) and \
                 tuple(v.stride) == tuple(_contiguous_strides(shape)):
             return self.buffers[v]
+        if v.constant is not None:
+            return self.constant(v.constant.reshape(shape).contiguous(), "m")
         name = self.allocate("mm", shape)
         self.materialize(v, name, shape)
         return name

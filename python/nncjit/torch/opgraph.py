@@ -109,7 +109,8 @@ _ATEN = {
     _A.view: "reshape", _A._reshape_alias: "reshape", _A._unsafe_view: "reshape",
     _A.reshape: "reshape", _A.unsqueeze: "reshape", _A.squeeze: "reshape",
     _A.permute: "permute", _A.transpose: "transpose", _A.t: "t", _A.expand: "expand",
-    _A.clone: "identity", _A.alias: "identity", _A.cat: "cat", _A.where: "where",
+    _A.clone: "identity", _A.alias: "identity", _A.detach: "identity", _A.cat: "cat",
+    _A.where: "where",
     _A.masked_fill: "masked_fill", _A.index_select: "index_select",
     _A.sum: "sum", _A.mean: "mean", _A.slice: "slice", _A.select: "select",
     _A.embedding: "aten_embedding", _A.rsub: "rsub",
@@ -568,6 +569,8 @@ def _add_node(g, node, gm, modules, values, value_of, new_value):
                      for o in outs]
     elif _is_tuple_producer(node):
         return  # Its getitem nodes are index ops on its input.
+    elif _fold_constant(node, values):
+        return
     else:
         kind, module = _target_kind(node, modules)
         op = Op(node, None, [], {}, None)
@@ -590,6 +593,27 @@ def _add_node(g, node, gm, modules, values, value_of, new_value):
         for v in op.tensor_inputs():
             v.users.append(op)
         g.ops.append(op)
+
+
+def _fold_constant(node, values):
+    """Computes once a node whose tensor inputs are all constants (make_fx
+    writes a linear layer's weight as t(weight)) and makes it a constant;
+    False if it is not such a node."""
+    inputs = node.all_input_nodes
+    if node.op not in ("call_function", "call_method") or not inputs or mutates(node) or \
+            any(values.get(a) is None or values[a].constant is None for a in inputs):
+        return False
+    args, kwargs = _torch.fx.node.map_arg((node.args, node.kwargs),
+                                          lambda a: values[a].constant)
+    if node.op == "call_function":
+        r = node.target(*args, **kwargs)
+    else:
+        r = getattr(args[0], node.target)(*args[1:], **kwargs)
+    if not isinstance(r, _torch.Tensor):
+        return False
+    r = r.detach()
+    values[node] = Value(node.name, r.shape, r.stride(), r.dtype, constant=r)
+    return True
 
 
 def _composite_ops(node, steps, out):

@@ -1,0 +1,44 @@
+"""What the model benchmarks share: the baseline's environment and the
+timing of one variant. Import it before torch."""
+import os
+import statistics
+import sys
+import time
+
+# The baseline is PyTorch as its users have it, on OpenBLAS as Debian ships
+# it. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which some machines set for
+# older OpenBLAS builds, slow a current one: the benchmark runs without
+# them (OpenBLAS reads them when torch loads it, so the process starts
+# again) and says so.
+_OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def restart_without_openblas_overrides(name):
+    if any(v in os.environ for v in _OPENBLAS_VARS):
+        print("%s: running without %s" % (name, ", ".join(
+            "%s=%s" % (v, os.environ[v]) for v in _OPENBLAS_VARS if v in os.environ)),
+            flush=True)
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS})
+
+
+def median_ms(fn, budget_s, min_runs=10):
+    ts, start = [], time.perf_counter()
+    while len(ts) < min_runs or time.perf_counter() - start < budget_s:
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def interleaved(variants, rounds, budget_s):
+    """The best of `rounds` medians of each variant, the variants taking
+    turns in each round (the machine's noise falls on all of them)."""
+    for f in variants.values():
+        for _ in range(3):
+            f()
+    times = {k: [] for k in variants}
+    for _ in range(rounds):
+        for k, f in variants.items():
+            times[k].append(median_ms(f, budget_s))
+    return {k: min(v) for k, v in times.items()}
