@@ -12,13 +12,13 @@ process, interleaved round by round (docs/performance.md).
 """
 import argparse
 import os
-import statistics
 import sys
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import interleaved, restart_without_openblas_overrides  # noqa: E402
+from benchutil import (interleaved, print_table,  # noqa: E402
+                       restart_without_openblas_overrides)
 
 restart_without_openblas_overrides("bench_models")
 
@@ -73,14 +73,11 @@ def main():
             rows.append(row)
             print("%-18s %-4s eager %7.2f  ofi %7.2f  nncjit %7.2f ms  %.2fx ofi  "
                   "rel err %.1e  on nnc-jit %s  optimize %.1f s" % row, flush=True)
-    print()
-    print("| model | layout | eager ms | optimize_for_inference ms | nncjit ms "
-          "| vs optimize_for_inference | max rel error | groups+ops on nnc-jit | optimize s |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print("| %s | %s | %.2f | %.2f | %.2f | %.2fx | %.1e | %s | %.1f |" % r)
-    print("\ngeometric mean vs optimize_for_inference: %.2fx over %d rows" % (
-        statistics.geometric_mean([r[5] for r in rows]), len(rows)))
+    print_table(["model", "layout", "eager ms", "optimize_for_inference ms", "nncjit ms",
+                 "vs optimize_for_inference", "max rel error", "groups+ops on nnc-jit",
+                 "optimize s"],
+                "| %s | %s | %.2f | %.2f | %.2f | %.2fx | %.1e | %s | %.1f |", rows, 5,
+                "optimize_for_inference")
 
 
 if __name__ == "__main__":

@@ -20,13 +20,13 @@ layer norm and softmax). The backend gets the module's ATen graph
 import argparse
 import math
 import os
-import statistics
 import sys
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import interleaved, restart_without_openblas_overrides  # noqa: E402
+from benchutil import (interleaved, print_table,  # noqa: E402
+                       restart_without_openblas_overrides)
 
 restart_without_openblas_overrides("bench_transformers")
 
@@ -135,14 +135,9 @@ def main():
         rows.append(row)
         print("%-14s eager %8.2f  ofi %8.2f  nncjit %8.2f ms  %.2fx ofi  rel err %.1e  %s  "
               "optimize %.1f s" % row, flush=True)
-    print()
-    print("| case | eager ms | ofi ms | nncjit ms | vs ofi | max rel error | on nnc-jit "
-          "| optimize s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print("| %s | %.2f | %.2f | %.2f | %.2fx | %.1e | %s | %.1f |" % r)
-    print("\ngeometric mean vs ofi: %.2fx over %d cases" % (
-        statistics.geometric_mean([r[4] for r in rows]), len(rows)))
+    print_table(["case", "eager ms", "ofi ms", "nncjit ms", "vs ofi", "max rel error",
+                 "on nnc-jit", "optimize s"],
+                "| %s | %.2f | %.2f | %.2f | %.2fx | %.1e | %s | %.1f |", rows, 4, "ofi")
 
 
 if __name__ == "__main__":

@@ -42,3 +42,15 @@ def interleaved(variants, rounds, budget_s):
         for k, f in variants.items():
             times[k].append(median_ms(f, budget_s))
     return {k: min(v) for k, v in times.items()}
+
+
+def print_table(columns, row_format, rows, ratio_column, baseline):
+    """rows as a Markdown table, and the geometric mean of one column, the
+    ratio to baseline."""
+    print()
+    print("| %s |" % " | ".join(columns))
+    print("|%s" % ("---|" * len(columns)))
+    for r in rows:
+        print(row_format % r)
+    print("\ngeometric mean vs %s: %.2fx over %d rows" % (
+        baseline, statistics.geometric_mean([r[ratio_column] for r in rows]), len(rows)))

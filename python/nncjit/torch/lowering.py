@@ -19,7 +19,7 @@ import math
 
 import torch as _torch
 
-from .kernel_text import _decl
+from .kernel_text import _decl, _dense_strides
 from .opgraph import BINARY, UNARY, VIEWS, Value
 
 
@@ -49,11 +49,7 @@ def _numel(shape):
 
 
 def _contiguous_strides(shape):
-    out, row = [], 1
-    for s in reversed(shape):
-        out.insert(0, row)
-        row *= max(s, 1)
-    return out
+    return _dense_strides(shape)[0]
 
 
 def _flat(idx, shape):

@@ -8,6 +8,8 @@ import operator
 import torch as _torch
 from torch.fx.passes.shape_prop import ShapeProp as _ShapeProp
 
+from .kernel_text import _dense_strides
+
 F = _torch.nn.functional
 
 
@@ -628,11 +630,8 @@ def _composite_ops(node, steps, out):
                 raise _Unsupported("the composite makes %s, not %s" % (shape, out.shape))
             op.output, out.producer = out, op
         else:
-            strides, row = [], 1
-            for d in reversed(shape):
-                strides.insert(0, row)
-                row *= max(d, 1)
-            op.output = Value("%s_%d" % (node.name, j), shape, strides, out.dtype, op)
+            op.output = Value("%s_%d" % (node.name, j), shape, _dense_strides(shape)[0],
+                              out.dtype, op)
         for v in op.tensor_inputs():
             v.users.append(op)
         results.append(op.output)
