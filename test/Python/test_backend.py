@@ -288,6 +288,16 @@ def test_embedding_and_index_select():
     run(lambda x, i: torch.index_select(x * 2.0, 1, i), torch.randn(3, 5), torch.tensor([4, 0, 4]))
 
 
+def test_an_index_out_of_range_raises_pytorchs_error():
+    emb = torch.nn.Embedding(10, 8).eval()
+    gm = torch.fx.symbolic_trace(torch.nn.Sequential(emb, torch.nn.ReLU()))
+    opt = nt.backend(gm, [torch.tensor([1, 2])])
+    assert opt.report[0].on_nncjit
+    # The kernel's bounds check fails; the region's PyTorch ops say why.
+    with pytest.raises(IndexError, match="index out of range"):
+        opt(torch.tensor([3, 10]))
+
+
 def test_addmm_and_baddbmm():
     run(lambda b, a: torch.addmm(b, a, a.t(), beta=0.5, alpha=2.0), torch.randn(3),
         torch.randn(3, 4))

@@ -193,19 +193,19 @@ class Region:
 
 
 class KernelWriter:
-    """Writes a Region as a .nnc kernel: kernel text, the Values its
-    parameters take in order (inputs, then outputs), and the constants
-    bound by name."""
+    """Writes a Region as a .nnc kernel (write()): its parameters are the
+    region's inputs that are not constants, in order, then its outputs;
+    the constants are parameters bound by name (self.constants)."""
 
     def __init__(self, region, name):
         self.region = region
         self.name = name
         self.params = []        # declarations
         self.constants = {}     # parameter name -> tensor, bound once
-        self.input_names = []   # the non-constant inputs, in call order
         self.lines = []
         self.buffers = {}       # Value -> the buffer that holds it
-        self.products = {}      # Value -> (buffer, its rank, bias or None)
+        # Value -> (buffer, its rank, the bias Value or None, alpha, beta)
+        self.products = {}
         self.stats = {}         # reduction Op -> names of its row buffers
         self.temps = []
         self._count = 0
@@ -470,7 +470,6 @@ class KernelWriter:
                 name = self.constant(v.constant, "k")
             else:
                 name = "x%d" % i
-                self.input_names.append(v)
                 # A bool tensor comes as its bytes (DLPack has no bool).
                 dtype = _torch.uint8 if v.dtype == _torch.bool else v.dtype
                 self.params.append(_decl("in", name, dtype, v.shape, v.stride))
