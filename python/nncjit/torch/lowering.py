@@ -369,7 +369,9 @@ class KernelWriter:
         self.lines += self.loops(v.shape, body)
 
     def reduction_stats(self, op):
-        """The row statistics of a softmax or layer_norm, in buffers."""
+        """The row statistics of a reduction, in buffers: the sum (sum,
+        mean), the sum and the sum of squared deviations (layer_norm), the
+        maximum and the sum of exp(x - max) (softmax, log_softmax)."""
         x = op.inputs[0]
         rank = len(x.shape)
         if op.kind == "layer_norm":
@@ -380,10 +382,6 @@ class KernelWriter:
             reduced = [op.attrs["dim"]]
         rows = [s for d, s in enumerate(x.shape) if d not in reduced]
         a = self.allocate("row", rows or [1])
-        if op.kind in ("sum", "mean"):
-            self.stats[op] = (a,)
-        else:
-            b = self.allocate("row", rows or [1])
         inner = [x.shape[d] for d in reduced]
 
         def nest(init, update):
@@ -401,14 +399,15 @@ class KernelWriter:
             self.lines.extend(self.loops(rows, body) if rows else
                               ["  " + line for line in body([])])
 
-        if op.kind in ("sum", "mean"):
+        if op.kind in ("sum", "mean", "layer_norm"):
             nest((a, "0.f"), lambda r, i: "%s%s = (%s%s) + (%s);" % (
                 a, r, a, r, self.load(x, i)))
-            return
+            if op.kind != "layer_norm":
+                self.stats[op] = (a,)
+                return
+        b = self.allocate("row", rows or [1])
         if op.kind == "layer_norm":
             count = _lit(1.0 / max(_numel(inner), 1))
-            nest((a, "0.f"), lambda r, i: "%s%s = (%s%s) + (%s);" % (
-                a, r, a, r, self.load(x, i)))
             nest((b, "0.f"), lambda r, i: "%s%s = (%s%s) + ((%s) - %s%s * %s) * ((%s) - %s%s * %s);"
                  % (b, r, b, r, self.load(x, i), a, r, count, self.load(x, i), a, r, count))
         else:
