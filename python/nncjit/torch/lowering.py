@@ -285,7 +285,10 @@ class KernelWriter:
             c, a, b = op.inputs
             arms = [_lit(x) if not isinstance(x, Value) else
                     self.load(x, _broadcast(idx, x.shape)) for x in (a, b)]
-            return "IfThenElse(%s, %s, %s)" % (self.load(c, _broadcast(idx, c.shape)), *arms)
+            # A fused attention's mask spans some of the scores' dims.
+            at = [idx[d] for d in op.attrs["cond_dims"]] if "cond_dims" in op.attrs \
+                else _broadcast(idx, c.shape)
+            return "IfThenElse(%s, %s, %s)" % (self.load(c, at), *arms)
         if k == "gather":
             x, ids = op.inputs
             d = op.attrs["dim"]

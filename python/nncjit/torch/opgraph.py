@@ -390,10 +390,13 @@ class _Steps:
         return x.shape if isinstance(x, Value) else self.steps[x.step][3]
 
 
-def _attention_steps(step, q, k, v, e, h, w, b, pw, pb):
+def _attention_steps(step, q, k, v, e, h, w, b, pw, pb, mask=None):
     """Self-attention as torch's fast path computes it: the in-projection
     (weights w, b: [3e, e], [3e]), the heads, the scores scaled by
-    1/sqrt(e/h), softmax, the product with the values, the out-projection."""
+    1/sqrt(e/h) and masked (mask: (a bool Value, True where a score is
+    left out, and the dims of the scores it spans)), softmax (a row left
+    out entirely is NaN, as in PyTorch), the product with the values, the
+    out-projection."""
     if any(t.constant is None for t in (w, b, pw, pb)):
         raise _Unsupported("the fused attention with weights that are not constants")
     batch, n, hd = step.shape(q)[0], step.shape(q)[1], e // h
@@ -410,6 +413,11 @@ def _attention_steps(step, q, k, v, e, h, w, b, pw, pb):
     kn = step.shape(k)[1]
     s_ = step("matmul", heads[:2], {}, (batch, h, n, kn))
     s_ = step("mul", [s_, 1.0 / (hd ** 0.5)], {}, (batch, h, n, kn))
+    if mask is not None:
+        m, dims = mask
+        if m.dtype != _torch.bool or tuple(m.shape) != tuple((batch, h, n, kn)[d] for d in dims):
+            raise _Unsupported("an attention mask of shape %s" % (list(m.shape),))
+        s_ = step("where", [m, float("-inf"), s_], {"cond_dims": dims}, (batch, h, n, kn))
     s_ = step("softmax", [s_], {"dim": 3}, (batch, h, n, kn))
     y = step("matmul", [s_, heads[2]], {}, (batch, h, n, hd))
     y = step("permute", [y], {"perm": (0, 2, 1, 3)}, (batch, n, h, hd))
@@ -417,10 +425,19 @@ def _attention_steps(step, q, k, v, e, h, w, b, pw, pb):
     return step("linear", [y, pw, pb], {}, (batch, n, e))
 
 
-def _no_mask(node, at, name):
+def _mask(node, at, val):
+    """The mask of a fused attention node (argument at, its type at + 3 or
+    + 1): (the mask Value, the dims of the scores [batch, heads, queries,
+    keys] it spans), or None. Type 1 is a key padding mask [batch, keys],
+    type 0 an attention mask [queries, keys]."""
     mask = node.args[at] if len(node.args) > at else node.kwargs.get("mask")
-    if mask is not None:
-        raise _Unsupported("%s with a mask" % name)
+    if mask is None:
+        return None
+    kind_at = at + (3 if "multi_head" in str(node.target) else 1)
+    kind = node.args[kind_at] if len(node.args) > kind_at else node.kwargs.get("mask_type")
+    if kind not in (0, 1):
+        raise _Unsupported("a fused attention mask of type %s" % kind)
+    return val(mask), ((0, 3) if kind == 1 else (2, 3))
 
 
 def _attention(node, val):
@@ -428,11 +445,10 @@ def _attention(node, val):
     nn.MultiheadAttention calls in inference) written out as ops. Returns
     ("composite", steps, {})."""
     q, k, v, e, h, w, b, pw, pb = (val(a) for a in node.args[:9])
-    _no_mask(node, 9, "the fused attention")
     if len(q.shape) != 3:
         raise _Unsupported("the fused attention on unbatched input")
     step = _Steps(node)
-    _attention_steps(step, q, k, v, e, h, w, b, pw, pb)
+    _attention_steps(step, q, k, v, e, h, w, b, pw, pb, _mask(node, 9, val))
     return "composite", step.steps, {}
 
 
@@ -443,7 +459,7 @@ def _encoder_layer(node, val):
     feed-forward network (ReLU or GELU)."""
     (x, e, h, w, b, pw, pb, use_gelu, norm_first, eps, n1w, n1b, n2w, n2b,
      f1w, f1b, f2w, f2b) = (val(a) for a in node.args[:18])
-    _no_mask(node, 18, "the fused encoder layer")
+    mask = _mask(node, 18, val)
     if len(x.shape) != 3:
         raise _Unsupported("the fused encoder layer on unbatched input")
     step = _Steps(node)
@@ -460,11 +476,12 @@ def _encoder_layer(node, val):
 
     if norm_first:
         y = norm(x, n1w, n1b)
-        x1 = step("add", [x, _attention_steps(step, y, y, y, e, h, w, b, pw, pb)], {}, shape)
+        x1 = step("add", [x, _attention_steps(step, y, y, y, e, h, w, b, pw, pb, mask)], {},
+                  shape)
         step("add", [x1, ffn(norm(x1, n2w, n2b))], {}, shape)
     else:
-        x1 = norm(step("add", [x, _attention_steps(step, x, x, x, e, h, w, b, pw, pb)], {},
-                      shape), n1w, n1b)
+        x1 = norm(step("add", [x, _attention_steps(step, x, x, x, e, h, w, b, pw, pb, mask)],
+                       {}, shape), n1w, n1b)
         norm(step("add", [x1, ffn(x1)], {}, shape), n2w, n2b)
     return "composite", step.steps, {}
 
