@@ -380,7 +380,8 @@ def test_small_vit():
     vit = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2,
                                                num_heads=4, hidden_dim=32, mlp_dim=64).eval()
     opt = run_aten(vit, torch.randn(1, 3, 32, 32))
-    assert "convolution" in opt.summary()  # the patch embedding stays in PyTorch
+    # One kernel, the patch embedding's convolution included.
+    assert opt.report[0].ops[0] == "conv2d"
 
 
 def test_views_written_in_place_stay_views():
@@ -404,3 +405,31 @@ def test_regions_do_not_span_an_in_place_op():
     opt = nt.backend(gm, [x.clone()])
     torch.testing.assert_close(opt(x.clone()), f(x.clone()))
     assert len([r for r in opt.report if r.on_nncjit]) == 2
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_convolutions_with_what_follows(channels_last):
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Conv2d(4, 8, 3, padding=1)
+            self.b = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False)
+
+        def forward(self, x):
+            y = torch.relu(self.a(x))
+            return torch.sigmoid(self.b(y)) * 2.0 + F.conv2d(y, self.b.weight, None, 2, 1, 1, 2)
+    x = torch.randn(2, 4, 9, 9)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    run(Block().eval(), x)
+    run_aten(Block().eval(), x)
+
+
+def test_convolution_padding_modes():
+    run(torch.nn.Conv2d(3, 4, 3, padding="same", dilation=2).eval(), torch.randn(1, 3, 7, 7))
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")
+    gm = torch.fx.symbolic_trace(torch.nn.Sequential(conv))
+    x = torch.randn(1, 3, 5, 5)
+    opt = nt.backend(gm, [x])
+    assert [r.reason for r in opt.report] == ["a convolution with reflect padding"]
+    torch.testing.assert_close(opt(x), conv(x))

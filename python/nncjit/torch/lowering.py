@@ -130,7 +130,7 @@ _BINARY_FORMS = {
     "minimum": "Min({0}, {1}, 1)",
 }
 # Ops that are oneDNN calls, whose results are in memory.
-_CALLS = {"linear", "matmul"}
+_CALLS = {"linear", "matmul", "conv2d"}
 _REDUCTIONS = {"softmax", "log_softmax", "layer_norm", "sum", "mean"}
 
 
@@ -147,6 +147,8 @@ def check_supported(op):
         if op.kind == "gather" and i == 1 and v.dtype == _torch.int64:
             continue
         raise Unsupported("%s is %s; the lowering covers float32" % (v, v.dtype))
+    if op.kind == "conv2d" and op.inputs[1].constant is None:
+        raise Unsupported("a convolution with a weight that is not a constant")
     if op.kind == "linear":
         x, w, _ = op.inputs
         if w.constant is None:
@@ -181,8 +183,8 @@ class Region:
         self.inputs, self.outputs = [], []
         for op in ops:
             for i, v in enumerate(op.inputs):
-                if op.kind == "linear" and i == 1:
-                    continue  # Bound transposed by the lowering.
+                if (op.kind == "linear" and i == 1) or (op.kind == "conv2d" and i > 0):
+                    continue  # Bound (a linear weight transposed) by the lowering.
                 if isinstance(v, Value) and v not in inside and v not in self.inputs:
                     self.inputs.append(v)
         members = set(ops)
@@ -447,6 +449,24 @@ class KernelWriter:
         self.products[op.output] = (c, len(c_shape), bias, op.attrs.get("alpha", 1.0),
                                      op.attrs.get("beta", 1.0))
 
+    def convolution(self, op):
+        """conv2d as nnc_aten_conv2d on its input (NCHW or channels-last, as
+        its strides say), the weight and bias bound as constants; the
+        result is an NCHW buffer, which fuse-conv-post-ops may fold the
+        consumers' first loop into."""
+        x, w, b = op.inputs
+        # A temporary of the kernel is dense; an input may have any strides.
+        dense = x not in self.region.inputs or \
+            list(x.stride) in _dense_strides(x.shape)
+        xname = self.buffers[x] if x in self.buffers and dense else self.operand(x, x.shape)
+        bufs = [xname, self.constant(w.constant.contiguous(), "w")]
+        if b is not None:
+            bufs.append(self.constant(b.constant.contiguous(), "b"))
+        out = self.allocate("conv", op.output.shape)
+        self.lines.append("  %s = nnc_aten_conv2d(buf_args={%s}, args={%s});" % (
+            out, ", ".join(bufs), ", ".join(_ll(a) for a in op.attrs["args"])))
+        self.buffers[op.output] = out
+
     def operand(self, v, shape):
         """A contiguous buffer of shape holding v: v's own where it is one,
         a constant laid out so once, or a temporary."""
@@ -486,6 +506,8 @@ class KernelWriter:
             v = op.output
             if op.kind in _REDUCTIONS:
                 self.reduction_stats(op)
+            elif op.kind == "conv2d":
+                self.convolution(op)
             elif op.kind in _CALLS:
                 self.matrix_product(op)
             uses = sum(1 for u in v.users if u in members)

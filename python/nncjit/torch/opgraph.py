@@ -86,6 +86,7 @@ _FUNCTIONS = {
     _torch.where: "where", _torch.masked_fill: "masked_fill", F.embedding: "embedding",
     _torch.index_select: "index_select", _torch.sum: "sum", _torch.mean: "mean",
     _torch.addmm: "addmm", _torch.baddbmm: "addmm", operator.getitem: "getitem",
+    F.conv2d: "conv2d", _torch.conv2d: "conv2d",
 }
 _METHODS = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
@@ -116,7 +117,7 @@ _ATEN = {
     _A.masked_fill: "masked_fill", _A.index_select: "index_select",
     _A.sum: "sum", _A.mean: "mean", _A.slice: "slice", _A.select: "select",
     _A.embedding: "aten_embedding", _A.rsub: "rsub",
-    _A._transformer_encoder_layer_fwd: "encoder_layer",
+    _A._transformer_encoder_layer_fwd: "encoder_layer", _A.convolution: "aten_conv",
 }
 # Ops whose result is a tuple of tensors that getitem takes apart: into
 # pieces of their input, or (getitem 0) into the op of their first result.
@@ -131,6 +132,7 @@ _MODULES = {
     _torch.nn.LogSoftmax: "log_softmax", _torch.nn.LayerNorm: "layer_norm",
     _torch.nn.Linear: "linear", _torch.nn.Dropout: "dropout",
     _torch.nn.Identity: "identity", _torch.nn.Flatten: "flatten",
+    _torch.nn.Conv2d: "conv2d",
 }
 
 
@@ -221,6 +223,8 @@ def _canonical(kind, node, args, kwargs, value_of, module):
             if key[dim].stop is not None and key[dim].stop > x.shape[dim]:
                 key[dim] = slice(key[dim].start, x.shape[dim], key[dim].step)
         return "index", [x], {"spec": _index_spec(tuple(key), x.shape)}
+    if kind in ("conv2d", "aten_conv"):
+        return _convolution(kind, node, args, kwargs, val, module)
     if kind == "encoder_layer":
         return _encoder_layer(node, val)
     if kind == "aten_embedding":
@@ -296,6 +300,49 @@ def _canonical(kind, node, args, kwargs, value_of, module):
     if kind in UNARY:
         return kind, [val(_arg(node, args, kwargs, 0, "input"))], {}
     raise _Unsupported(kind)
+
+
+def _convolution(kind, node, args, kwargs, val, module):
+    """A 2-d convolution: ("conv2d", [x, weight, bias or None], {"args":
+    [strideH, strideW, padH, padW, dilationH, dilationW, groups]}), the
+    arguments of nnc_aten_conv2d."""
+    if module is not None:
+        if module.padding_mode != "zeros":
+            raise _Unsupported("a convolution with %s padding" % module.padding_mode)
+        x = val(args[0])
+        w, b = module.weight.detach(), module.bias
+        b = b.detach() if b is not None else None
+        stride, padding, dilation, groups = (module.stride, module.padding, module.dilation,
+                                             module.groups)
+    elif kind == "aten_conv":
+        x, w, b, stride, padding, dilation, transposed, _, groups = \
+            [val(a) for a in args[:9]]
+        if transposed:
+            raise _Unsupported("a transposed convolution")
+    else:
+        x, w = val(args[0]), val(_arg(node, args, kwargs, 1, "weight"))
+        b = val(_arg(node, args, kwargs, 2, "bias"))
+        stride, padding, dilation, groups = (
+            _arg(node, args, kwargs, i, n, d) for i, n, d in
+            ((3, "stride", 1), (4, "padding", 0), (5, "dilation", 1), (6, "groups", 1)))
+    if len(x.shape) != 4:
+        raise _Unsupported("a convolution that is not 2-d")
+
+    def pair(v):
+        v = [v] if isinstance(v, int) else list(v)
+        return v * 2 if len(v) == 1 else v
+    if isinstance(padding, str):
+        shape = (w if isinstance(w, _torch.Tensor) else w.constant if w.constant is not None
+                 else None)
+        if padding != "valid" and shape is None:
+            raise _Unsupported("padding='same' with a weight that is not a constant")
+        total = [d * (k - 1) for d, k in zip(pair(dilation), shape.shape[2:])] \
+            if padding == "same" else [0, 0]
+        if any(t % 2 for t in total):
+            raise _Unsupported("padding='same' of an even kernel")
+        padding = [t // 2 for t in total]
+    return "conv2d", [x, w, b], {"args": pair(stride) + pair(padding) + pair(dilation) +
+                                 [int(groups)]}
 
 
 def _index_spec(key, shape):
