@@ -8,6 +8,8 @@
 
 #include "nnc/IR/IRVisitor.h"
 
+#include <random>
+
 using namespace nnc;
 
 namespace {
@@ -155,6 +157,59 @@ TEST(NNCStatement, ErrorsNameTheProblem) {
   EXPECT_EQ(test::firstError("kernel k() {\n  Alias(b, a);\n}"),
             "2:3: Alias is not supported; write the temporary as "
             "Allocate/Free (docs/ir-format.md, Details 12)");
+}
+
+// Random token soup must end in a diagnostic or a kernel, never a crash or
+// a hang, with NNC's forms and undeclared buffers in the mix.
+TEST(NNCStatement, SurvivesRandomTokenSequences) {
+  const char *Pieces[] = {"Alias",
+                          "(",
+                          ")",
+                          "a",
+                          "b",
+                          "t",
+                          ",",
+                          ";",
+                          "{",
+                          "}",
+                          "[",
+                          "]",
+                          "=",
+                          "FreeExt",
+                          "bufs",
+                          "Allocate",
+                          "// dtype=float, dims=[4ll]\n",
+                          "y",
+                          "dtype",
+                          "float",
+                          "sizes",
+                          "strides",
+                          "1ll",
+                          "0.f",
+                          "f",
+                          "buf_args",
+                          "args",
+                          "for",
+                          "int64_t",
+                          "i",
+                          "<",
+                          "++",
+                          "+",
+                          "\n"};
+  std::mt19937 Rng(7);
+  for (int Trial = 0; Trial < 3000; ++Trial) {
+    std::string Text = "kernel k(in x: f32[4]) {";
+    int N = Rng() % 40;
+    for (int I = 0; I < N; ++I)
+      Text += std::string(Pieces[Rng() % std::size(Pieces)]) + " ";
+    SourceFile File("fuzz.nnc", Text);
+    DiagnosticEngine Diags;
+    UndeclaredBuffers Undeclared;
+    auto K = parseNNCStatement(File, Diags, Undeclared);
+    if (!K) {
+      ASSERT_TRUE(Diags.hasErrors()) << Text;
+    }
+  }
 }
 
 } // namespace
