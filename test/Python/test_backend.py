@@ -433,3 +433,25 @@ def test_convolution_padding_modes():
     opt = nt.backend(gm, [x])
     assert [r.reason for r in opt.report] == ["a convolution with reflect padding"]
     torch.testing.assert_close(opt(x), conv(x))
+
+
+def test_a_defect_leaves_the_op_or_region_to_pytorch(monkeypatch):
+    # Arguments the reader does not understand, and a lowering that fails,
+    # are reported; the graph still runs.
+    canonical = opgraph._canonical
+
+    def confused(kind, *args):
+        if kind == "tanh":
+            raise TypeError("confused")
+        return canonical(kind, *args)
+    monkeypatch.setattr(opgraph, "_canonical", confused)
+    opt = run(lambda x: torch.tanh(torch.relu(x) + 1.0) * 2.0, torch.randn(3, 3), regions=2)
+    assert "its arguments are not understood (TypeError: confused)" in opt.summary()
+    monkeypatch.setattr(opgraph, "_canonical", canonical)
+    from nncjit.torch import lowering
+    monkeypatch.setattr(lowering.KernelWriter, "write", lambda self: 1 / 0)
+    gm = torch.fx.symbolic_trace(_Wrap(lambda x: torch.relu(x) * 2.0))
+    x = torch.randn(4)
+    opt = nt.backend(gm, [x])
+    assert opt.report[0].reason == "the lowering failed: ZeroDivisionError: division by zero"
+    torch.testing.assert_close(opt(x), torch.relu(x) * 2.0)

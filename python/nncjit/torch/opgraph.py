@@ -653,8 +653,13 @@ def _add_node(g, node, gm, modules, values, value_of, new_value):
                 g.ops.extend(_composite_ops(node, op.inputs, out))
                 return
             op.inputs = [_as_value(x, node, i, values) for i, x in enumerate(op.inputs)]
-        except _Unsupported as e:
-            op.kind, op.reason = None, str(e)
+        except (_Unsupported, TypeError, ValueError, KeyError, IndexError,
+                AttributeError) as e:
+            # Arguments of a form the reader does not know: the op stays
+            # PyTorch's, with the reason.
+            op.kind = None
+            op.reason = str(e) if isinstance(e, _Unsupported) else \
+                "its arguments are not understood (%s: %s)" % (type(e).__name__, e)
             op.inputs = [values[a] for a in node.all_input_nodes if a in values]
         for v in op.tensor_inputs():
             v.users.append(op)
@@ -671,10 +676,13 @@ def _fold_constant(node, values):
         return False
     args, kwargs = _torch.fx.node.map_arg((node.args, node.kwargs),
                                           lambda a: values[a].constant)
-    if node.op == "call_function":
-        r = node.target(*args, **kwargs)
-    else:
-        r = getattr(args[0], node.target)(*args[1:], **kwargs)
+    try:
+        if node.op == "call_function":
+            r = node.target(*args, **kwargs)
+        else:
+            r = getattr(args[0], node.target)(*args[1:], **kwargs)
+    except Exception:  # noqa: BLE001 (then it is an op as any other)
+        return False
     if not isinstance(r, _torch.Tensor):
         return False
     r = r.detach()
