@@ -455,3 +455,12 @@ def test_a_defect_leaves_the_op_or_region_to_pytorch(monkeypatch):
     opt = nt.backend(gm, [x])
     assert opt.report[0].reason == "the lowering failed: ZeroDivisionError: division by zero"
     torch.testing.assert_close(opt(x), torch.relu(x) * 2.0)
+
+
+def test_regions_on_views_with_gaps():
+    # A region's input that is a slice of a larger tensor keeps its strides
+    # in the check (swin_t's windows).
+    def f(x):
+        y = torch.narrow(torch.cumsum(x, 0), 1, 1, 3)  # outside: a view with gaps
+        return torch.softmax(y * 2.0, -1)
+    run(f, torch.randn(3, 6), regions=1)

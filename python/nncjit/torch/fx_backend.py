@@ -9,7 +9,7 @@ import operator
 import torch as _torch
 
 from .. import _nncjit
-from .check import _mismatch
+from .check import _copy as _copy_strided, _mismatch
 from .common import GroupReport
 from .lowering import KernelWriter, Region, Unsupported, check_supported
 from .opgraph import from_fx, mutates
@@ -121,7 +121,8 @@ class _Interpreter(_torch.fx.Interpreter):
 
 
 def _copy(t):
-    return t.clone() if isinstance(t, _torch.Tensor) else t
+    """A copy with t's strides (the kernels are compiled for them)."""
+    return _copy_strided(t) if isinstance(t, _torch.Tensor) else t
 
 
 def _kernel_args(tensors):
