@@ -29,6 +29,7 @@ def run(fn, *inputs, regions=1, **kw):
     kernels = [r for r in opt.report if r.kernel]
     assert len(kernels) == regions, opt.summary()
     assert all(r.on_nncjit for r in kernels), opt.summary()
+    assert all(r.max_abs_diff is not None for r in kernels)
     return opt
 
 

@@ -9,7 +9,7 @@ import operator
 import torch as _torch
 
 from .. import _nncjit
-from .check import _copy as _copy_strided, _mismatch
+from .check import _copy as _copy_strided, _max_abs_diff, _mismatch
 from .common import GroupReport
 from .lowering import KernelWriter, Region, Unsupported, check_supported
 from .opgraph import from_fx, mutates
@@ -242,6 +242,8 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
             got = function(*inputs)
             got = [got] if len(region.outputs) == 1 else list(got)
             want = [interp.values[v.producer.node] for v in region.outputs]
+            entry.max_abs_diff = max((_max_abs_diff(a, b) for a, b in zip(got, want)),
+                                     default=0.0)
             why = [w for w in (_mismatch(a, b, rtol, atol) for a, b in zip(got, want)) if w]
             if check and why:
                 raise Unsupported("its result differs from PyTorch's (%s)" % why[0])
