@@ -59,7 +59,10 @@ def strided(*shape):
     return t[..., ::2]
 
 
-UNARY = [torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.silu, F.gelu,
+UNARY = [F.hardswish, F.hardsigmoid, F.relu6, lambda x: F.hardtanh(x, -0.5, 2.0),
+         lambda x: torch.clamp(x, min=-0.25), lambda x: torch.clamp(x, 0.0, 0.5),
+         lambda x: F.leaky_relu(x, 0.2),
+         torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.silu, F.gelu,
          lambda x: F.gelu(x, approximate="tanh"), torch.neg, torch.abs, torch.erf,
          lambda x: torch.sqrt(torch.abs(x)), lambda x: torch.log(torch.abs(x) + 1),
          lambda x: torch.rsqrt(torch.abs(x) + 1)]
@@ -70,6 +73,15 @@ UNARY = [torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.silu, F.gelu,
 def test_unary(fn, shape):
     run(lambda x: fn(x) * 1.0, torch.randn(*shape))
     run(lambda x: fn(x) * 1.0, strided(*shape))
+
+
+@pytest.mark.parametrize("module", [torch.nn.Hardswish(), torch.nn.Hardsigmoid(),
+                                    torch.nn.ReLU6(), torch.nn.Hardtanh(-2.0, 0.5),
+                                    torch.nn.LeakyReLU(0.3), torch.nn.SiLU(), torch.nn.GELU()])
+def test_activation_modules(module):
+    x = torch.randn(4, 9) * 4
+    x[0, 0] = float("nan")
+    run(torch.nn.Sequential(module), x)
 
 
 BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, torch.maximum,

@@ -123,6 +123,8 @@ _UNARY_FORMS = {
     "silu": "({0}) * sigmoid({0})", "sigmoid": "sigmoid({0})", "tanh": "tanh({0})",
     "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})",
     "abs": "abs({0})", "erf": "erf({0})", "identity": "{0}",
+    "hardswish": "({0}) * Min(Max(({0}) + 3.f, 0.f, 1), 6.f, 1) * 0.16666666666666666f",
+    "hardsigmoid": "Min(Max(({0}) + 3.f, 0.f, 1), 6.f, 1) / 6.f",
 }
 _BINARY_FORMS = {
     "add": "({0}) + ({1})", "sub": "({0}) - ({1})", "mul": "({0}) * ({1})",
@@ -240,6 +242,17 @@ class KernelWriter:
             return "((%s) + (%s))" % (e, b)
         op = v.producer
         k = op.kind
+        if k == "clamp":
+            # NaN stays NaN (Max and Min propagate it), as in PyTorch.
+            e = self.load(op.inputs[0], idx)
+            if op.attrs["min"] is not None:
+                e = "Max(%s, %s, 1)" % (e, _lit(op.attrs["min"]))
+            if op.attrs["max"] is not None:
+                e = "Min(%s, %s, 1)" % (e, _lit(op.attrs["max"]))
+            return e
+        if k == "leaky_relu":
+            x = self.load(op.inputs[0], idx)
+            return "((%s)<0.f ? (%s) * %s : (%s))" % (x, x, _lit(op.attrs["slope"]), x)
         if k in UNARY:
             return "(%s)" % _UNARY_FORMS[k].format(self.load(op.inputs[0], idx))
         if k in BINARY:

@@ -63,7 +63,8 @@ class OpGraph:
 
 # Elementwise ops: canonical kind -> arity. Binary ones broadcast.
 UNARY = {"neg", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
-         "log", "sqrt", "rsqrt", "abs", "erf", "identity"}
+         "log", "sqrt", "rsqrt", "abs", "erf", "identity", "hardswish", "hardsigmoid",
+         "clamp", "leaky_relu"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
 # Ops whose result PyTorch makes a view of their input (the lowering, an
 # index map).
@@ -87,6 +88,8 @@ _FUNCTIONS = {
     _torch.index_select: "index_select", _torch.sum: "sum", _torch.mean: "mean",
     _torch.addmm: "addmm", _torch.baddbmm: "addmm", operator.getitem: "getitem",
     F.conv2d: "conv2d", _torch.conv2d: "conv2d",
+    F.hardswish: "hardswish", F.hardsigmoid: "hardsigmoid", F.hardtanh: "hardtanh",
+    F.relu6: "relu6", _torch.clamp: "clamp", F.leaky_relu: "leaky_relu",
 }
 _METHODS = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
@@ -98,6 +101,7 @@ _METHODS = {
     "t": "t", "unsqueeze": "reshape", "squeeze": "reshape", "expand": "expand",
     "expand_as": "expand", "masked_fill": "masked_fill", "index_select": "index_select",
     "sum": "sum", "mean": "mean", "addmm": "addmm", "baddbmm": "addmm",
+    "clamp": "clamp",
 }
 _A = _torch.ops.aten
 # ATen ops (make_fx graphs): overload packet -> kind, with the argument
@@ -118,6 +122,8 @@ _ATEN = {
     _A.sum: "sum", _A.mean: "mean", _A.slice: "slice", _A.select: "select",
     _A.embedding: "aten_embedding", _A.rsub: "rsub",
     _A._transformer_encoder_layer_fwd: "encoder_layer", _A.convolution: "aten_conv",
+    _A.hardswish: "hardswish", _A.hardsigmoid: "hardsigmoid", _A.hardtanh: "hardtanh",
+    _A.clamp: "clamp", _A.leaky_relu: "leaky_relu",
 }
 # Ops whose result is a tuple of tensors that getitem takes apart: into
 # pieces of their input, or (getitem 0) into the op of their first result.
@@ -132,7 +138,9 @@ _MODULES = {
     _torch.nn.LogSoftmax: "log_softmax", _torch.nn.LayerNorm: "layer_norm",
     _torch.nn.Linear: "linear", _torch.nn.Dropout: "dropout",
     _torch.nn.Identity: "identity", _torch.nn.Flatten: "flatten",
-    _torch.nn.Conv2d: "conv2d",
+    _torch.nn.Conv2d: "conv2d", _torch.nn.Hardswish: "hardswish",
+    _torch.nn.Hardsigmoid: "hardsigmoid", _torch.nn.Hardtanh: "hardtanh",
+    _torch.nn.ReLU6: "hardtanh", _torch.nn.LeakyReLU: "leaky_relu",
 }
 
 
@@ -297,6 +305,25 @@ def _canonical(kind, node, args, kwargs, value_of, module):
                 else _arg(node, args, kwargs, 1, "dims")
             perm = [_dim(d, rank) for d in dims]
         return "permute", [x], {"perm": tuple(perm)}
+    if kind in ("clamp", "hardtanh", "relu6"):
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        if module is not None:   # nn.Hardtanh, nn.ReLU6
+            lo, hi = module.min_val, module.max_val
+        elif kind == "relu6":
+            lo, hi = 0.0, 6.0
+        elif kind == "hardtanh":
+            lo, hi = (_arg(node, args, kwargs, 1, "min_val", -1.0),
+                      _arg(node, args, kwargs, 2, "max_val", 1.0))
+        else:
+            lo, hi = _arg(node, args, kwargs, 1, "min"), _arg(node, args, kwargs, 2, "max")
+        if any(b is not None and not isinstance(b, (int, float)) for b in (lo, hi)):
+            raise _Unsupported("clamp with tensor bounds")
+        return "clamp", [x], {"min": lo, "max": hi}
+    if kind == "leaky_relu":
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        slope = module.negative_slope if module is not None else \
+            _arg(node, args, kwargs, 1, "negative_slope", 0.01)
+        return "leaky_relu", [x], {"slope": float(slope)}
     if kind in UNARY:
         return kind, [val(_arg(node, args, kwargs, 0, "input"))], {}
     raise _Unsupported(kind)
