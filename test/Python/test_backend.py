@@ -477,3 +477,31 @@ def test_regions_on_views_with_gaps():
         y = torch.narrow(torch.cumsum(x, 0), 1, 1, 3)  # outside: a view with gaps
         return torch.softmax(y * 2.0, -1)
     run(f, torch.randn(3, 6), regions=1)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_and_pooling(channels_last):
+    bn = torch.nn.BatchNorm2d(4).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-1, 1)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1), bn, torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, 2, 1), torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(), torch.nn.Linear(4, 5)).eval()
+    x = torch.randn(2, 3, 9, 9)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    run(model, x)
+    run(lambda t: F.max_pool2d(t, 2) + F.max_pool2d(t, 3, 1, 1, dilation=1)[..., ::2, ::2][..., :2, :2],
+        torch.randn(1, 2, 5, 5))
+
+
+def test_resnet18_is_one_kernel():
+    import torchvision
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18().eval()
+    opt = run(model, torch.randn(1, 3, 64, 64))
+    assert opt.report[0].ops.count("conv2d") == 20

@@ -250,6 +250,12 @@ class KernelWriter:
             if op.attrs["max"] is not None:
                 e = "Min(%s, %s, 1)" % (e, _lit(op.attrs["max"]))
             return e
+        if k == "channel_affine":
+            x, scale, shift = op.inputs
+            return "((%s) * (%s) + (%s))" % (self.load(x, idx), self.load(scale, [idx[1]]),
+                                            self.load(shift, [idx[1]]))
+        if k == "max_pool2d":
+            return self.max_pool(op, idx)
         if k == "leaky_relu":
             x = self.load(op.inputs[0], idx)
             return "((%s)<0.f ? (%s) * %s : (%s))" % (x, x, _lit(op.attrs["slope"]), x)
@@ -344,6 +350,27 @@ class KernelWriter:
                 e = "(%s) + (%s)" % (e, self.load(b, idx[len(idx) - n:]))
             return "(%s)" % e
         raise Unsupported("no expression for %s" % k)
+
+    def max_pool(self, op, idx):
+        """The maximum over the window of idx; positions in the padding are
+        -inf (IfThenElse reads only what is inside)."""
+        x = op.inputs[0]
+        a = op.attrs
+        terms = []
+        for i in range(a["kernel"][0]):
+            for j in range(a["kernel"][1]):
+                h = "%s * %s + %s" % (idx[2], _ll(a["stride"][0]),
+                                      _ll(i * a["dilation"][0] - a["padding"][0]))
+                w = "%s * %s + %s" % (idx[3], _ll(a["stride"][1]),
+                                      _ll(j * a["dilation"][1] - a["padding"][1]))
+                e = self.load(x, idx[:2] + [h, w])
+                guards = ["(%s>=0ll ? 1 : 0) & (%s<%s ? 1 : 0)" % (p, p, _ll(n))
+                          for p, n in ((h, x.shape[2]), (w, x.shape[3]))]
+                terms.append("IfThenElse(%s, %s, NEG_INFINITY)" % (" & ".join(guards), e))
+        e = terms[0]
+        for t in terms[1:]:
+            e = "Max(%s, %s, 1)" % (e, t)
+        return e
 
     @staticmethod
     def _row(idx, reduced, rank):

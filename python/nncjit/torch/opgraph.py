@@ -90,6 +90,7 @@ _FUNCTIONS = {
     F.conv2d: "conv2d", _torch.conv2d: "conv2d",
     F.hardswish: "hardswish", F.hardsigmoid: "hardsigmoid", F.hardtanh: "hardtanh",
     F.relu6: "relu6", _torch.clamp: "clamp", F.leaky_relu: "leaky_relu",
+    F.max_pool2d: "max_pool2d", F.adaptive_avg_pool2d: "adaptive_avg_pool2d",
 }
 _METHODS = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
@@ -141,6 +142,8 @@ _MODULES = {
     _torch.nn.Conv2d: "conv2d", _torch.nn.Hardswish: "hardswish",
     _torch.nn.Hardsigmoid: "hardsigmoid", _torch.nn.Hardtanh: "hardtanh",
     _torch.nn.ReLU6: "hardtanh", _torch.nn.LeakyReLU: "leaky_relu",
+    _torch.nn.BatchNorm2d: "batch_norm", _torch.nn.MaxPool2d: "max_pool2d",
+    _torch.nn.AdaptiveAvgPool2d: "adaptive_avg_pool2d",
 }
 
 
@@ -319,6 +322,52 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         if any(b is not None and not isinstance(b, (int, float)) for b in (lo, hi)):
             raise _Unsupported("clamp with tensor bounds")
         return "clamp", [x], {"min": lo, "max": hi}
+    if kind == "batch_norm":
+        # In inference: x * scale + shift, per channel (dim 1).
+        x = val(args[0])
+        if module.training or module.running_mean is None or len(x.shape) != 4:
+            raise _Unsupported("batch_norm in training or without running statistics")
+        scale = _torch.rsqrt(module.running_var + module.eps)
+        if module.weight is not None:
+            scale = scale * module.weight
+        shift = -module.running_mean * scale
+        if module.bias is not None:
+            shift = shift + module.bias
+        return "channel_affine", [x, scale.detach(), shift.detach()], {}
+    if kind == "max_pool2d":
+        x = val(args[0])
+        if module is not None:
+            k, st, pad, dil = (module.kernel_size, module.stride, module.padding,
+                               module.dilation)
+            if module.return_indices:
+                raise _Unsupported("max_pool2d with indices")
+        else:
+            k, st, pad, dil = (_arg(node, args, kwargs, i, n, d) for i, n, d in (
+                (1, "kernel_size", None), (2, "stride", None), (3, "padding", 0),
+                (4, "dilation", 1)))
+            if kwargs.get("return_indices"):
+                raise _Unsupported("max_pool2d with indices")
+
+        def pair(v):
+            v = [v] if isinstance(v, int) else list(v)
+            return v * 2 if len(v) == 1 else v
+        st = st if st not in (None, [], ()) else k
+        if len(x.shape) != 4:
+            raise _Unsupported("max_pool2d of a tensor that is not 4-d")
+        return "max_pool2d", [x], {"kernel": pair(k), "stride": pair(st),
+                                   "padding": pair(pad), "dilation": pair(dil)}
+    if kind == "adaptive_avg_pool2d":
+        x = val(args[0])
+        size = module.output_size if module is not None else \
+            _arg(node, args, kwargs, 1, "output_size")
+        size = [size] * 2 if isinstance(size, int) else list(size)
+        if len(x.shape) != 4:
+            raise _Unsupported("adaptive_avg_pool2d of a tensor that is not 4-d")
+        if size == list(x.shape[2:]):
+            return "identity", [x], {}
+        if size != [1, 1]:
+            raise _Unsupported("adaptive_avg_pool2d to %s" % size)
+        return "mean", [x], {"dims": (2, 3), "keepdim": True}
     if kind == "leaky_relu":
         x = val(_arg(node, args, kwargs, 0, "input"))
         slope = module.negative_slope if module is not None else \
