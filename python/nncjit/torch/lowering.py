@@ -499,13 +499,23 @@ class KernelWriter:
         dense = x not in self.region.inputs or \
             list(x.stride) in _dense_strides(x.shape)
         xname = self.buffers[x] if x in self.buffers and dense else self.operand(x, x.shape)
-        bufs = [xname, self.constant(w.constant.contiguous(), "w")]
-        if b is not None:
-            bufs.append(self.constant(b.constant.contiguous(), "b"))
+        weight, bias = w.constant, b.constant if b is not None else None
+        result = op.output
+        users = [u for u in result.users if u in self.region.ops]
+        if len(users) == 1 and users[0].kind == "channel_affine" and \
+                result not in self.region.outputs and len(result.users) == 1:
+            # A batch norm after it: folded into its weight and bias once.
+            _, scale, shift = users[0].inputs
+            weight = weight * scale.constant.reshape(-1, 1, 1, 1)
+            bias = shift.constant + (bias * scale.constant if bias is not None else 0)
+            result = users[0].output
+        bufs = [xname, self.constant(weight.contiguous(), "w")]
+        if bias is not None:
+            bufs.append(self.constant(bias.contiguous(), "b"))
         out = self.allocate("conv", op.output.shape)
         self.lines.append("  %s = nnc_aten_conv2d(buf_args={%s}, args={%s});" % (
             out, ", ".join(bufs), ", ".join(_ll(a) for a in op.attrs["args"])))
-        self.buffers[op.output] = out
+        self.buffers[result] = out
 
     def operand(self, v, shape):
         """A contiguous buffer of shape holding v: v's own where it is one,
