@@ -13,7 +13,8 @@ Cases: bert-bB-sS, a BERT-base-like nn.TransformerEncoder (2 layers, d=768,
 writes out) at batch B and sequence S; gpt-bB-sS, a GPT-style decoder (2
 blocks written with plain matmul and softmax, a -inf causal mask); vit_b_16
 and swin_t (torchvision, batch 1, 224x224); mlp (2 linear layers with GELU,
-layer norm and softmax). The backend gets the module's ATen graph
+layer norm and softmax); fx:MODEL, a torchvision CNN's symbolic trace
+(fx:resnet18). The backend gets the module's ATen graph
 (make_fx), as torch.compile's backends get theirs, or its symbolic trace
 (mlp).
 """
@@ -98,6 +99,11 @@ def make(case):
         m, x = MLP().eval(), torch.randn(64, 768)
         return m, [x], lambda: torch.fx.symbolic_trace(m)
     import torchvision
+    if case.startswith("fx:"):
+        # A torchvision model's symbolic trace (torch-level ops, no in-place
+        # ones: make_fx keeps CNNs' relu_ and add_).
+        m, x = getattr(torchvision.models, case[3:])().eval(), torch.randn(1, 3, 224, 224)
+        return m, [x], lambda: torch.fx.symbolic_trace(m)
     m = getattr(torchvision.models, case)().eval()
     if case.startswith("vit"):
         # torchvision zeroes ViT's head: its logits would all be 0.
