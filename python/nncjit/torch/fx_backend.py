@@ -216,7 +216,8 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
     outputs = [v for v in graph.outputs if v is not None]
     regions = [Region(ops, outputs) for ops in regions]
     # The nodes of each region's inputs, as traced.
-    traced = [[v.producer.node if v.producer is not None else _node_of(gm, v)
+    nodes = {n.name: n for n in gm.graph.nodes}
+    traced = [[v.producer.node if v.producer is not None else nodes[v.name]
                for v in region.inputs if v.constant is None] for region in regions]
     reads = {}
     for index, (region, nodes) in enumerate(zip(regions, traced)):
@@ -278,13 +279,6 @@ def _remove_dead_code(graph):
         if not n.users and n.op in ("call_function", "call_method", "get_attr") and \
                 not mutates(n) and not n.is_impure():
             graph.erase_node(n)
-
-
-def _node_of(gm, v):
-    for n in gm.graph.nodes:
-        if n.name == v.name:
-            return n
-    raise Unsupported("no node for %s" % v)
 
 
 def _replace(gm, region, input_nodes, module):

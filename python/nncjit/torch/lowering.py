@@ -203,6 +203,7 @@ class KernelWriter:
 
     def __init__(self, region, name):
         self.region = region
+        self.members = set(region.ops)
         self.name = name
         self.params = []        # declarations
         self.constants = {}     # parameter name -> tensor, bound once
@@ -496,12 +497,12 @@ class KernelWriter:
         consumers' first loop into."""
         x, w, b = op.inputs
         # A temporary of the kernel is dense; an input may have any strides.
-        dense = x not in self.region.inputs or \
+        dense = x.producer is not None and x.producer in self.members or \
             list(x.stride) in _dense_strides(x.shape)
         xname = self.buffers[x] if x in self.buffers and dense else self.operand(x, x.shape)
         weight, bias = w.constant, b.constant if b is not None else None
         result = op.output
-        users = [u for u in result.users if u in self.region.ops]
+        users = [u for u in result.users if u in self.members]
         if len(users) == 1 and users[0].kind == "channel_affine" and \
                 result not in self.region.outputs and len(result.users) == 1:
             # A batch norm after it: folded into its weight and bias once.
@@ -551,7 +552,6 @@ class KernelWriter:
             outs[v] = "o%d" % i
             self.params.append(_decl("out", outs[v], v.dtype, v.shape,
                                      _contiguous_strides(v.shape)))
-        members = set(region.ops)
         for op in region.ops:
             v = op.output
             if op.kind in _REDUCTIONS:
@@ -560,7 +560,7 @@ class KernelWriter:
                 self.convolution(op)
             elif op.kind in _CALLS:
                 self.matrix_product(op)
-            uses = sum(1 for u in v.users if u in members)
+            uses = sum(1 for u in v.users if u in self.members)
             if v in outs:
                 self.materialize(v, outs[v])
                 self.buffers[v] = outs[v]

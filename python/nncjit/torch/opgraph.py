@@ -699,9 +699,9 @@ def _add_node(g, node, gm, modules, values, value_of, new_value):
         v = new_value(node)
         g.inputs.append(v)
     elif node.op == "get_attr":
-        t = getattr(gm, node.target) if "." not in node.target else \
-            gm.get_parameter(node.target) if node.target in dict(gm.named_parameters()) \
-            else gm.get_buffer(node.target)
+        t = gm
+        for name in node.target.split("."):   # a parameter, buffer or attribute
+            t = getattr(t, name)
         if isinstance(t, _torch.Tensor):
             new_value(node, constant=t.detach())
     elif node.op == "output":
