@@ -66,7 +66,7 @@ def test_unscripted_module_and_fuser_settings_restored():
     assert all(r.on_nncjit for r in fast.report), fast.summary()
     torch.testing.assert_close(fast(x, y), m(x, y), rtol=1e-4, atol=1e-5)
     assert fast.channels_last and fast(x, y).is_contiguous()
-    assert "nncjit::run_group" in str(fast.graph)
+    assert "nncjit::run" in str(fast.graph)
     assert (torch._C._jit_texpr_fuser_enabled(), torch._C._jit_can_fuse_on_cpu(),
             torch._C._jit_get_te_must_use_llvm_cpu()) == saved
 
@@ -406,7 +406,7 @@ def test_squeeze_excite_runs_the_kernels_not_the_fallbacks(channels_last):
         got = fast(x)
     names = [e.name for e in prof.events()]
     assert not [n for n in names if "convolution" in n], sorted(set(names))
-    assert names.count("nncjit::run_group") == sum(
+    assert names.count("nncjit::run") == sum(
         1 for g in fast.groups if g.report.on_nncjit and not g.report.merged) + len(
         [r for r in fast.report if r.merged]), sorted(set(names))
     torch.testing.assert_close(got, m(x), rtol=1e-4, atol=1e-5)

@@ -26,7 +26,7 @@ How it works:
 4. nnc-jit compiles each kernel; with `check=True` (the default) it runs it
    on the inputs the group saw and compares the result with PyTorch's.
 5. The optimized graph is rewritten so that each group calls the operator
-   `nncjit::run_group` (registered with `torch.library`), and runs as a
+   `nncjit_py::run_group` (registered with `torch.library`), and runs as a
    TorchScript function without further graph optimization. Everything
    outside the groups runs as PyTorch runs it. A group nnc-jit cannot take
    is reported (`OptimizedModule.report`, and a warning) and runs its
@@ -35,7 +35,7 @@ How it works:
 The package's modules, in the order a model goes through them: capture
 (scripting, freezing, the fuser's groups), translate (a group as a .nnc
 kernel), ops (convolutions and linear layers outside groups), rewrite (the
-graph's calls of nncjit::run_group), module (optimize and
+graph's calls of nncjit_py::run_group), module (optimize and
 OptimizedModule) and export; check and kernel_text hold what they share.
 
 `backend(gm, example_inputs)` is nnc-jit's own lowering, not limited to
@@ -45,7 +45,10 @@ as one .nnc kernel) and fx_backend (the partition and the returned callable).
 """
 from .fx_backend import backend
 from .common import GroupReport
+from .deploy import LoadedModule, load
 from .export import export
+from .kernels import default_cache_dir, operator_library
 from .module import OptimizedModule, optimize
 
-__all__ = ["GroupReport", "OptimizedModule", "backend", "export", "optimize"]
+__all__ = ["GroupReport", "LoadedModule", "OptimizedModule", "backend",
+           "default_cache_dir", "export", "load", "operator_library", "optimize"]

@@ -5,7 +5,9 @@ import warnings
 
 import torch as _torch
 
+from . import deploy as _deploy
 from .capture import _capture, _is_nchw, _script, _self_args, _to_channels_last
+from .kernels import default_cache_dir
 from .ops import _merge_ops_into_groups, _replace_ops
 from .rewrite import _GROUPS, _register_operator, _replace_groups
 
@@ -25,6 +27,9 @@ class OptimizedModule:
         self._contiguous_outputs = None
         self._profiled = None  # owns the graph's fallback functions
         self._ids = []         # its entries of _GROUPS
+        # Whether the graph calls the kernels through the operator library
+        # (deploy.py), layouts included; it can then be saved.
+        self.deployed = False
 
     def __del__(self):
         # The kernels and their weights go with the model.
@@ -41,10 +46,13 @@ class OptimizedModule:
 
     @property
     def graph(self):
-        """The graph that runs: each group is a call of nncjit::run_group."""
+        """The graph that runs: each group is a call of nncjit_py::run_group."""
         return self._function.graph
 
     def __call__(self, *inputs):
+        if self.deployed:
+            with _torch.no_grad(), _torch.jit.optimized_execution(False):
+                return self._function(*_self_args(self._module), *inputs)
         if self.channels_last:
             inputs = [_to_channels_last(x) for x in inputs]
         with _torch.no_grad(), _torch.jit.optimized_execution(False):
@@ -54,6 +62,12 @@ class OptimizedModule:
         return out
 
     forward = __call__
+
+    def save(self, path):
+        """Writes the model as one TorchScript file (its graph, constants,
+        and each kernel's .nnc text and options), which nncjit.torch.load
+        and nnc-torch-run load without optimizing again."""
+        _deploy.save(self, path)
 
     def summary(self):
         lines = []
@@ -154,6 +168,7 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     """
     name = name or _default_name(module)
     compile_options.setdefault("threads", _torch.get_num_threads())
+    compile_options.setdefault("cache_dir", default_cache_dir())
     compile_options.setdefault("winograd", True)
     options = {"compile": compile_options, "check": check, "rtol": rtol,
                "atol": atol, "ops": ops, "channels_last": channels_last}
@@ -168,6 +183,7 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     # values from before the runs.
     pristine = copy.deepcopy(sm) if isinstance(sm, _torch.jit.ScriptModule) else sm
     eager_out = None
+    example_inputs_nchw = example_inputs
     if channels_last:
         with _torch.no_grad():
             eager_out = _flat_tensors(sm(*example_inputs))
@@ -189,6 +205,9 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
         if _merge_ops_into_groups(model._graph, model.groups, options, model._ids):
             model._function = _torch._C._create_function_from_graph(
                 "nncjit_forward", model._graph)
+    first = len(_self_args(sm))
+    model.deployed = _deploy.deploy(model, [
+        first + i for i, x in enumerate(example_inputs_nchw) if channels_last and _is_nchw(x)])
     left = [r for r in model.report if not r.on_nncjit]
     if left:
         warnings.warn("nncjit: %d of %d fusion groups and ops run in PyTorch:\n%s" % (

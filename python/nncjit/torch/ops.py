@@ -7,6 +7,7 @@ import torch as _torch
 from .. import _nncjit
 from .check import _copy, _matches, _max_abs_diff, _mismatch, _signature
 from .common import GroupReport, _Unsupported
+from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _kernel_text
 from .rewrite import _GROUPS, _call_group
 
@@ -148,7 +149,7 @@ class _OpKernel:
                 raise _Unsupported("PyTorch's op refuses it: %s" % e) from None
             self.out_strides[_signature(x)] = want.stride()
             text, constants = self._write(x)
-            fn = _nncjit.compile(text, **self.options["compile"]).partial(**constants)
+            fn = compile_kernel(text, self.options["compile"], constants)
         except (_Unsupported, _nncjit.Error) as e:
             self.report.reason = "input %s: %s" % (list(x.shape), str(e).split("\n")[0])
             return None
@@ -222,7 +223,7 @@ class _OpKernel:
 
 class _MergedGroup:
     """A group with the convolutions that feed it merged into its kernel:
-    the nncjit::run_op calls whose only consumer the group is. The
+    the nncjit_py::run_op calls whose only consumer the group is. The
     convolution then writes a temporary of the kernel, which saves a call
     and lets fuse-conv-post-ops fold the group's first loops (a ReLU6, an
     add) into it. It checks its own inputs (the group's type check is gone
@@ -287,7 +288,7 @@ class _MergedGroup:
     def compile(self, options):
         """Compiles and checks the merged kernel; False if it is not kept."""
         try:
-            fn = _nncjit.compile(self.kernel, **options["compile"]).partial(**self.constants)
+            fn = compile_kernel(self.kernel, options["compile"], self.constants)
         except _nncjit.Error:
             return False
         inputs = self._inputs_from_recording()
@@ -342,7 +343,7 @@ def _merge_ops_into_groups(graph, groups, options, ids):
         producers = {}
         for p, v in enumerate(values):
             node = v.node()
-            if node.kind() != "nncjit::run_op":
+            if node.kind() != "nncjit_py::run_op":
                 continue
             op = _GROUPS[node.inputsAt(0).toIValue()]
             if op.kind != "aten::conv2d" or op.example is None or \
@@ -372,7 +373,7 @@ def _merge_ops_into_groups(graph, groups, options, ids):
 
 def _replace_ops(graph, first_id, name, options):
     """Replaces the convolutions and linear layers of graph (its top level:
-    outside the fusion groups) by calls of nncjit::run_op; returns their
+    outside the fusion groups) by calls of nncjit_py::run_op; returns their
     _OpKernels, numbered from first_id, and the reports of those it leaves
     to PyTorch, with the reason."""
     ops, refused = [], []
@@ -391,7 +392,7 @@ def _replace_ops(graph, first_id, name, options):
         ops.append(op)
         c = graph.insertConstant(op.index)
         c.node().moveBefore(node)
-        call = graph.create("nncjit::run_op", [c, node.inputsAt(0)], 1)
+        call = graph.create("nncjit_py::run_op", [c, node.inputsAt(0)], 1)
         call.output().setType(node.output().type())
         call.insertBefore(node)
         node.output().replaceAllUsesWith(call.output())

@@ -1,5 +1,5 @@
-"""The operators the rewritten graph calls (nncjit::run_group and
-nncjit::run_op, on torch.library), and the rewriting of groups into calls."""
+"""The operators the rewritten graph calls (nncjit_py::run_group and
+nncjit_py::run_op, on torch.library), and the rewriting of groups into calls."""
 
 
 import torch as _torch
@@ -24,7 +24,8 @@ def _run_op(op_id, x):
 def _register_operator():
     global _LIBRARY
     if _LIBRARY is None:
-        _LIBRARY = _torch.library.Library("nncjit", "DEF")
+        # Not nncjit: the operator library (kernels.py) defines that.
+        _LIBRARY = _torch.library.Library("nncjit_py", "DEF")
         _LIBRARY.define("run_group(int id, Tensor[] inputs) -> Tensor[]")
         _LIBRARY.impl("run_group", _run_group, "CPU")
         _LIBRARY.define("run_op(int id, Tensor x) -> Tensor")
@@ -32,7 +33,7 @@ def _register_operator():
 
 
 def _call_group(graph, gid, inputs, node):
-    """Inserts before node a call of nncjit::run_group(gid, inputs) whose
+    """Inserts before node a call of nncjit_py::run_group(gid, inputs) whose
     results replace node's outputs (node is then unused). A scalar input
     (an int attribute of the module, ...) is passed as a 0-dim tensor."""
     inputs = list(inputs)
@@ -47,7 +48,7 @@ def _call_group(graph, gid, inputs, node):
     lc.insertBefore(node)
     c = graph.insertConstant(gid)
     c.node().moveBefore(lc)
-    call = graph.create("nncjit::run_group", [c, lc.output()], 1)
+    call = graph.create("nncjit_py::run_group", [c, lc.output()], 1)
     call.output().setType(_torch._C.ListType.ofTensors())
     call.insertBefore(node)
     unpack = graph.create("prim::ListUnpack", [call.output()], node.outputsSize())
@@ -59,7 +60,7 @@ def _call_group(graph, gid, inputs, node):
 
 def _replace_groups(graph, ids):
     """Rewrites each prim::TensorExprGroup of graph into a call of
-    nncjit::run_group with the group's id (ids, in node order), and notes
+    nncjit_py::run_group with the group's id (ids, in node order), and notes
     the prim::If that guards it."""
     for node, gid in zip(graph.findAllNodes("prim::TensorExprGroup"), ids):
         block = node.owningBlock()

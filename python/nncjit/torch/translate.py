@@ -7,6 +7,7 @@ import torch as _torch
 from .. import _nncjit
 from .check import _copy, _matches, _max_abs_diff, _mismatch
 from .common import GroupReport, _Unsupported, _scalar_type, _tensor_type
+from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
 
 
@@ -168,8 +169,8 @@ class _Group:
 
     def _compile(self, options):
         try:
-            self.function = _nncjit.compile(self.write(), **options["compile"]).partial(
-                **self.constants)
+            self.function = compile_kernel(self.write(), options["compile"],
+                                           self.constants)
         except _Unsupported as e:
             self.report.reason = str(e)
             return

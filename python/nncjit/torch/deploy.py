@@ -1,0 +1,316 @@
+"""The graph an optimized model runs and is saved with, where the operator
+library is built (kernels.py): every kernel is called through
+nncjit::run behind nncjit::accepts, with PyTorch's own ops (the group's
+subgraph, the convolution or linear layer) as the other branch, so that the
+graph holds no Python and no profiling node; and save() and load().
+
+    %ok = nncjit::accepts(%kernel, [%x, ...])
+    %y = prim::If(%ok)
+      block0(): nncjit::run(%kernel, [%x, ...]) -> its outputs
+      block1(): the group's ops (or aten::conv2d, aten::linear)
+"""
+
+import json
+import threading
+
+import torch as _torch
+
+from .. import _nncjit
+from .check import _signature
+from .kernels import TorchKernel, operator_library
+from .rewrite import _GROUPS
+
+
+_TENSORS = None
+
+
+def _tensor_list():
+    global _TENSORS
+    if _TENSORS is None:
+        _TENSORS = _torch._C.ListType.ofTensors()
+    return _TENSORS
+
+
+def _kernel_of(fn):
+    return fn.kernel if isinstance(fn, TorchKernel) else None
+
+
+def _insert(graph, kind, inputs, out_type, before):
+    node = graph.create(kind, inputs, 1)
+    node.output().setType(out_type)
+    node.insertBefore(before)
+    return node.output()
+
+
+def _constant(graph, value, before):
+    c = graph.insertConstant(value)
+    c.node().moveBefore(before)
+    return c
+
+
+def _guarded(graph, kernel, inputs, out_types, fallback, before):
+    """Inserts before `before` the call of kernel on inputs behind
+    nncjit::accepts, with fallback() (which inserts PyTorch's ops at the
+    graph's insert point and returns their outputs) as the other branch;
+    returns the If's outputs."""
+    k = _constant(graph, kernel, before)
+    xs = _insert(graph, "prim::ListConstruct", inputs, _tensor_list(), before)
+    ok = _insert(graph, "nncjit::accepts", [k, xs], _torch._C.BoolType.get(), before)
+    node = graph.create("prim::If", [ok], 0)
+    node.insertBefore(before)
+    run_block, fallback_block = node.addBlock(), node.addBlock()
+    run = run_block.addNode("nncjit::run", [k, xs])
+    run.output().setType(_tensor_list())
+    unpack = run_block.addNode("prim::ListUnpack", [run.output()])
+    while unpack.outputsSize() < len(out_types):
+        unpack.addOutput()
+    for v, t in zip(unpack.outputs(), out_types):
+        v.setType(t)
+        run_block.registerOutput(v)
+    with graph.insert_point_guard(fallback_block.returnNode()):
+        for v in fallback():
+            fallback_block.registerOutput(v)
+    for t in out_types:
+        node.addOutput().setType(t)
+    return list(node.outputs())
+
+
+def _op_fallback(graph, op, x):
+    """PyTorch's op of _OpKernel op on x, at the insert point."""
+    c = graph.insertConstant
+    if op.kind == "aten::linear":
+        inputs = [x, c(op.weight), c(op.bias)]
+    else:
+        inputs = [x, c(op.weight), c(op.bias)] + [c(v) for v in op.params]
+    node = graph.insertNode(graph.create(op.kind, inputs, 1))
+    node.output().setType(_torch._C.TensorType.get())
+    return node.output()
+
+
+def _deploy_op(graph, node):
+    """A call of nncjit_py::run_op: the op's kernel for its example input (a
+    linear layer's on the rows of it) behind accepts, or PyTorch's op."""
+    op = _GROUPS[node.inputsAt(0).toIValue()]
+    x = node.inputsAt(1)
+    fn = op.functions.get(_signature(op.example)) if op.example is not None else None
+    kernel = _kernel_of(fn)
+    t = _torch._C.TensorType.get()
+    if kernel is None:
+        with graph.insert_point_guard(node):
+            y = _op_fallback(graph, op, x)
+    elif op.kind == "aten::linear" and op.example.dim() == 2 and \
+            getattr(x.type(), "dim", lambda: None)() != 2:
+        # A batch of rows: the kernel takes them as a matrix.
+        k = op.weight.shape[1]
+        rows = _insert(graph, "aten::reshape", [x, _constant(graph, [-1, k], node)], t, node)
+        y2 = _guarded(graph, kernel, [rows], [t],
+                      lambda: [_op_fallback(graph, op, rows)], node)[0]
+        sizes = _insert(graph, "aten::size", [x], _torch._C.ListType.ofInts(), node)
+        lead = _insert(graph, "aten::slice", [sizes, _constant(graph, 0, node),
+                                              _constant(graph, -1, node),
+                                              _constant(graph, 1, node)],
+                       _torch._C.ListType.ofInts(), node)
+        shape = _insert(graph, "aten::add", [lead, _constant(graph, [op.weight.shape[0]], node)],
+                        _torch._C.ListType.ofInts(), node)
+        y = _insert(graph, "aten::view", [y2, shape], t, node)
+    else:
+        y = _guarded(graph, kernel, [x], [t], lambda: [_op_fallback(graph, op, x)], node)[0]
+    node.output().replaceAllUsesWith(y)
+    node.destroy()
+
+
+def _unchecked(value):
+    """The value a prim::TypeCheck output checks (the value itself
+    otherwise)."""
+    n = value.node()
+    if n.kind() == "prim::TypeCheck":
+        return n.inputsAt(list(n.outputs()).index(value))
+    return value
+
+
+def _deploy_group(graph, node):
+    """A call of nncjit_py::run_group (a group, or a group with convolutions
+    merged in), with the prim::If of its type check around it, becomes the
+    kernel behind accepts, or, for a group left to PyTorch, its ops."""
+    obj = _GROUPS[node.inputsAt(0).toIValue()]
+    listed = list(node.inputsAt(1).node().inputs())
+    scalars = [v.node().kind() == "prim::NumToTensor" for v in listed]
+    values = [v.node().inputsAt(0) if s else _unchecked(v) for v, s in zip(listed, scalars)]
+    unpack = next(iter(node.output().uses())).user
+    if_node = getattr(obj, "if_node", None)
+    if if_node is not None:
+        before, replaced = if_node, list(if_node.outputs())
+        check = if_node.inputsAt(0).node()
+    else:
+        before, replaced, check = node, list(unpack.outputs()), None
+    out_types = [v.type() for v in replaced]
+    group = getattr(obj, "group", obj)
+
+    def fallback():
+        inputs = values
+        if group is not obj:  # the merged convolutions first
+            inputs = [values[k] if op is None else _op_fallback(graph, op, values[k])
+                      for op, k in obj.sources]
+        return graph.insertGraph(group.subgraph, inputs)
+
+    kernel = _kernel_of(obj.function)
+    if kernel is None:
+        with graph.insert_point_guard(before):
+            outs = fallback()
+    else:
+        tensors = [_insert(graph, "prim::NumToTensor", [v], _torch._C.TensorType.get(), before)
+                   if s else v for v, s in zip(values, scalars)]
+        outs = _guarded(graph, kernel, tensors, out_types, fallback, before)
+    for old, new in zip(replaced, outs):
+        old.replaceAllUsesWith(new)
+    if if_node is not None:
+        obj.if_node = None
+        if_node.destroy()
+        if check is not None and check.kind() == "prim::TypeCheck":
+            for out, x in zip(check.outputs(), check.inputs()):
+                out.replaceAllUsesWith(x)
+            check.destroy()
+    else:
+        unpack.destroy()
+        lc = node.inputsAt(1).node()
+        node.destroy()
+        lc.destroy()
+
+
+def _layouts(graph, channels_last_inputs, contiguous_outputs):
+    """Converts the given graph inputs (positions after self) of rank 4 to
+    channels-last at entry, and makes the given outputs contiguous (a
+    tensor, or elements of a returned tuple)."""
+    inputs = list(graph.inputs())
+    first = next((n for n in graph.nodes()), graph.return_node())
+    t = _torch._C.TensorType.get()
+    for i in channels_last_inputs:
+        x = inputs[i]
+        uses = list(x.uses())
+        rank = _insert(graph, "aten::dim", [x], _torch._C.IntType.get(), first)
+        four = _insert(graph, "aten::eq", [rank, _constant(graph, 4, first)],
+                       _torch._C.BoolType.get(), first)
+        node = graph.create("prim::If", [four], 0)
+        node.insertBefore(first)
+        yes, no = node.addBlock(), node.addBlock()
+        cl = yes.addNode("aten::contiguous", [x, _constant(graph, 2, node)])  # channels_last
+        cl.output().setType(t)
+        yes.registerOutput(cl.output())
+        no.registerOutput(x)
+        node.addOutput().setType(t)
+        for use in uses:
+            use.user.replaceInputWith(x, node.output())
+    ret = graph.return_node()
+    out = ret.inputsAt(0)
+    producer = out.node()
+    if isinstance(out.type(), _torch._C.TensorType) and 0 in contiguous_outputs:
+        fixed = _insert(graph, "aten::contiguous", [out, _constant(graph, 0, ret)], t, ret)
+        ret.replaceInput(0, fixed)
+    elif producer.kind() == "prim::TupleConstruct":
+        for i in contiguous_outputs:
+            v = producer.inputsAt(i)
+            fixed = _insert(graph, "aten::contiguous", [v, _constant(graph, 0, producer)], t,
+                            producer)
+            producer.replaceInput(i, fixed)
+
+
+def deploy(model, channels_last_inputs):
+    """Rewrites model's graph (an OptimizedModule's, after compiling) into
+    the deployable form; True if it did (the operator library is built)."""
+    if not operator_library():
+        return False
+    graph = model._graph
+    for node in graph.findAllNodes("nncjit_py::run_op"):
+        _deploy_op(graph, node)
+    for node in graph.findAllNodes("nncjit_py::run_group"):
+        _deploy_group(graph, node)
+    _layouts(graph, channels_last_inputs, model._contiguous_outputs or ())
+    _torch._C._jit_pass_dce(graph)
+    graph.lint()
+    left = {n.kind() for n in graph.findAllNodes("prim::TypeCheck")} | \
+        {n.kind() for n in graph.findAllNodes("prim::CallFunction")}
+    if left:
+        raise _nncjit.Error("the optimized graph keeps %s after deployment" % sorted(left))
+    model._function = _torch._C._create_function_from_graph("nncjit_forward", graph)
+    return True
+
+
+# -- saving and loading ------------------------------------------------------
+
+_FORMAT = 1
+_LOAD_LOCK = threading.Lock()
+
+
+def save(model, path):
+    """Writes model (a deployed OptimizedModule) as one TorchScript file."""
+    if not model.deployed:
+        raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
+                            "library was not built (install libtorch-dev and rebuild)")
+    fresh = _torch.jit._recursive.wrap_cpp_module(
+        _torch._C._freeze_module(model._module._c, [], True, False)) \
+        if isinstance(model._module, _torch.jit.ScriptModule) else None
+    if fresh is None:
+        raise _nncjit.Error("this model cannot be saved: it is a scripted function, "
+                            "not a module")
+    graph = fresh._c._get_method("forward").graph
+    old = list(graph.nodes())
+    outs = graph.insertGraph(model._graph, list(graph.inputs()))
+    ret = graph.return_node()
+    for i, v in enumerate(outs):
+        ret.replaceInput(i, v)
+    for n in reversed(old):
+        n.destroy()
+    graph.lint()
+    meta = {"format": _FORMAT, "torch": _torch.__version__,
+            "report": [repr(r) for r in model.report]}
+    _torch.jit.save(fresh, path, _extra_files={"nncjit.json": json.dumps(meta)})
+
+
+class LoadedModule:
+    """A model loaded by load(): call it like the module it was saved from."""
+
+    def __init__(self, module, meta):
+        self.module = module
+        self.meta = meta
+
+    def __call__(self, *inputs):
+        with _torch.no_grad(), _torch.jit.optimized_execution(False):
+            return self.module(*inputs)
+
+    forward = __call__
+
+    @property
+    def graph(self):
+        return self.module.graph
+
+
+def load(path, *, threads=None, cache_dir=None, **compile_options):
+    """The model saved at path by OptimizedModule.save(), its kernels
+    compiled (or found in the cache: cache_dir, default
+    nncjit.torch.default_cache_dir()) with the options they were saved
+    with, overridden by threads and compile_options."""
+    if not operator_library():
+        raise _nncjit.Error("nnc-jit's PyTorch operator library was not built "
+                            "(install libtorch-dev and rebuild)")
+    from .kernels import option_strings
+    overrides = dict(compile_options, threads=threads)
+    overrides["cache_dir"] = "" if cache_dir == "none" else \
+        (cache_dir if cache_dir is not None else _torch.ops.nncjit.default_cache_dir())
+    extra = {"nncjit.json": ""}
+    with _LOAD_LOCK:
+        _torch.ops.nncjit.set_load_options(option_strings(overrides))
+        try:
+            module = _torch.jit.load(path, _extra_files=extra)
+        except (RuntimeError, ValueError) as e:
+            raise _nncjit.Error("%s: cannot load the model: %s" % (
+                path, str(e).split("\n")[0])) from None
+        finally:
+            _torch.ops.nncjit.set_load_options([])
+    try:
+        meta = json.loads(extra["nncjit.json"] or "null")
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise _nncjit.Error("%s: not a model saved by nncjit.torch (format %d): its "
+                            "nncjit.json is missing or of another format" % (path, _FORMAT))
+    return LoadedModule(module.eval(), meta)

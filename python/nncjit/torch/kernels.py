@@ -1,0 +1,84 @@
+"""Compiling a kernel for the bridge: as a TorchScript value of the C++
+operator library (libnncjit_torch, torch.classes.nncjit.Kernel) where it is
+built, so that the graph calls it without Python and it can be saved; else
+as an nncjit.Function (the graph then calls it through Python)."""
+
+import os
+
+import torch as _torch
+
+from .. import _nncjit
+
+
+_LIBRARY_NAME = "libnncjit_torch.so"
+_loaded = None
+
+
+def operator_library():
+    """The path of the operator library, loaded into torch (once), or None
+    where it was not built (no libtorch-dev)."""
+    global _loaded
+    if _loaded is None:
+        path = os.path.join(os.path.dirname(os.path.dirname(__file__)), _LIBRARY_NAME)
+        _loaded = ""
+        if os.path.exists(path):
+            _torch.ops.load_library(path)
+            _loaded = path
+    return _loaded or None
+
+
+def default_cache_dir():
+    """Where kernels are cached across processes by default (the operator
+    library's rule: $NNCJIT_CACHE_DIR, $XDG_CACHE_HOME/nncjit or
+    ~/.cache/nncjit), or None without the library."""
+    return _torch.ops.nncjit.default_cache_dir() if operator_library() else None
+
+
+def option_strings(compile_options):
+    """compile()'s keywords as the `keyword=value` strings nncjit.Kernel
+    takes (None: the default, left out)."""
+    out = []
+    for key, value in sorted(compile_options.items()):
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "on" if value else "off"
+        elif isinstance(value, (list, tuple)):
+            raise _nncjit.Error("compile option %s=%r cannot be given to a "
+                                "TorchScript kernel" % (key, value))
+        out.append("%s=%s" % (key, os.fspath(value) if key == "cache_dir" else value))
+    return out
+
+
+class TorchKernel:
+    """A torch.classes.nncjit.Kernel, called as an nncjit.Function is:
+    fn(*inputs) returns a tensor or a tuple of them. `kernel` is the
+    TorchScript value a graph passes to nncjit::run."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, *inputs):
+        try:
+            outs = self.kernel.run([x if isinstance(x, _torch.Tensor) else _torch.tensor(x)
+                                    for x in inputs])
+        except RuntimeError as e:
+            raise _nncjit.Error(str(e).split("\n")[0]) from None
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def compile_kernel(text, compile_options, constants):
+    """text compiled with compile_options, constants (name -> tensor or
+    number) bound: a TorchKernel where the operator library is built, else
+    an nncjit.Function. Errors are nncjit.Error."""
+    if not operator_library() or "passes" in compile_options:
+        return _nncjit.compile(text, **compile_options).partial(**constants)
+    names = list(constants)
+    values = [v if isinstance(v, _torch.Tensor) else _torch.tensor(v)
+              for v in constants.values()]
+    try:
+        kernel = _torch.classes.nncjit.Kernel(text, option_strings(compile_options),
+                                              names, values)
+    except RuntimeError as e:
+        raise _nncjit.Error(str(e).split("\n")[0].replace("nncjit.Kernel: ", "")) from None
+    return TorchKernel(kernel)

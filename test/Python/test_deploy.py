@@ -1,0 +1,304 @@
+"""Deployment (issue 36): the operator library's kernels in the graph,
+OptimizedModule.save(), nncjit.torch.load() in a fresh process, and
+nnc-torch-run. Each saved file is untrusted input: damaged files get
+their message."""
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+
+import nncjit
+import nncjit.torch as nt
+
+pytestmark = pytest.mark.skipif(
+    nt.operator_library() is None,
+    reason="nnc-jit's PyTorch operator library was not built (no libtorch-dev)")
+
+
+class Block(torch.nn.Module):
+    """A convolution, a fusion group, a linear layer and a tuple output."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x)) * 0.5 + 1.0
+        z = self.fc(y.mean([2, 3]))
+        return torch.sigmoid(z) * 2, y
+
+
+def _block(seed=0):
+    torch.manual_seed(seed)
+    return Block().eval(), torch.randn(1, 3, 16, 16)
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A cache directory of the test's own."""
+    return str(tmp_path / "cache")
+
+
+def _fresh_process(script, *args, env=None):
+    """Runs a Python script in a new interpreter (the kernels this process
+    compiled are not there); returns its stdout."""
+    e = dict(os.environ, **(env or {}))
+    r = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
+                       text=True, env=e, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+_LOAD_AND_RUN = """
+import sys, torch, nncjit.torch as nt
+path, x_path, y_path, cache = sys.argv[1:5]
+options = dict(a.split("=", 1) for a in sys.argv[5:])
+m = nt.load(path, cache_dir=cache, **options)
+out = m(torch.load(x_path))
+torch.save(out, y_path)
+print(*torch.ops.nncjit.stats())
+"""
+
+
+def _save_load(model, x, tmp_path, cache, **options):
+    """Optimizes, saves and loads model in a fresh process; returns the
+    optimized model, the outputs there and the (kernels, compiled) counts
+    of the fresh process."""
+    fast = nt.optimize(model, [x], cache_dir=cache)
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    assert fast.deployed
+    path, xp, yp = (str(tmp_path / n) for n in ("m.pt", "x.pt", "y.pt"))
+    fast.save(path)
+    torch.save(x, xp)
+    counts = _fresh_process(_LOAD_AND_RUN, path, xp, yp, cache,
+                            *("%s=%s" % kv for kv in options.items()))
+    return fast, torch.load(yp), [int(v) for v in counts.split()]
+
+
+def test_graph_calls_the_operator_library_without_python():
+    m, x = _block()
+    fast = nt.optimize(m, [x])
+    kinds = {n.kind() for n in fast.graph.findAllNodes("nncjit::run")} | \
+        {n.kind() for n in fast.graph.findAllNodes("nncjit_py::run_group")}
+    assert kinds == {"nncjit::run"}, fast.graph
+    assert not fast.graph.findAllNodes("prim::TypeCheck")
+    want = m(x)
+    got = fast(x)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    # The channels-last conversion and the contiguous output are in the graph.
+    assert got[1].is_contiguous()
+
+
+def test_other_inputs_run_pytorchs_branch():
+    m, x = _block()
+    fast = nt.optimize(m, [x])
+    x2 = torch.randn(2, 3, 20, 12)
+    for a, b in zip(fast(x2), m(x2)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_save_and_load_in_a_fresh_process_compiles_nothing(tmp_path, cache):
+    m, x = _block()
+    fast, got, (kernels, compiled) = _save_load(m, x, tmp_path, cache)
+    want = fast(x)
+    for a, b in zip(got, want):
+        assert torch.equal(a, b)
+    assert kernels == 3 and compiled == 0
+
+
+def test_load_with_other_features_recompiles(tmp_path, cache):
+    m, x = _block()
+    _, got, (kernels, compiled) = _save_load(m, x, tmp_path, cache,
+                                             features="-avx512f")
+    for a, b in zip(got, m(x)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert kernels == 3 and compiled == 3
+
+
+@pytest.mark.parametrize("arch", ["resnet18", "mobilenet_v2"])
+def test_torchvision_round_trip(arch, tmp_path, cache):
+    torch.manual_seed(0)
+    m = getattr(torchvision.models, arch)().eval()
+    x = torch.randn(1, 3, 64, 64)
+    fast, got, (kernels, compiled) = _save_load(m, x, tmp_path, cache)
+    assert torch.equal(got, fast(x))
+    torch.testing.assert_close(got, m(x), rtol=1e-4, atol=1e-4)
+    # One kernel per call in the graph, each linked from the cache.
+    assert kernels == len(fast.graph.findAllNodes("nncjit::run")) > 5
+    assert compiled == 0
+
+
+def test_load_takes_a_fraction_of_optimize(tmp_path, cache):
+    import time
+    torch.manual_seed(0)
+    m = torchvision.models.resnet18().eval()
+    x = torch.randn(1, 3, 64, 64)
+    t0 = time.perf_counter()
+    fast = nt.optimize(m, [x], cache_dir=cache)
+    optimize_s = time.perf_counter() - t0
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    t0 = time.perf_counter()
+    nt.load(path, cache_dir=cache)
+    load_s = time.perf_counter() - t0
+    assert load_s < optimize_s / 4, (load_s, optimize_s)
+
+
+# -- damaged files -------------------------------------------------------------
+
+def _saved(tmp_path):
+    m, x = _block()
+    path = str(tmp_path / "m.pt")
+    nt.optimize(m, [x]).save(path)
+    return path
+
+
+def _rewrite_zip(src, dst, edit):
+    """Copies the zip src to dst, with edit(name, bytes) -> bytes applied to
+    each entry."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info, edit(info.filename, zin.read(info.filename)))
+
+
+def test_truncated_file_is_an_error(tmp_path):
+    path = _saved(tmp_path)
+    data = open(path, "rb").read()
+    bad = str(tmp_path / "bad.pt")
+    open(bad, "wb").write(data[:len(data) // 2])
+    with pytest.raises(nncjit.Error, match=r"bad.pt: cannot load the model: .*"):
+        nt.load(bad)
+
+
+def test_file_of_garbage_is_an_error(tmp_path):
+    bad = str(tmp_path / "bad.pt")
+    open(bad, "wb").write(b"not a model" * 100)
+    with pytest.raises(nncjit.Error, match=r"bad.pt: cannot load the model"):
+        nt.load(bad)
+
+
+def test_torchscript_file_not_saved_by_nncjit_is_refused(tmp_path):
+    path = str(tmp_path / "plain.pt")
+    torch.jit.save(torch.jit.script(torch.nn.ReLU()), path)
+    with pytest.raises(nncjit.Error, match=r"not a model saved by nncjit.torch"):
+        nt.load(path)
+
+
+def test_kernel_text_that_fails_to_verify_is_an_error(tmp_path):
+    path = _saved(tmp_path)
+    bad = str(tmp_path / "bad.pt")
+    # Same length: the pickle stays well formed, the kernel does not verify.
+    _rewrite_zip(path, bad, lambda name, b: b.replace(b"nnc_aten_conv2d", b"nnc_aten_conv9d")
+                 if name.endswith("constants.pkl") else b)
+    with pytest.raises(nncjit.Error, match=r"cannot load the model: .*nnc_aten_conv9d"):
+        nt.load(bad)
+
+
+def test_kernel_text_that_does_not_parse_is_an_error(tmp_path):
+    path = _saved(tmp_path)
+    bad = str(tmp_path / "bad.pt")
+    _rewrite_zip(path, bad, lambda name, b: b.replace(b"for (int64_t", b"for (int64_t(")
+                 if name.endswith("constants.pkl") else b)
+    with pytest.raises(nncjit.Error, match=r"cannot load the model: "):
+        nt.load(bad)
+
+
+def test_kernel_state_of_another_version_is_an_error(tmp_path):
+    path = _saved(tmp_path)
+    bad = str(tmp_path / "bad.pt")
+    # The state is (version, text, ...): the pickled int 1 before the text.
+    _rewrite_zip(path, bad, lambda name, b: b.replace(b"K\x01X", b"K\x07X")
+                 if name.endswith("constants.pkl") else b)
+    with pytest.raises(nncjit.Error, match=r"cannot load the model: nncjit.Kernel: state "
+                       r"version 7 is not supported \(this library reads version 1\)"):
+        nt.load(bad)
+
+
+def test_constant_of_the_wrong_shape_is_an_error():
+    text = ("kernel k(in a: f32[4], in b: f32[4], out y: f32[4]) {\n"
+            "  for (int64_t i = 0ll; i < 4ll; i++) {\n"
+            "    y[i] = (a[i]) + (b[i]);\n  }\n}\n")
+    with pytest.raises(RuntimeError, match=r"constant 'b' has shape \[5\] and strides \[1\]; "
+                       r"the parameter has \[4\] and \[1\]"):
+        torch.classes.nncjit.Kernel(text, [], ["b"], [torch.ones(5)])
+    with pytest.raises(RuntimeError, match=r"option 'threads' is not `keyword=value`"):
+        torch.classes.nncjit.Kernel(text, ["threads"], [], [])
+    k = torch.classes.nncjit.Kernel(text, ["threads=1"], ["b"], [torch.ones(4)])
+    assert not k.accepts([torch.ones(5)]) and not k.accepts([torch.ones(4, dtype=torch.int32)])
+    with pytest.raises(RuntimeError, match=r"argument 'a' of nncjit kernel 'k': element "
+                       r"type f32 is expected, not Int"):
+        k.run([torch.ones(4, dtype=torch.int32)])
+    assert torch.equal(k.run([torch.ones(4)])[0], torch.full((4,), 2.0))
+
+
+# -- nnc-torch-run ---------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def torch_run():
+    path = os.environ.get("NNC_TORCH_RUN") or shutil.which("nnc-torch-run")
+    if not path:
+        pytest.skip("NNC_TORCH_RUN is not set and nnc-torch-run is not on PATH")
+    return path
+
+
+def _run(tool, *args):
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=600)
+
+
+def test_nnc_torch_run_matches_eager_without_python(torch_run, tmp_path, cache):
+    m, x = _block()
+    path = str(tmp_path / "m.pt")
+    nt.optimize(m, [x], cache_dir=cache).save(path)
+    xp, y0, y1 = (str(tmp_path / n) for n in ("x.npy", "y0.npy", "y1.npy"))
+    np.save(xp, x.numpy())
+    r = _run(torch_run, path, "--input", xp, "--output", y0, "--output", y1,
+             "--cache-dir", cache, "--stats", "--bench=3", "--threads=2")
+    assert r.returncode == 0, r.stderr
+    assert "kernels: 3 loaded, 0 compiled" in r.stdout
+    assert "bench: 3 runs: min " in r.stdout
+    with torch.no_grad():
+        want = m(x)
+    np.testing.assert_allclose(np.load(y0), want[0].numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.load(y1), want[1].numpy(), rtol=1e-4, atol=1e-5)
+    ldd = subprocess.run(["ldd", torch_run], capture_output=True, text=True).stdout
+    assert "libpython" not in ldd and "libnncjit_torch" in ldd
+
+
+def test_nnc_torch_run_errors(torch_run, tmp_path):
+    path = _saved(tmp_path)
+    xp = str(tmp_path / "x.npy")
+    np.save(xp, np.zeros((1, 3, 16, 16), np.float32))
+    ip = str(tmp_path / "i.npy")
+    np.save(ip, np.zeros((1, 3), np.int64))
+    cases = [
+        ([str(tmp_path / "none.pt"), "--input", xp],
+         "nnc-torch-run: error: cannot read model '%s'" % (tmp_path / "none.pt")),
+        ([path, "--input", str(tmp_path / "none.npy")],
+         "nnc-torch-run: error: cannot read input '%s'" % (tmp_path / "none.npy")),
+        ([path], "nnc-torch-run: error: the model's forward takes 1 input, 0 given"),
+        ([path, "--input", xp, "--input", xp],
+         "nnc-torch-run: error: the model's forward takes 1 input, 2 given"),
+        ([path, "--input", ip], "nnc-torch-run: error: the model rejects the inputs: "),
+        ([path, "--input", xp, "--bench=x"],
+         "nnc-torch-run: error: --bench expects a positive number of runs, not 'x'"),
+        ([path, "--input", xp, "--output", "a.npy", "--output", "b.npy", "--output", "c.npy"],
+         "nnc-torch-run: error: 3 outputs asked for, the model returns 2 tensors"),
+    ]
+    for args, message in cases:
+        r = _run(torch_run, *args)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert r.stderr.startswith(message), (args, r.stderr)
+        assert r.stderr.count("\n") == 1, r.stderr
+    bad = str(tmp_path / "bad.pt")
+    open(bad, "wb").write(open(path, "rb").read()[:1000])
+    r = _run(torch_run, bad, "--input", xp)
+    assert r.returncode == 1 and r.stderr.startswith(
+        "nnc-torch-run: error: cannot load model '%s': " % bad), r.stderr

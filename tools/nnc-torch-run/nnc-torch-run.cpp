@@ -1,0 +1,282 @@
+//===- nnc-torch-run.cpp - Run a saved optimized model, without Python -----===//
+//
+//   nnc-torch-run MODEL.pt --input x.npy [--input ...] --output y.npy
+//                 [--threads N] [--bench[=RUNS]] [--cache-dir DIR]
+//
+// Loads a model saved by nncjit.torch's OptimizedModule.save() on libtorch
+// and the operator library (no Python), runs its forward on the .npy inputs
+// (positional, in forward's order), and writes its tensor outputs to the
+// --output files, in order. Errors are one line on stderr, exit status 1.
+// docs/CommandLine.md, "nnc-torch-run".
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnc/Check/Npy.h"
+#include "nnc/Torch/Torch.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+[[noreturn]] void die(const std::string &Message) {
+  std::string Line = Message;
+  std::replace(Line.begin(), Line.end(), '\n', ' ');
+  std::fprintf(stderr, "nnc-torch-run: error: %s\n", Line.c_str());
+  std::exit(1);
+}
+
+/// The first line of a c10::Error (libtorch appends a C++ backtrace).
+std::string firstLine(const std::string &What) {
+  return What.substr(0, What.find('\n'));
+}
+
+std::optional<at::ScalarType> scalarTypeOf(const std::string &Descr) {
+  static const std::pair<const char *, at::ScalarType> Types[] = {
+      {"<f4", at::kFloat}, {"<f8", at::kDouble}, {"<f2", at::kHalf},
+      {"<i8", at::kLong},  {"<i4", at::kInt},    {"<i2", at::kShort},
+      {"|i1", at::kChar},  {"|u1", at::kByte},   {"|b1", at::kBool}};
+  for (const auto &[D, T] : Types)
+    if (Descr == D)
+      return T;
+  return std::nullopt;
+}
+
+at::Tensor readNpy(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  if (!In)
+    die("cannot read input '" + Path + "'");
+  std::stringstream SS;
+  SS << In.rdbuf();
+  std::string Data = SS.str(), Descr, Why;
+  std::vector<int64_t> Shape;
+  size_t Start = 0;
+  if (!nnc::parseNpy(Data, Descr, Shape, Start, Why))
+    die("input '" + Path + "': " + Why);
+  std::optional<at::ScalarType> T = scalarTypeOf(Descr);
+  if (!T)
+    die("input '" + Path + "': element type '" + Descr +
+        "' is not one a model takes");
+  at::Tensor X = at::empty(Shape, at::TensorOptions().dtype(*T));
+  size_t Bytes = X.numel() * X.element_size();
+  if (Data.size() - Start < Bytes)
+    die("input '" + Path + "': the file holds fewer elements than its shape");
+  std::memcpy(X.data_ptr(), Data.data() + Start, Bytes);
+  return X;
+}
+
+void writeNpy(const std::string &Path, const at::Tensor &T) {
+  at::Tensor X = T.contiguous();
+  std::optional<nnc::DType> D;
+  for (auto [A, B] : {std::pair{at::kFloat, nnc::DType::F32},
+                      {at::kDouble, nnc::DType::F64},
+                      {at::kHalf, nnc::DType::F16},
+                      {at::kLong, nnc::DType::I64},
+                      {at::kInt, nnc::DType::I32},
+                      {at::kShort, nnc::DType::I16},
+                      {at::kChar, nnc::DType::I8},
+                      {at::kByte, nnc::DType::U8},
+                      {at::kBool, nnc::DType::Bool}})
+    if (X.scalar_type() == A)
+      D = B;
+  if (!D)
+    die("output '" + Path + "': element type " +
+        std::string(c10::toString(X.scalar_type())) +
+        " cannot be written as .npy");
+  std::ofstream Out(Path, std::ios::binary);
+  std::string Header =
+      nnc::npyHeader(*D, std::vector<int64_t>(X.sizes().begin(),
+                                              X.sizes().end()));
+  Out.write(Header.data(), Header.size());
+  Out.write(static_cast<const char *>(X.data_ptr()),
+            X.numel() * X.element_size());
+  if (!Out)
+    die("cannot write output '" + Path + "'");
+}
+
+/// The tensors of a forward's result, in order: a tensor, or a tuple or
+/// list of them (None and other values skipped).
+void flatten(const c10::IValue &V, std::vector<at::Tensor> &Out) {
+  if (V.isTensor())
+    Out.push_back(V.toTensor());
+  else if (V.isTuple())
+    for (const c10::IValue &E : V.toTupleRef().elements())
+      flatten(E, Out);
+  else if (V.isList())
+    for (const c10::IValue &E : V.toListRef())
+      flatten(E, Out);
+}
+
+double msSince(std::chrono::steady_clock::time_point T) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - T)
+      .count();
+}
+
+/// The command line (hand-parsed: libLLVM's own options include
+/// --threads).
+struct Options {
+  std::string Model, CacheDir;
+  std::vector<std::string> Inputs, Outputs;
+  unsigned Threads = 0, Bench = 0;
+  bool Stats = false;
+};
+
+const char *Usage =
+    "usage: nnc-torch-run MODEL.pt --input X.npy [--input ...] "
+    "[--output Y.npy ...]\n"
+    "                     [--threads N] [--bench[=RUNS]] [--cache-dir DIR] "
+    "[--stats]\n"
+    "Runs a model saved by nncjit.torch (OptimizedModule.save) on libtorch, "
+    "without Python.\n"
+    "  --input FILE      a .npy input of forward, in order (repeat)\n"
+    "  --output FILE     where forward's tensor outputs go, in order\n"
+    "  --threads N       threads for the kernels and PyTorch (0: as saved)\n"
+    "  --bench[=RUNS]    time RUNS forward passes (default 100) after a "
+    "warm-up\n"
+    "  --cache-dir DIR   the persistent cache of compiled kernels (none: no "
+    "cache)\n"
+    "  --stats           print how many kernels were loaded and compiled\n";
+
+unsigned number(const std::string &Flag, const std::string &Text) {
+  unsigned V = 0;
+  if (!llvm::to_integer(llvm::StringRef(Text), V))
+    die(Flag + " expects a number, not '" + Text + "'");
+  return V;
+}
+
+Options parse(int Argc, char **Argv) {
+  Options O;
+  for (int I = 1; I < Argc; ++I) {
+    std::string A = Argv[I], Value;
+    size_t Eq = A.find('=');
+    bool HasValue = A.rfind("--", 0) == 0 && Eq != std::string::npos;
+    std::string Flag = HasValue ? A.substr(0, Eq) : A;
+    if (HasValue)
+      Value = A.substr(Eq + 1);
+    auto Next = [&]() -> std::string {
+      if (HasValue)
+        return Value;
+      if (I + 1 >= Argc)
+        die(Flag + " expects a value");
+      return Argv[++I];
+    };
+    if (Flag == "--help" || Flag == "-h") {
+      std::fputs(Usage, stdout);
+      std::exit(0);
+    } else if (Flag == "--input") {
+      O.Inputs.push_back(Next());
+    } else if (Flag == "--output") {
+      O.Outputs.push_back(Next());
+    } else if (Flag == "--threads") {
+      O.Threads = number(Flag, Next());
+    } else if (Flag == "--cache-dir") {
+      O.CacheDir = Next();
+    } else if (Flag == "--stats") {
+      O.Stats = true;
+    } else if (Flag == "--bench") {
+      O.Bench = 100;
+      if (HasValue &&
+          (!llvm::to_integer(llvm::StringRef(Value), O.Bench) || !O.Bench))
+        die("--bench expects a positive number of runs, not '" + Value + "'");
+    } else if (A.rfind("-", 0) == 0) {
+      die("unknown option '" + A + "' (--help lists them)");
+    } else if (O.Model.empty()) {
+      O.Model = A;
+    } else {
+      die("one model is expected, got '" + O.Model + "' and '" + A + "'");
+    }
+  }
+  if (O.Model.empty())
+    die("no model given (--help shows the usage)");
+  return O;
+}
+
+} // namespace
+
+int main(int Argc, char **Argv) {
+  Options Opts = parse(Argc, Argv);
+  const std::string &Model = Opts.Model;
+  unsigned Threads = Opts.Threads, Bench = Opts.Bench;
+  if (!std::ifstream(Model))
+    die("cannot read model '" + Model + "'");
+  if (Threads)
+    at::set_num_threads(static_cast<int>(Threads));
+  // The graph is optimized already: run it as saved (what Python's
+  // optimized_execution(False) does).
+  torch::jit::setGraphExecutorOptimize(false);
+  nnc::libtorch::LoadOptions LO;
+  LO.Threads = Threads;
+  LO.CacheDir = Opts.CacheDir;
+  torch::jit::Module M;
+  try {
+    M = nnc::libtorch::load(Model, LO);
+  } catch (const c10::Error &E) {
+    die("cannot load model '" + Model + "': " + firstLine(E.what_without_backtrace()));
+  } catch (const std::exception &E) {
+    die("cannot load model '" + Model + "': " + firstLine(E.what()));
+  }
+  M.eval();
+
+  std::vector<c10::IValue> Args;
+  for (const std::string &P : Opts.Inputs)
+    Args.push_back(readNpy(P));
+  const c10::FunctionSchema &S = M.get_method("forward").function().getSchema();
+  size_t Want = S.arguments().size() - 1; // self
+  if (Args.size() != Want)
+    die("the model's forward takes " + std::to_string(Want) + " input" +
+        (Want == 1 ? "" : "s") + ", " + std::to_string(Args.size()) +
+        " given");
+
+  c10::InferenceMode Guard;
+  auto Forward = [&] {
+    try {
+      return M.forward(Args);
+    } catch (const c10::Error &E) {
+      die("the model rejects the inputs: " +
+          firstLine(E.what_without_backtrace()));
+    } catch (const std::exception &E) {
+      die("the model rejects the inputs: " + firstLine(E.what()));
+    }
+  };
+  std::vector<at::Tensor> Results;
+  flatten(Forward(), Results);
+  const std::vector<std::string> &Outputs = Opts.Outputs;
+  if (Outputs.size() > Results.size())
+    die(std::to_string(Outputs.size()) + " outputs asked for, the model "
+        "returns " + std::to_string(Results.size()) + " tensors");
+  for (size_t I = 0; I < Outputs.size(); ++I)
+    writeNpy(Outputs[I], Results[I]);
+
+  if (Bench) {
+    auto W0 = std::chrono::steady_clock::now();
+    do
+      Forward();
+    while (msSince(W0) < 250);
+    std::vector<double> Ms;
+    for (unsigned R = 0; R < Bench; ++R) {
+      auto T0 = std::chrono::steady_clock::now();
+      Forward();
+      Ms.push_back(msSince(T0));
+    }
+    std::sort(Ms.begin(), Ms.end());
+    std::printf("bench: %u runs: min %.4f ms, median %.4f ms, max %.4f ms\n",
+                Bench, Ms.front(), Ms[Ms.size() / 2], Ms.back());
+  }
+  if (Opts.Stats) {
+    nnc::libtorch::Stats St = nnc::libtorch::stats();
+    std::printf("kernels: %lld loaded, %lld compiled\n",
+                static_cast<long long>(St.Kernels),
+                static_cast<long long>(St.Compiled));
+  }
+  return 0;
+}
