@@ -20,3 +20,12 @@ foreach(Example fused_elementwise parse_text loop_transforms conv_post_op
   run(${WORK_DIR}/examples/${Example})
   message(STATUS "${Example}: ok")
 endforeach()
+# With libtorch and Python: a model optimized and saved by the installed
+# Python package, run by the C++ example through nncjit::torch.
+if(EXISTS ${WORK_DIR}/examples/torch_model AND PYTHON)
+  run(${CMAKE_COMMAND} -E env
+      PYTHONPATH=${WORK_DIR}/prefix/lib/python3/dist-packages ${PYTHON}
+      ${SOURCE_DIR}/examples/save_model.py ${WORK_DIR}/model.pt ${WORK_DIR}/data.pt)
+  run(${WORK_DIR}/examples/torch_model ${WORK_DIR}/model.pt ${WORK_DIR}/data.pt)
+  message(STATUS "torch_model: ok")
+endif()

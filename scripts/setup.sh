@@ -11,6 +11,9 @@ PACKAGES=(
   clang-19 libclang-rt-19-dev
   python3-dev pybind11-dev python3-numpy python3-pytest
   python3-torch python3-torchvision
+  # libtorch's C++ headers and CMake package: the operator library
+  # libnncjit_torch and nnc-torch-run (the build goes on without them).
+  libtorch-dev
   # PyTorch's BLAS: Debian's libtorch recommends OpenBLAS; with the reference
   # BLAS its linear layers, the baselines of bench/python, are 20x slower.
   libopenblas0-pthread
