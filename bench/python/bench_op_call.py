@@ -1,43 +1,90 @@
 #!/usr/bin/python3
-"""What one call of an op kernel costs at each layer of the bridge: the
-compiled Function, the _OpKernel, the nncjit::run_op operator, and the
-whole optimized model, against eager (docs/performance.md):
+"""What a call of a kernel costs through the bridge, with the operator
+library (the graph calls nncjit::run, C++) and without it (the graph calls
+nncjit_py::run_group, a Python kernel), in one process (docs/performance.md):
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_op_call.py
+
+1. A chain of N tiny fusion groups (relu(x * a + b) on 64 floats) split by
+   torch.cumsum, which NNC does not fuse: the time per group is the model's
+   time less that of the cumsums alone (eager), over N.
+2. torchvision's mobilenet_v2 at batch 1, 224x224, both ways and eager.
 """
-import time
-import warnings
+import os
+import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchutil  # noqa: E402  (before torch)
 
-import nncjit.torch as nt
-from nncjit.torch import rewrite
+benchutil.restart_without_openblas_overrides("bench_op_call")
+
+import warnings  # noqa: E402
+
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+
+import nncjit.torch as nt  # noqa: E402
+from nncjit.torch import kernels  # noqa: E402
 
 
-def micros(f, n=20000):
-    f()
-    start = time.perf_counter()
-    for _ in range(n):
-        f()
-    return (time.perf_counter() - start) / n * 1e6
+class Step(torch.nn.Module):
+    def __init__(self, fused=True):
+        super().__init__()
+        self.fused = fused
+
+    def forward(self, x):
+        if self.fused:
+            x = torch.relu(x * 1.5 + 0.25)
+        return x.cumsum(0)
+
+
+def chain(n, fused=True):
+    """N steps, unrolled in the graph (a Sequential, not a loop)."""
+    return torch.nn.Sequential(*[Step(fused) for _ in range(n)]).eval()
+
+
+def optimized(model, x, with_library):
+    kernels.use_operator_library(with_library)
+    try:
+        return nt.optimize(model, [x], threads=2)
+    finally:
+        kernels.use_operator_library(True)
 
 
 def main():
     warnings.simplefilter("ignore")
     torch.set_num_threads(2)
-    lin = torch.nn.Linear(4, 4).eval()
-    x = torch.randn(1, 4)
-    fast = nt.optimize(lin, [x], threads=2)
-    op_id = fast._ids[-1]
-    op = rewrite._GROUPS[op_id]
-    fn = op.functions[(tuple(x.shape), x.stride(), x.dtype)]
+    cpu = "CPU: " + benchutil.cpu_name()
+    n = 40
+    x = torch.randn(64)
+    model = chain(n)
+    cumsums = torch.jit.freeze(torch.jit.script(chain(n, fused=False)))
+    cpp, py = optimized(model, x, True), optimized(model, x, False)
+    assert cpp.deployed and not py.deployed
+    assert all(r.on_nncjit for r in cpp.report), cpp.summary()
+    groups = len(cpp.groups)
     with torch.no_grad():
-        for what, f in [("the kernel's Function", lambda: fn(x)),
-                        ("_OpKernel.__call__", lambda: op(x)),
-                        ("torch.ops.nncjit.run_op", lambda: torch.ops.nncjit.run_op(op_id, x)),
-                        ("the whole optimized model", lambda: fast(x)),
-                        ("eager F.linear", lambda: lin(x))]:
-            print("%-28s %6.1f us" % (what, micros(f)))
+        t = benchutil.interleaved({"cpp": lambda: cpp(x), "py": lambda: py(x),
+                                   "eager": lambda: model(x), "cumsums": lambda: cumsums(x)},
+                                  rounds=5, budget_s=0.3)
+    print("%s\n%d tiny groups (64 floats each), per group (the model less its %d cumsums, "
+          "/ %d):" % (cpu, groups, n, groups))
+    for k, what in [("cpp", "operator library (nncjit::run)"),
+                    ("py", "Python kernel (nncjit_py::run_group)"),
+                    ("eager", "eager PyTorch (mul, add, relu)")]:
+        print("  %-40s %6.2f us" % (what, (t[k] - t["cumsums"]) * 1e3 / groups))
+
+    torch.manual_seed(0)
+    m = torchvision.models.mobilenet_v2().eval()
+    x = torch.randn(1, 3, 224, 224)
+    cpp, py = optimized(m, x, True), optimized(m, x, False)
+    ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m)))
+    with torch.no_grad():
+        t = benchutil.interleaved({"cpp": lambda: cpp(x), "py": lambda: py(x),
+                                   "ofi": lambda: ofi(x)}, rounds=5, budget_s=1.0)
+    print("mobilenet_v2, batch 1, 2 threads: operator library %.3f ms, Python kernel "
+          "%.3f ms (%.2fx), ofi %.3f ms (%.2fx ofi with the library)" % (
+              t["cpp"], t["py"], t["py"] / t["cpp"], t["ofi"], t["ofi"] / t["cpp"]))
 
 
 if __name__ == "__main__":

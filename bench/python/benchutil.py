@@ -54,3 +54,18 @@ def print_table(columns, row_format, rows, ratio_column, baseline):
         print(row_format % r)
     print("\ngeometric mean vs %s: %.2fx over %d rows" % (
         baseline, statistics.geometric_mean([r[ratio_column] for r in rows]), len(rows)))
+
+
+def cpu_name():
+    """The CPU the benchmark runs on, as /proc/cpuinfo names it, with its
+    family and model and whether it has AVX-512."""
+    info = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+            if not line.strip():
+                break
+    return "%s (family %s, model %s, %s)" % (
+        info.get("model name", "?"), info.get("cpu family", "?"), info.get("model", "?"),
+        "AVX-512" if "avx512f" in info.get("flags", "").split() else "no AVX-512")

@@ -12,7 +12,7 @@ import torchvision
 
 import nncjit
 import nncjit.torch as nt
-from nncjit.torch import check, rewrite, translate
+from nncjit.torch import check, kernels, rewrite, translate
 
 
 def model_and_input(arch, channels_last):
@@ -332,23 +332,27 @@ def test_input_of_another_dtype_runs_the_fallback():
     got = fast(a64, b64)
     assert got.dtype == torch.float64
     torch.testing.assert_close(got, f(a64, b64))
-    # A convolution with float32 weights refuses float64 input, as in eager.
-    m = ShapeDependent().eval()
-    fast = nt.optimize(m, [torch.randn(1, 4, 6, 6)], threads=2)
-    x = torch.randn(1, 4, 6, 6, dtype=torch.float64)
-    with pytest.raises(RuntimeError):
-        m(x)
-    with pytest.raises(RuntimeError):
-        fast(x)
-    op = [r for r in fast.report if r.ops == ["aten::conv2d"]][0]
-    assert op.reason == "input [1, 4, 6, 6]: input of type torch.float64", op.reason
-    # An input PyTorch's own op refuses raises, as in eager, and is noted.
-    x3 = torch.randn(1, 3, 6, 6)
-    with pytest.raises(RuntimeError):
-        m(x3)
-    with pytest.raises(RuntimeError):
-        fast(x3)
-    assert op.reason.startswith("input [1, 3, 6, 6]: PyTorch's op refuses it: "), op.reason
+    # A convolution with float32 weights refuses float64 input, as in eager,
+    # and so does one of the wrong channel count: with the operator library,
+    # PyTorch's branch of the graph raises; without it, the op kernel tries
+    # to specialize, raises PyTorch's error and notes why in the report.
+    for library in (True, False):
+        kernels.use_operator_library(library)
+        try:
+            m = ShapeDependent().eval()
+            fast = nt.optimize(m, [torch.randn(1, 4, 6, 6)], threads=2)
+        finally:
+            kernels.use_operator_library(True)
+        assert fast.deployed == library
+        op = [r for r in fast.report if r.ops == ["aten::conv2d"]][0]
+        for x, note in [(torch.randn(1, 4, 6, 6, dtype=torch.float64),
+                         "input [1, 4, 6, 6]: input of type torch.float64"),
+                        (torch.randn(1, 3, 6, 6), "input [1, 3, 6, 6]: PyTorch's op refuses it: ")]:
+            with pytest.raises(RuntimeError):
+                m(x)
+            with pytest.raises(RuntimeError):
+                fast(x)
+            assert op.reason.startswith(note if not library else ""), op.reason
 
 
 def test_traced_constants_with_numbered_names():
@@ -406,9 +410,11 @@ def test_squeeze_excite_runs_the_kernels_not_the_fallbacks(channels_last):
         got = fast(x)
     names = [e.name for e in prof.events()]
     assert not [n for n in names if "convolution" in n], sorted(set(names))
-    assert names.count("nncjit::run") == sum(
-        1 for g in fast.groups if g.report.on_nncjit and not g.report.merged) + len(
-        [r for r in fast.report if r.merged]), sorted(set(names))
+    # Every kernel of the graph ran (none took PyTorch's branch).
+    merged = {i for r in fast.report for i in r.merged}
+    assert names.count("nncjit::run") == len(fast.graph.findAllNodes("nncjit::run")) == len(
+        fast.groups) + len([op for op in fast.ops if op.report.index not in merged]), \
+        sorted(set(names))
     torch.testing.assert_close(got, m(x), rtol=1e-4, atol=1e-5)
 
 

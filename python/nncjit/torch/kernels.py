@@ -12,12 +12,24 @@ from .. import _nncjit
 
 _LIBRARY_NAME = "libnncjit_torch.so"
 _loaded = None
+_enabled = True
+
+
+def use_operator_library(enabled):
+    """Whether models optimized from now on use the operator library (the
+    default, where it is built) or call their kernels through Python, as
+    without it (for benchmarks and tests of that path)."""
+    global _enabled
+    _enabled = bool(enabled)
 
 
 def operator_library():
     """The path of the operator library, loaded into torch (once), or None
-    where it was not built (no libtorch-dev)."""
+    where it was not built (no libtorch-dev) or is not used
+    (use_operator_library)."""
     global _loaded
+    if not _enabled:
+        return None
     if _loaded is None:
         path = os.path.join(os.path.dirname(os.path.dirname(__file__)), _LIBRARY_NAME)
         _loaded = ""
