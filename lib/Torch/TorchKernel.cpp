@@ -15,6 +15,8 @@
 #include "nnc/Support/CompileOptions.h"
 #include "nnc/Support/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
@@ -31,7 +33,7 @@ namespace {
 /// The version of a kernel's pickled state this library writes and reads.
 constexpr int64_t kStateVersion = 1;
 
-std::atomic<int64_t> KernelsMade{0}, KernelsCompiled{0};
+std::atomic<int64_t> KernelsMade{0}, KernelsCompiled{0}, KernelsRetargeted{0};
 
 /// Options that override a loaded kernel's saved ones (set_load_options).
 std::mutex OverridesMu;
@@ -152,9 +154,17 @@ public:
 
   TorchKernel(std::string Text, std::vector<std::string> Options,
               std::vector<std::string> Names, std::vector<at::Tensor> Constants)
+      : TorchKernel(std::move(Text), std::move(Options), std::move(Names),
+                    std::move(Constants), /*Loaded=*/false) {}
+
+  /// Loaded: unpickled, so the cpu and features it was saved with may be
+  /// another machine's (compileText).
+  TorchKernel(std::string Text, std::vector<std::string> Options,
+              std::vector<std::string> Names, std::vector<at::Tensor> Constants,
+              bool Loaded)
       : Text(std::move(Text)), Options(std::move(Options)),
         Names(std::move(Names)), Constants(std::move(Constants)),
-        Fn(compileText(this->Text, this->Options, CacheHit)) {
+        Fn(compileText(this->Text, this->Options, Loaded, CacheHit)) {
     TORCH_CHECK(this->Names.size() == this->Constants.size(),
                 "nncjit.Kernel: ", this->Names.size(), " constant names for ",
                 this->Constants.size(), " constants");
@@ -232,7 +242,8 @@ public:
                 kStateVersion, ")");
     return c10::make_intrusive<TorchKernel>(
         std::move(std::get<1>(S)), std::move(std::get<2>(S)),
-        std::move(std::get<3>(S)), std::move(std::get<4>(S)));
+        std::move(std::get<3>(S)), std::move(std::get<4>(S)),
+        /*Loaded=*/true);
   }
 
   const std::string &text() const { return Text; }
@@ -241,9 +252,11 @@ public:
 
 private:
   /// Parses, verifies and compiles Text with Options and the load
-  /// overrides (or links it from the persistent cache: CacheHit).
+  /// overrides (or links it from the persistent cache: CacheHit). A loaded
+  /// kernel saved with a cpu or features this CPU lacks is compiled for
+  /// this CPU instead: such code is never run (the JIT refuses it).
   static Function compileText(const std::string &Text,
-                              std::vector<std::string> Options,
+                              std::vector<std::string> Options, bool Loaded,
                               bool &CacheHit) {
     {
       std::lock_guard<std::mutex> L(OverridesMu);
@@ -255,6 +268,16 @@ private:
       fail("nncjit.Kernel: " + textOf(K.takeError()));
     CompileTimes Times;
     llvm::Expected<Function> F = compilerFor(Options)->compile(*K, &Times);
+    if (!F && Loaded) {
+      std::string Why = textOf(F.takeError());
+      if (Why.find("which this CPU lacks") == std::string::npos)
+        fail("nncjit.Kernel '" + K->Name + "': " + Why);
+      llvm::erase_if(Options, [](const std::string &O) {
+        return O.rfind("cpu=", 0) == 0 || O.rfind("features=", 0) == 0;
+      });
+      ++KernelsRetargeted;
+      F = compilerFor(Options)->compile(*K, &Times);
+    }
     if (!F)
       fail("nncjit.Kernel '" + K->Name + "': " + textOf(F.takeError()));
     CacheHit = Times.CacheHit;
@@ -423,7 +446,9 @@ std::string defaultCacheDir() {
   return "";
 }
 
-Stats stats() { return {KernelsMade.load(), KernelsCompiled.load()}; }
+Stats stats() {
+  return {KernelsMade.load(), KernelsCompiled.load(), KernelsRetargeted.load()};
+}
 
 torch::jit::Module load(const std::string &Path, const LoadOptions &O) {
   std::vector<std::string> Options = O.Options;
@@ -479,7 +504,7 @@ TORCH_LIBRARY(nncjit, m) {
         });
   m.def("stats() -> int[]", []() {
     nnc::libtorch::Stats S = nnc::libtorch::stats();
-    return std::vector<int64_t>{S.Kernels, S.Compiled};
+    return std::vector<int64_t>{S.Kernels, S.Compiled, S.Retargeted};
   });
   m.def("default_cache_dir() -> str",
         []() { return nnc::libtorch::defaultCacheDir(); });

@@ -336,14 +336,15 @@ def test_input_of_another_dtype_runs_the_fallback():
     # and so does one of the wrong channel count: with the operator library,
     # PyTorch's branch of the graph raises; without it, the op kernel tries
     # to specialize, raises PyTorch's error and notes why in the report.
+    saved = kernels._enabled
     for library in (True, False):
-        kernels.use_operator_library(library)
+        kernels.use_operator_library(library and saved)
         try:
             m = ShapeDependent().eval()
             fast = nt.optimize(m, [torch.randn(1, 4, 6, 6)], threads=2)
         finally:
-            kernels.use_operator_library(True)
-        assert fast.deployed == library
+            kernels.use_operator_library(saved)
+        library = fast.deployed
         op = [r for r in fast.report if r.ops == ["aten::conv2d"]][0]
         for x, note in [(torch.randn(1, 4, 6, 6, dtype=torch.float64),
                          "input [1, 4, 6, 6]: input of type torch.float64"),
@@ -527,3 +528,24 @@ def test_export_round_trips_through_the_tool(arch, tmp_path, nnc_jit):
             f = os.path.join(tmp_path, meta["files"][name])
             flags += ["--expect" if b["role"] == "output" else "--input", name + "=" + f]
         run([nnc_jit, "--threads", "2", "--rtol", "1e-4", "--atol", "1e-4", *flags, path])
+
+
+def test_save_and_load_without_the_operator_library_are_errors(tmp_path):
+    # The Python kernels' graph holds ids of this process: it is not saved.
+    saved = kernels._enabled
+    kernels.use_operator_library(False)
+    try:
+        def f(a):
+            return torch.relu(a * 2.0) + 1.0
+
+        fast = nt.optimize(torch.jit.script(f), [torch.randn(64)])
+        assert not fast.deployed
+        with pytest.raises(nncjit.Error, match=r"this model cannot be saved: nnc-jit's "
+                           r"PyTorch operator library was not built \(install libtorch-dev "
+                           r"and rebuild\)"):
+            fast.save(str(tmp_path / "m.pt"))
+        with pytest.raises(nncjit.Error, match=r"nnc-jit's PyTorch operator library was "
+                           r"not built"):
+            nt.load(str(tmp_path / "m.pt"))
+    finally:
+        kernels.use_operator_library(saved)

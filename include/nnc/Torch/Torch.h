@@ -53,10 +53,11 @@ struct LoadOptions {
 /// O. Bad kernel state is a c10::Error that names the kernel.
 torch::jit::Module load(const std::string &Path, const LoadOptions &O = {});
 
-/// The kernels made in this process, and how many of them were compiled
-/// (the others came from the persistent cache).
+/// The kernels made in this process, how many of them were compiled (the
+/// others came from the persistent cache), and how many loaded ones were
+/// saved for a cpu or features this CPU lacks, and compiled for this CPU.
 struct Stats {
-  int64_t Kernels = 0, Compiled = 0;
+  int64_t Kernels = 0, Compiled = 0, Retargeted = 0;
 };
 Stats stats();
 

@@ -9,7 +9,7 @@ from . import deploy as _deploy
 from .capture import _capture, _is_nchw, _script, _self_args, _to_channels_last
 from .kernels import default_cache_dir
 from .ops import _merge_ops_into_groups, _replace_ops
-from .rewrite import _GROUPS, _register_operator, _replace_groups
+from .rewrite import _GROUPS, _register_operator, _release, _replace_groups
 
 
 class OptimizedModule:
@@ -33,8 +33,7 @@ class OptimizedModule:
 
     def __del__(self):
         # The kernels and their weights go with the model.
-        for i in getattr(self, "_ids", []):
-            _GROUPS[i] = None
+        _release(getattr(self, "_ids", []))
 
     @property
     def report(self):
@@ -208,6 +207,10 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     first = len(_self_args(sm))
     model.deployed = _deploy.deploy(model, [
         first + i for i, x in enumerate(example_inputs_nchw) if channels_last and _is_nchw(x)])
+    if model.deployed:
+        # The graph holds the kernels now, not ids of _GROUPS.
+        _release(model._ids)
+        model._ids = []
     left = [r for r in model.report if not r.on_nncjit]
     if left:
         warnings.warn("nncjit: %d of %d fusion groups and ops run in PyTorch:\n%s" % (

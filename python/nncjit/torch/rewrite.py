@@ -13,6 +13,16 @@ _GROUPS = []
 _LIBRARY = None
 
 
+def _release(ids):
+    """Frees the entries ids of _GROUPS (a model gone, or deployed: its
+    graph calls no id); trailing free entries go, so their ids are reused."""
+    for i in ids:
+        if i < len(_GROUPS):
+            _GROUPS[i] = None
+    while _GROUPS and _GROUPS[-1] is None:
+        _GROUPS.pop()
+
+
 def _run_group(group_id, inputs):
     return _GROUPS[group_id](inputs)
 
