@@ -214,6 +214,31 @@ def _layouts(graph, channels_last_inputs, contiguous_outputs):
             producer.replaceInput(i, fixed)
 
 
+def _printable(graph):
+    """Replaces the nodes of PyTorch's graph optimizations that TorchScript
+    prints but cannot read back by what they stand for: prim::ConstantChunk
+    (aten::chunk and an unpack) and prim::IfThenElse (a prim::If)."""
+    for node in graph.findAllNodes("prim::ConstantChunk"):
+        lst = _insert(graph, "aten::chunk", [
+            node.inputsAt(0), _constant(graph, node.i("chunks"), node),
+            _constant(graph, node.i("dim"), node)], _tensor_list(), node)
+        unpack = graph.create("prim::ListUnpack", [lst], node.outputsSize())
+        unpack.insertBefore(node)
+        for old, new in zip(node.outputs(), unpack.outputs()):
+            new.setType(old.type())
+            old.replaceAllUsesWith(new)
+        node.destroy()
+    for node in graph.findAllNodes("prim::IfThenElse"):
+        cond, yes, no = node.inputs()
+        branch = graph.create("prim::If", [cond], 0)
+        branch.insertBefore(node)
+        branch.addBlock().registerOutput(yes)
+        branch.addBlock().registerOutput(no)
+        branch.addOutput().setType(node.output().type())
+        node.output().replaceAllUsesWith(branch.output())
+        node.destroy()
+
+
 def deploy(model, channels_last_inputs):
     """Rewrites model's graph (an OptimizedModule's, after compiling) into
     the deployable form; True if it did (the operator library is built)."""
@@ -225,6 +250,7 @@ def deploy(model, channels_last_inputs):
     for node in graph.findAllNodes("nncjit_py::run_group"):
         _deploy_group(graph, node)
     _layouts(graph, channels_last_inputs, model._contiguous_outputs or ())
+    _printable(graph)
     _torch._C._jit_pass_dce(graph)
     graph.lint()
     left = {n.kind() for n in graph.findAllNodes("prim::TypeCheck")} | \
