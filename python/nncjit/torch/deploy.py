@@ -17,7 +17,7 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _signature
-from .kernels import TorchKernel, operator_library
+from .kernels import TorchKernel, operator_library, option_strings
 from .rewrite import _GROUPS
 
 
@@ -318,7 +318,6 @@ def load(path, *, threads=None, cache_dir=None, **compile_options):
     if not operator_library():
         raise _nncjit.Error("nnc-jit's PyTorch operator library was not built "
                             "(install libtorch-dev and rebuild)")
-    from .kernels import option_strings
     overrides = dict(compile_options, threads=threads)
     overrides["cache_dir"] = "" if cache_dir == "none" else \
         (cache_dir if cache_dir is not None else _torch.ops.nncjit.default_cache_dir())
