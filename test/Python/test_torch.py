@@ -549,3 +549,49 @@ def test_save_and_load_without_the_operator_library_are_errors(tmp_path):
             nt.load(str(tmp_path / "m.pt"))
     finally:
         kernels.use_operator_library(saved)
+
+
+class ChannelShuffle(torch.nn.Module):
+    """torchvision's ShuffleNet channel shuffle between two convolutions."""
+
+    def __init__(self, sizes_from_input=True):
+        super().__init__()
+        self.a = torch.nn.Conv2d(8, 8, 1)
+        self.b = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.sizes_from_input = sizes_from_input
+
+    def forward(self, x):
+        x = torch.relu(self.a(x))
+        b, c, h, w = x.size()
+        if not self.sizes_from_input:
+            h = 6  # Not provably x's: left as it is.
+        x = x.view(b, 2, c // 2, h, w).transpose(1, 2).contiguous().view(b, -1, h, w)
+        return self.b(x) + 1.0
+
+
+@pytest.mark.parametrize("mode", ["script", "trace"])
+def test_channel_shuffle_becomes_one_op_in_the_inputs_layout(mode):
+    from nncjit.torch import capture
+    torch.manual_seed(0)
+    m = ChannelShuffle().eval()
+    x = torch.randn(1, 8, 6, 6)
+    given = torch.jit.script(m) if mode == "script" else torch.jit.trace(m, [x])
+    g = torch.jit.freeze(given).graph.copy()
+    capture._channel_shuffles(g)
+    assert len(g.findAllNodes("aten::channel_shuffle")) == 1, g
+    assert not g.findAllNodes("aten::transpose")
+    fast = nt.optimize(given, [x])
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+    # torch's op keeps a channels-last tensor channels-last.
+    xl = x.contiguous(memory_format=torch.channels_last)
+    y = torch.channel_shuffle(xl, 2)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_channel_shuffle_with_other_sizes_is_left_alone():
+    from nncjit.torch import capture
+    g = torch.jit.freeze(torch.jit.script(ChannelShuffle(sizes_from_input=False).eval())).graph
+    g = g.copy()
+    capture._channel_shuffles(g)
+    assert not g.findAllNodes("aten::channel_shuffle") and g.findAllNodes("aten::transpose")

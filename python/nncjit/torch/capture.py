@@ -98,10 +98,103 @@ def _weights_to_channels_last(graph):
             node.output().setType(_torch._C.TensorType.create_from_tensor(w))
 
 
+def _constant_int(v):
+    n = v.node()
+    return n.i("value") if n.kind() == "prim::Constant" and \
+        isinstance(v.type(), _torch._C.IntType) else None
+
+
+def _constant_number(v):
+    """The int of a constant int or one-element tensor (a traced graph
+    divides tensors), or None."""
+    n = v.node()
+    if n.kind() != "prim::Constant":
+        return None
+    if isinstance(v.type(), _torch._C.TensorType):
+        t = n.t("value")
+        return int(t.item()) if t.numel() == 1 and not t.is_floating_point() else None
+    return _constant_int(v)
+
+
+def _same(a, b):
+    return a.unique() == b.unique()
+
+
+def _size_of(v, x):
+    """Which dim of x the int value v is the size of (aten::size(x, d), or
+    element d of prim::ListUnpack(aten::size(x))), or None."""
+    n = v.node()
+    if n.kind() == "aten::size" and n.inputsSize() == 2 and _same(n.inputsAt(0), x):
+        return _constant_int(n.inputsAt(1))
+    if n.kind() == "prim::ListUnpack":
+        src = n.inputsAt(0).node()
+        if src.kind() == "aten::size" and src.inputsSize() == 1 and _same(src.inputsAt(0), x):
+            return [o.unique() for o in n.outputs()].index(v.unique())
+    return None
+
+
+def _ancestors(v, depth=6):
+    """v and the values it is computed from, a few nodes up."""
+    seen, work = {}, [(v, 0)]
+    while work:
+        u, d = work.pop()
+        if u.unique() in seen:
+            continue
+        seen[u.unique()] = u
+        if d < depth:
+            work += [(i, d + 1) for i in u.node().inputs()]
+    return list(seen.values())
+
+
+def _channel_shuffles(graph):
+    """Rewrites torchvision's channel shuffle (ShuffleNet):
+
+        x.view(b, g, c // g, h, w).transpose(1, 2).contiguous().view(b, -1, h, w)
+
+    as aten::channel_shuffle(x, g): the same values, in x's memory format
+    (the copy made a channels-last x contiguous, and every convolution
+    after it reordered it back), and a single pass. Only where the sizes
+    are provably x's (b, h, w from x.size(); c // g from its channels)."""
+    for t in graph.findAllNodes("aten::transpose"):
+        v1 = t.inputsAt(0).node()
+        uses = list(t.output().uses())
+        if v1.kind() != "aten::view" or [_constant_int(t.inputsAt(i)) for i in (1, 2)] != [1, 2] \
+                or len(uses) != 1 or uses[0].user.kind() != "aten::contiguous":
+            continue
+        c = uses[0].user
+        if _constant_int(c.inputsAt(1)) != 0 or len(list(c.output().uses())) != 1:
+            continue
+        v2 = next(iter(c.output().uses())).user
+        x, l1 = v1.inputsAt(0), v1.inputsAt(1).node()
+        if v2.kind() != "aten::view" or l1.kind() != "prim::ListConstruct" or \
+                l1.inputsSize() != 5 or len(list(v1.output().uses())) != 1:
+            continue
+        l2 = v2.inputsAt(1).node()
+        b, g, cpg, h, w = l1.inputs()
+        groups = _constant_int(g)
+        if l2.kind() != "prim::ListConstruct" or l2.inputsSize() != 4 or \
+                [_size_of(v, x) for v in (b, h, w)] != [0, 2, 3] or \
+                not all(_same(l2.inputsAt(i), v) for i, v in ((0, b), (2, h), (3, w))) or \
+                groups is None:
+            continue
+        # c // g: from x's channels and the group count.
+        up = _ancestors(cpg)
+        if not any(_size_of(a, x) == 1 for a in up) or \
+                not any(_constant_number(a) == groups for a in up):
+            continue
+        shuffle = graph.create("aten::channel_shuffle", [x, g], 1)
+        shuffle.insertBefore(v2)
+        shuffle.output().setType(v2.output().type())
+        v2.output().replaceAllUsesWith(shuffle.output())
+        for n in (v2, c, t, v1):
+            n.destroy()
+
+
 def _capture(sm, example_inputs, name, remove_mutation, channels_last):
     """Profiles the scripted module sm (_script's); returns it, its optimized
     graph (a copy) and the groups."""
     graph = sm.graph.copy()
+    _channel_shuffles(graph)
     if channels_last:
         _weights_to_channels_last(graph)
     if remove_mutation:
