@@ -66,7 +66,7 @@ def test_unscripted_module_and_fuser_settings_restored():
     assert all(r.on_nncjit for r in fast.report), fast.summary()
     torch.testing.assert_close(fast(x, y), m(x, y), rtol=1e-4, atol=1e-5)
     assert fast.channels_last and fast(x, y).is_contiguous()
-    assert "nncjit::run" in str(fast.graph)
+    assert ("nncjit::run" if fast.deployed else "nncjit_py::run_group") in str(fast.graph)
     assert (torch._C._jit_texpr_fuser_enabled(), torch._C._jit_can_fuse_on_cpu(),
             torch._C._jit_get_te_must_use_llvm_cpu()) == saved
 
@@ -412,10 +412,15 @@ def test_squeeze_excite_runs_the_kernels_not_the_fallbacks(channels_last):
     names = [e.name for e in prof.events()]
     assert not [n for n in names if "convolution" in n], sorted(set(names))
     # Every kernel of the graph ran (none took PyTorch's branch).
-    merged = {i for r in fast.report for i in r.merged}
-    assert names.count("nncjit::run") == len(fast.graph.findAllNodes("nncjit::run")) == len(
-        fast.groups) + len([op for op in fast.ops if op.report.index not in merged]), \
-        sorted(set(names))
+    if fast.deployed:
+        merged = {i for r in fast.report for i in r.merged}
+        assert names.count("nncjit::run") == len(fast.graph.findAllNodes("nncjit::run")) == len(
+            fast.groups) + len([op for op in fast.ops if op.report.index not in merged]), \
+            sorted(set(names))
+    else:
+        assert names.count("nncjit_py::run_group") == sum(
+            1 for g in fast.groups if g.report.on_nncjit and not g.report.merged) + len(
+            [r for r in fast.report if r.merged]), sorted(set(names))
     torch.testing.assert_close(got, m(x), rtol=1e-4, atol=1e-5)
 
 
@@ -437,12 +442,19 @@ def test_kernels_go_with_the_model():
         return torch.relu(a + b) * 2.0
 
     a, b = torch.randn(64, 64), torch.randn(64, 64)
+    before = len(rewrite._GROUPS)
     fast = nt.optimize(torch.jit.script(f), [a, b])
     ids = list(fast._ids)
+    if fast.deployed:
+        # The graph holds the kernels: the Python table keeps nothing.
+        assert not ids and len(rewrite._GROUPS) == before
+        return
     assert ids and all(rewrite._GROUPS[i] is not None for i in ids)
     del fast
     gc.collect()
-    assert all(rewrite._GROUPS[i] is None for i in ids)
+    # Freed, and the ids at the end of the table given back for reuse.
+    assert all(i >= len(rewrite._GROUPS) or rewrite._GROUPS[i] is None for i in ids)
+    assert len(rewrite._GROUPS) == before
 
 
 class Stateful(torch.nn.Module):
