@@ -310,6 +310,10 @@ private:
       const Param &P = K.Params[I];
       if (Kinds[I] == Kind::Bound)
         continue;
+      if (P.isBuffer() && P.Buf->Role == BufferRole::InOut)
+        fail("nncjit.Kernel '" + K.Name + "': parameter '" + P.Name +
+             "' is inout; a TorchScript kernel takes in and out buffers "
+             "(its outputs are new tensors)");
       if (!P.isBuffer())
         Kinds[I] = Kind::Scalar;
       else if (P.Buf->isWritable())

@@ -335,6 +335,10 @@ def test_constant_of_the_wrong_shape_is_an_error():
         torch.classes.nncjit.Kernel(text, [], ["b"], [torch.ones(5)])
     with pytest.raises(RuntimeError, match=r"option 'threads' is not `keyword=value`"):
         torch.classes.nncjit.Kernel(text, ["threads"], [], [])
+    inout = text.replace("out y: f32[4]", "inout y: f32[4]")
+    with pytest.raises(RuntimeError, match=r"parameter 'y' is inout; a TorchScript kernel "
+                       r"takes in and out buffers"):
+        torch.classes.nncjit.Kernel(inout, [], [], [])
     k = torch.classes.nncjit.Kernel(text, ["threads=1"], ["b"], [torch.ones(4)])
     assert not k.accepts([torch.ones(5)]) and not k.accepts([torch.ones(4, dtype=torch.int32)])
     with pytest.raises(RuntimeError, match=r"argument 'a' of nncjit kernel 'k': element "
