@@ -1,5 +1,6 @@
 """optimize() and the module it returns."""
 
+import concurrent.futures
 import copy
 import warnings
 
@@ -198,8 +199,12 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
             if isinstance(a, _torch.Tensor) and isinstance(b, _torch.Tensor) and
             a.is_contiguous() and not b.is_contiguous()}
     model._module = pristine
+    # The kernels compile on several threads (the compiler runs without the
+    # GIL); the checks run one by one.
+    with concurrent.futures.ThreadPoolExecutor(max(1, _torch.get_num_threads())) as pool:
+        list(pool.map(lambda g: g.build(options), model.groups))
     for g in model.groups:
-        g.compile(options)
+        g.compile(options, built=True)
     if ops and merge:
         if _merge_ops_into_groups(model._graph, model.groups, options, model._ids):
             model._function = _torch._C._create_function_from_graph(

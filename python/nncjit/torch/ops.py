@@ -2,6 +2,8 @@
 their own (op kernels), and their merging into the groups around them."""
 
 
+import concurrent.futures
+
 import torch as _torch
 
 from .. import _nncjit
@@ -284,12 +286,20 @@ class _MergedGroup:
             group.name + "_merged", params + group.params[len(values):],
             allocs + "".join(stmts[:lead]) + calls + "".join(stmts[lead:]))
         self.function = None
+        self.built = None  # the compiled kernel, before its check
+
+    def build(self, options):
+        """Compiles the merged kernel (no run; see _Group.build)."""
+        try:
+            self.built = compile_kernel(self.kernel, options["compile"], self.constants)
+        except _nncjit.Error:
+            self.built = None
 
     def compile(self, options):
-        """Compiles and checks the merged kernel; False if it is not kept."""
-        try:
-            fn = compile_kernel(self.kernel, options["compile"], self.constants)
-        except _nncjit.Error:
+        """Checks the merged kernel build() compiled; False if it is not
+        kept."""
+        fn = self.built
+        if fn is None:
             return False
         inputs = self._inputs_from_recording()
         got = fn(*inputs)
@@ -331,7 +341,7 @@ def _merge_ops_into_groups(graph, groups, options, ids):
     """Merges the convolutions (run_op calls) whose only consumer is a group
     into the group's kernel; returns the _MergedGroups, registered with
     their ids appended to ids."""
-    merged = []
+    merged, candidates = [], []
     for g in groups:
         if not g.report.on_nncjit or g.if_node is None or g.recorded is None:
             continue
@@ -352,9 +362,19 @@ def _merge_ops_into_groups(graph, groups, options, ids):
             if all(u.user == check or _inside(u.user, g.if_node) for u in v.uses()) \
                     and values.count(v) == 1:
                 producers[p] = (op, node.inputsAt(1))
-        if not producers:
-            continue
-        m = _MergedGroup(g, values, producers)
+        if producers:
+            candidates.append((g, check, sorted(producers),
+                               _MergedGroup(g, values, producers)))
+    # Compiled on several threads, checked one by one (as the groups are).
+    with concurrent.futures.ThreadPoolExecutor(max(1, _torch.get_num_threads())) as pool:
+        list(pool.map(lambda c: c[3].build(options), candidates))
+    for g, check, positions, built in candidates:
+        # The graph's values as they are now: merging a group before may
+        # have replaced the outputs this one reads. The kernel is the same.
+        values = list(check.inputs())
+        m = _MergedGroup(g, values, {p: (built.sources[p][0], values[p].node().inputsAt(1))
+                                     for p in positions})
+        m.built = built.built
         if not m.compile(options):
             continue
         mid = len(_GROUPS)

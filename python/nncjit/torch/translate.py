@@ -154,11 +154,26 @@ class _Group:
         r = self.function(*inputs)
         return [r] if isinstance(r, _torch.Tensor) else list(r)
 
-    def compile(self, options):
-        """Writes and compiles the kernel; with options["check"], runs it on
-        the recorded inputs and keeps it only if it matches PyTorch (or,
-        failing that with Winograd convolutions, without them)."""
-        self._compile(options)
+    def build(self, options):
+        """Writes and compiles the kernel (no run: optimize builds the
+        groups' kernels on several threads, then checks them one by one,
+        so that a check's first call times oneDNN's implementations alone).
+        The function is None, with the reason reported, if it cannot."""
+        self.function = None
+        try:
+            self.function = compile_kernel(self.write(), options["compile"],
+                                           self.constants)
+        except _Unsupported as e:
+            self.report.reason = str(e)
+        except _nncjit.Error as e:
+            self.report.reason = "nnc-jit cannot compile it: " + str(e).split("\n")[0]
+
+    def compile(self, options, built=False):
+        """Writes and compiles the kernel (unless build() did); with
+        options["check"], runs it on the recorded inputs and keeps it only
+        if it matches PyTorch (or, failing that with Winograd convolutions,
+        without them)."""
+        self._compile(options, built)
         if not self.report.on_nncjit and options["compile"].get("winograd") and \
                 self.report.reason.startswith("its result differs"):
             direct = dict(options, compile=dict(options["compile"], winograd=False))
@@ -167,15 +182,10 @@ class _Group:
             if not self.report.on_nncjit:
                 self.report.reason = reason
 
-    def _compile(self, options):
-        try:
-            self.function = compile_kernel(self.write(), options["compile"],
-                                           self.constants)
-        except _Unsupported as e:
-            self.report.reason = str(e)
-            return
-        except _nncjit.Error as e:
-            self.report.reason = "nnc-jit cannot compile it: " + str(e).split("\n")[0]
+    def _compile(self, options, built=False):
+        if not built:
+            self.build(options)
+        if self.function is None:
             return
         if options["check"] and self.recorded is not None:
             inputs, want = self.recorded
