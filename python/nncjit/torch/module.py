@@ -46,7 +46,9 @@ class OptimizedModule:
 
     @property
     def graph(self):
-        """The graph that runs: each group is a call of nncjit_py::run_group."""
+        """The graph that runs: each kernel called through nncjit::run behind
+        nncjit::accepts (deployed), or each group a call of
+        nncjit_py::run_group (without the operator library)."""
         return self._function.graph
 
     def __call__(self, *inputs):
@@ -163,8 +165,10 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     fastest there. None (the default): when an input is a float NCHW image
     and the model has convolutions.
     compile_options: nncjit.compile's keywords; threads defaults to
-    torch.get_num_threads(), and winograd to True (a group whose check
-    fails with it is compiled again without it).
+    torch.get_num_threads(), winograd to True (a group whose check
+    fails with it is compiled again without it), and cache_dir to
+    nncjit.torch.default_cache_dir() where the operator library is built
+    (so that a saved model loads without compiling; "" turns it off).
     """
     name = name or _default_name(module)
     compile_options.setdefault("threads", _torch.get_num_threads())
