@@ -8,6 +8,7 @@ namespace {
 bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags);
 bool verifyMatmul(const ExternalCall &Call, DiagnosticEngine &Diags);
 bool verifyAddmm(const ExternalCall &Call, DiagnosticEngine &Diags);
+bool verifyAttention(const ExternalCall &Call, DiagnosticEngine &Diags);
 
 constexpr ExternalFunctionInfo Table[] = {
 #define NNC_EXTERNAL(Enum, Name, Verifier, FloatArgs, Purpose)                 \
@@ -183,6 +184,48 @@ bool verifyAddmm(const ExternalCall &Call, DiagnosticEngine &Diags) {
       C.same(O[1], B[1], "output columns differ") &&
       C.same(S.back(), B[1], "self columns differ from the output's") &&
       (S.size() == 1 || S[0] == 1 || C.same(S[0], A[0], "self rows differ"));
+  return C.ok();
+}
+
+/// out [B, H, Sq, Dv] = softmax(scale * q [B, H, Sq, D] @ k [B, H, Sk, D]^T
+/// + mask) @ v [B, H, Sk, Dv]; the mask, if any, broadcasts to [B, H, Sq, Sk]
+/// (each of its sizes is 1 or the scores').
+bool verifyAttention(const ExternalCall &Call, DiagnosticEngine &Diags) {
+  CallChecker C(Call, Diags);
+  if (!C.bufCount(3, 4))
+    return false;
+  if (Call.ScalarArgs.size() != 1)
+    return C.fail("expected 1 scalar argument (the scale), got " +
+                  std::to_string(Call.ScalarArgs.size()));
+  if (Call.ScalarArgs[0]->Kind != ExprKind::IntImm &&
+      Call.ScalarArgs[0]->Kind != ExprKind::FloatImm)
+    return C.fail("the scale must be a constant");
+  if (!C.view(Call.Args[0], "query", 4) || !C.view(Call.Args[1], "key", 4) ||
+      !C.view(Call.Args[2], "value", 4) || !C.view(Call.Out, "output", 4))
+    return false;
+  if (Call.Args.size() == 4 && !C.view(Call.Args[3], "mask", 4))
+    return false;
+  auto Q = C.sizes(Call.Args[0]), K = C.sizes(Call.Args[1]),
+       V = C.sizes(Call.Args[2]), O = C.sizes(Call.Out);
+  for (unsigned D = 0; D < 2; ++D)
+    if (!C.same(K[D], Q[D], "key batch dims differ from the query's") ||
+        !C.same(V[D], Q[D], "value batch dims differ from the query's") ||
+        !C.same(O[D], Q[D], "output batch dims differ from the query's"))
+      return false;
+  if (!C.same(K[3], Q[3], "key and query widths differ") ||
+      !C.same(V[2], K[2], "value and key lengths differ") ||
+      !C.same(O[2], Q[2], "output rows differ from the query's") ||
+      !C.same(O[3], V[3], "output width differs from the value's"))
+    return false;
+  if (Call.Args.size() == 4) {
+    auto M = C.sizes(Call.Args[3]);
+    int64_t Scores[4] = {Q[0], Q[1], Q[2], K[2]};
+    for (unsigned D = 0; D < 4; ++D)
+      if (M[D] != 1 && M[D] >= 0 && Scores[D] >= 0 && M[D] != Scores[D])
+        return C.fail("mask dim " + std::to_string(D) + " is " +
+                      std::to_string(M[D]) + ", not 1 or " +
+                      std::to_string(Scores[D]));
+  }
   return C.ok();
 }
 

@@ -164,11 +164,69 @@ void applyReferencePostOps(const TensorRef &Out,
   });
 }
 
+/// out[b, h, i, :] = sum_j p_j v[b, h, j, :] with p = softmax_j(scale * q[b,
+/// h, i, :] . k[b, h, j, :] + mask[b, h, i, j]), in double. A row whose
+/// scores are all -inf is NaN (0 / 0), as PyTorch's softmax gives; with no
+/// keys the output is 0, PyTorch's product with an empty value matrix.
+std::string attention(const TensorRef &Out, const std::vector<TensorRef> &Ins,
+                      double Scale) {
+  const TensorRef &Q = Ins[0], &K = Ins[1], &V = Ins[2];
+  const TensorRef *M = Ins.size() > 3 ? &Ins[3] : nullptr;
+  int64_t B = Q.Sizes[0], H = Q.Sizes[1], Sq = Q.Sizes[2], D = Q.Sizes[3];
+  int64_t Sk = K.Sizes[2], Dv = V.Sizes[3];
+  std::vector<int64_t> Scores = {B, H, Sq, Sk};
+  bool Ok = K.Sizes == std::vector<int64_t>{B, H, Sk, D} &&
+            V.Sizes == std::vector<int64_t>{B, H, Sk, Dv} &&
+            Out.Sizes == std::vector<int64_t>{B, H, Sq, Dv};
+  for (unsigned I = 0; M && I < 4; ++I)
+    Ok = Ok && (M->Sizes[I] == 1 || M->Sizes[I] == Scores[I]);
+  if (!Ok)
+    return "shapes do not match: query " + shapeText(Q.Sizes) + ", key " +
+           shapeText(K.Sizes) + ", value " + shapeText(V.Sizes) +
+           (M ? ", mask " + shapeText(M->Sizes) : std::string()) +
+           ", output " + shapeText(Out.Sizes);
+  auto At = [](const TensorRef &T, std::initializer_list<int64_t> Idx) {
+    int64_t Off = 0, D = 0;
+    for (int64_t I : Idx) {
+      Off += (T.Sizes[D] == 1 ? 0 : I) * T.Strides[D];
+      ++D;
+    }
+    return T.Data[Off];
+  };
+  std::vector<double> S(Sk);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Sq; ++i) {
+        double Max = -INFINITY;
+        for (int64_t j = 0; j < Sk; ++j) {
+          double Dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            Dot += static_cast<double>(At(Q, {b, h, i, d})) * At(K, {b, h, j, d});
+          S[j] = Scale * Dot + (M ? At(*M, {b, h, i, j}) : 0.0);
+          Max = std::max(Max, S[j]);
+        }
+        double Sum = 0;
+        for (int64_t j = 0; j < Sk; ++j)
+          Sum += S[j] = std::exp(S[j] - Max);
+        for (int64_t e = 0; e < Dv; ++e) {
+          double Acc = 0;
+          for (int64_t j = 0; j < Sk; ++j)
+            Acc += S[j] * At(V, {b, h, j, e});
+          Out.Data[b * Out.Strides[0] + h * Out.Strides[1] + i * Out.Strides[2] +
+                   e * Out.Strides[3]] =
+              Sk == 0 ? 0.f : static_cast<float>(Acc / Sum);
+        }
+      }
+  return {};
+}
+
 std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,
                                  const std::vector<TensorRef> &Ins,
                                  const std::vector<int64_t> &IntArgs,
                                  const std::vector<double> &FloatArgs) {
   switch (Func) {
+  case ExternalFunc::Attention:
+    return attention(Out, Ins, FloatArgs.at(0));
   case ExternalFunc::Conv2d:
     return conv2d(Out, Ins, IntArgs);
   case ExternalFunc::Matmul:

@@ -238,6 +238,25 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
                  ? 0
                  : Reference();
     }
+    if (Func == nnc::ExternalFunc::Attention) {
+      auto Reference = [&] { // As for convolutions.
+        Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
+        return Err.empty() ? 0 : failWith(Err);
+      };
+      if (Bufs.size() != 3 && Bufs.size() != 4)
+        return failWith("expected 3 or 4 input buffers");
+      if (FloatArgs.size() != 1)
+        return failWith("expected 1 scalar argument (the scale)");
+      nnc::onednn::Tensor Mask;
+      if (Bufs.size() == 4)
+        Mask = T(Bufs[3]);
+      return nnc::onednn::attention(T(Out), T(Bufs[0]), T(Bufs[1]), T(Bufs[2]),
+                                    Bufs.size() == 4 ? &Mask : nullptr,
+                                    static_cast<float>(FloatArgs[0]),
+                                    Err) == 0
+                 ? 0
+                 : Reference();
+    }
     // nnc_aten_addmm keeps the reference implementation.
     Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
     return Err.empty() ? 0 : failWith(Err);
@@ -396,6 +415,14 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
   return Status;
 }
 
+int32_t nnc_aten_attention(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                           int64_t *BufDims, int64_t *BufStrides,
+                           int8_t *BufDTypes, int64_t ArgsNum,
+                           int64_t *ExtraArgs) {
+  return callExternal(nnc::ExternalFunc::Attention, BufsNum, BufData, BufRanks,
+                      BufDims, BufStrides, BufDTypes, ArgsNum, ExtraArgs);
+}
+
 int32_t nnc_aten_conv2d(int64_t BufsNum, void **BufData, int64_t *BufRanks,
                         int64_t *BufDims, int64_t *BufStrides,
                         int8_t *BufDTypes, int64_t ArgsNum,
@@ -442,6 +469,7 @@ const std::vector<RuntimeSymbol> &runtimeSymbols() {
       {"nnc_trace_end", reinterpret_cast<void *>(&nnc_trace_end)},
       {"nnc_runtime_set_call_site",
        reinterpret_cast<void *>(&nnc_runtime_set_call_site)},
+      {"nnc_aten_attention", reinterpret_cast<void *>(&nnc_aten_attention)},
       {"nnc_aten_conv2d", reinterpret_cast<void *>(&nnc_aten_conv2d)},
       {"nnc_aten_matmul", reinterpret_cast<void *>(&nnc_aten_matmul)},
       {"nnc_aten_addmm", reinterpret_cast<void *>(&nnc_aten_addmm)},

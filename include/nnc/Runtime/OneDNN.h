@@ -1,6 +1,7 @@
 //===- OneDNN.h - Convolution and matmul on oneDNN ---------------*- C++ -*-===//
 //
-// The oneDNN implementations behind nnc_aten_conv2d and nnc_aten_matmul
+// The oneDNN implementations behind nnc_aten_conv2d, nnc_aten_matmul and
+// nnc_aten_attention
 // (lib/Runtime/OneDNN.cpp has the design: user strides in and out, weights
 // reordered once, a thread-safe primitive cache, post-ops).
 //
@@ -56,6 +57,15 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
 /// Out = A @ B for 2-D or batched 3-D tensors.
 int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
                std::string &Err);
+
+/// Out = softmax(Scale * Q @ K^T + Mask) @ V over the last dim, for 4-D
+/// tensors [batch, heads, rows, width] (lib/Runtime/Attention.cpp): one pass
+/// over blocks of keys, the scores never in memory. Mask (or null) broadcasts
+/// from size-1 dims. Each matrix of Q, K and V needs a stride of 1 in its rows
+/// or its columns. Returns 0, or 1 with Err set.
+int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
+                  const Tensor &V, const Tensor *Mask, float Scale,
+                  std::string &Err);
 
 struct CacheStats {
   uint64_t Hits = 0, Misses = 0;

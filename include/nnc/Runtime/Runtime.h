@@ -103,6 +103,10 @@ int32_t nnc_aten_matmul(int64_t BufsNum, void **BufData, int64_t *BufRanks,
 int32_t nnc_aten_addmm(int64_t BufsNum, void **BufData, int64_t *BufRanks,
                        int64_t *BufDims, int64_t *BufStrides,
                        int8_t *BufDTypes, int64_t ArgsNum, int64_t *ExtraArgs);
+int32_t nnc_aten_attention(int64_t BufsNum, void **BufData, int64_t *BufRanks,
+                           int64_t *BufDims, int64_t *BufStrides,
+                           int8_t *BufDTypes, int64_t ArgsNum,
+                           int64_t *ExtraArgs);
 }
 
 namespace nnc {

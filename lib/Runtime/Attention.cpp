@@ -1,0 +1,320 @@
+//===- Attention.cpp - nnc_aten_attention: attention in one pass ----------===//
+//
+// out = softmax(scale * q @ k^T + mask) @ v without the score matrix in
+// memory, as FlashAttention computes it. The work is split into tasks of one
+// (batch, head, block of query rows), run by nnc_parallel_for. A task walks
+// the keys in blocks: it computes the block's scores into a tile of its
+// thread (oneDNN's sgemm, on one thread inside the parallel loop), adds the
+// mask, and folds the block into the rows' running maximum m, sum l and
+// weighted sum acc (online softmax):
+//
+//   m' = max(m, max_j s_j)   p_j = exp(s_j - m')   c = exp(m - m')
+//   l' = c * l + sum_j p_j    acc' = c * acc + p @ v_block
+//
+// and ends with out = acc / l. A row whose scores are all -inf has l = 0 and
+// acc = 0, so it is NaN (0 / 0), as PyTorch's softmax gives; a NaN score makes
+// its row NaN. Tiles are sized to stay in the core's L2 cache.
+//
+//===----------------------------------------------------------------------===//
+#include "OneDNNCommon.h"
+#include "nnc/Runtime/Runtime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace nnc::onednn {
+
+using detail::sizes;
+
+namespace {
+
+/// Rows of queries per task, at most; fewer where there would be too few
+/// tasks for the threads.
+constexpr int64_t MaxQueryBlock = 64;
+/// Keys per block: a block's scores are MaxQueryBlock x KeyBlock floats
+/// (128 KiB), which stay in L2 with the value block.
+constexpr int64_t KeyBlock = 512;
+
+/// exp(x) in f32, written for a vectorized loop: x = n ln2 + r with
+/// |r| <= ln2 / 2 (n rounded by the 1.5 * 2^23 trick, ln2 in two parts),
+/// exp(r) by its degree-6 Taylor polynomial, scaled by 2^n through the
+/// exponent bits. Relative error under 2e-7 for x <= 88.3 (the softmax
+/// needs x <= 0); 0 below -87.3 (and for -inf), +inf above 88.3, NaN for NaN.
+__attribute__((always_inline)) inline float expf32(float X) {
+  float C = std::min(std::max(X, -87.3f), 88.3f);
+  float N = (C * 1.44269504088896341f + 12582912.f) - 12582912.f;
+  float R = C - N * 0.693359375f;
+  R = R + N * 2.12194440e-4f;
+  float P = 1.f / 720;
+  P = P * R + 1.f / 120;
+  P = P * R + 1.f / 24;
+  P = P * R + 1.f / 6;
+  P = P * R + 0.5f;
+  P = P * R + 1.f;
+  P = P * R + 1.f;
+  int32_t Bits = (static_cast<int32_t>(N) + 127) << 23;
+  float Scale;
+  std::memcpy(&Scale, &Bits, sizeof(Scale));
+  float E = P * Scale;
+  E = X < -87.3f ? 0.f : E;
+  E = X > 88.3f ? INFINITY : E;
+  return X != X ? X : E;
+}
+
+/// A [Rows, Cols] matrix for sgemm (row-major): its transpose flag and
+/// leading dimension, from its strides; false where neither stride is 1.
+struct GemmMatrix {
+  char Trans;
+  int64_t Ld;
+};
+
+bool gemmMatrix(int64_t RowStride, int64_t ColStride, int64_t Rows,
+                int64_t Cols, GemmMatrix &G) {
+  if (ColStride == 1 || Cols == 1) {
+    G = {'N', std::max(RowStride, Cols)};
+    return Rows == 1 || RowStride >= Cols;
+  }
+  if (RowStride == 1 || Rows == 1) {
+    G = {'T', std::max(ColStride, Rows)};
+    return Cols == 1 || ColStride >= Rows;
+  }
+  return false;
+}
+
+struct Problem {
+  const Tensor *Out, *Q, *K, *V, *Mask;
+  float Scale;
+  int64_t H, Sq, Sk, D, Dv, QueryBlock, QueryBlocks;
+  GemmMatrix QM, KM, VM;
+};
+
+/// The tiles of the calling thread, reused from task to task.
+struct Tiles {
+  std::vector<float> S, Acc, M, L;
+};
+
+float *at(const Tensor &T, int64_t B, int64_t H, int64_t I, int64_t J) {
+  return T.Data + B * T.Strides[0] + H * T.Strides[1] + I * T.Strides[2] +
+         J * T.Strides[3];
+}
+
+/// Adds the mask to a block of scores (rows from I0, keys from J0); a size-1
+/// dim of the mask broadcasts.
+__attribute__((always_inline)) inline void addMask(const Problem &P, float *S, int64_t B, int64_t H, int64_t I0,
+             int64_t Rows, int64_t J0, int64_t Cols) {
+  const Tensor &M = *P.Mask;
+  int64_t RS = M.Sizes[2] == 1 ? 0 : M.Strides[2];
+  int64_t CS = M.Sizes[3] == 1 ? 0 : M.Strides[3];
+  const float *Base = at(M, M.Sizes[0] == 1 ? 0 : B, M.Sizes[1] == 1 ? 0 : H,
+                         0, 0) + I0 * RS + J0 * CS;
+  for (int64_t I = 0; I < Rows; ++I) {
+    const float *Row = Base + I * RS;
+    float *SR = S + I * KeyBlock;
+    if (CS == 1) {
+#pragma omp simd
+      for (int64_t J = 0; J < Cols; ++J)
+        SR[J] += Row[J];
+    } else {
+      for (int64_t J = 0; J < Cols; ++J)
+        SR[J] += Row[J * CS];
+    }
+  }
+}
+
+/// Folds a block of scores into the rows' running statistics: S becomes
+/// exp(s - m'), Acc is rescaled by exp(m - m') (First: Acc holds nothing
+/// yet), and M and L become m' and l'.
+__attribute__((always_inline)) inline void foldBlock(float *S, float *Acc, float *M, float *L, int64_t Rows,
+               int64_t Cols, int64_t Dv, bool First) {
+  for (int64_t I = 0; I < Rows; ++I) {
+    float *SR = S + I * KeyBlock;
+    float Max = -INFINITY;
+#pragma omp simd reduction(max : Max)
+    for (int64_t J = 0; J < Cols; ++J)
+      Max = SR[J] > Max ? SR[J] : Max;
+    float Old = First ? -INFINITY : M[I];
+    float New = std::max(Old, Max);
+    // Every score so far is -inf: exp(s - 0) is 0 for them, and the row
+    // stays l = 0, acc = 0 until a finite score comes.
+    float Shift = New == -INFINITY ? 0.f : New;
+    float Sum = 0;
+#pragma omp simd reduction(+ : Sum)
+    for (int64_t J = 0; J < Cols; ++J) {
+      float E = expf32(SR[J] - Shift);
+      SR[J] = E;
+      Sum += E;
+    }
+    M[I] = New;
+    if (First) {
+      L[I] = Sum;
+      continue;
+    }
+    float C = expf32(Old - Shift);
+    L[I] = L[I] * C + Sum;
+    float *AR = Acc + I * Dv;
+#pragma omp simd
+    for (int64_t E = 0; E < Dv; ++E)
+      AR[E] *= C;
+  }
+}
+
+/// One task: rows [I0, I0 + Rows) of head H of batch B. Its loops are
+/// compiled for each vector level (runTaskOn); the task runs the one that
+/// vectorLevel() picks.
+__attribute__((always_inline)) inline std::string
+runTaskBody(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
+            int64_t Rows) {
+  const float *QP = at(*P.Q, B, H, I0, 0);
+  for (int64_t J0 = 0; J0 < P.Sk; J0 += KeyBlock) {
+    int64_t Cols = std::min(KeyBlock, P.Sk - J0);
+    const float *KP = at(*P.K, B, H, J0, 0);
+    const float *VP = at(*P.V, B, H, J0, 0);
+    // S = scale * Q_rows @ K_block^T: K_block is [Cols, D], so its
+    // transpose flips the flag.
+    char KT = P.KM.Trans == 'N' ? 'T' : 'N';
+    if (dnnl_sgemm(P.QM.Trans, KT, Rows, Cols, P.D, P.Scale, QP, P.QM.Ld, KP,
+                   P.KM.Ld, 0.f, T.S.data(), KeyBlock) != dnnl_success)
+      return "oneDNN's sgemm failed on the scores";
+    if (P.Mask)
+      addMask(P, T.S.data(), B, H, I0, Rows, J0, Cols);
+    bool First = J0 == 0;
+    foldBlock(T.S.data(), T.Acc.data(), T.M.data(), T.L.data(), Rows, Cols,
+              P.Dv, First);
+    if (dnnl_sgemm('N', P.VM.Trans, Rows, P.Dv, Cols, 1.f, T.S.data(),
+                   KeyBlock, VP, P.VM.Ld, First ? 0.f : 1.f, T.Acc.data(),
+                   P.Dv) != dnnl_success)
+      return "oneDNN's sgemm failed on the values";
+  }
+  const Tensor &O = *P.Out;
+  for (int64_t I = 0; I < Rows; ++I) {
+    float *OR = at(O, B, H, I0 + I, 0);
+    const float *AR = T.Acc.data() + I * P.Dv;
+    float L = T.L[I];
+    if (O.Strides[3] == 1) {
+#pragma omp simd
+      for (int64_t E = 0; E < P.Dv; ++E)
+        OR[E] = AR[E] / L;
+    } else {
+      for (int64_t E = 0; E < P.Dv; ++E)
+        OR[E * O.Strides[3]] = AR[E] / L;
+    }
+  }
+  return {};
+}
+
+using TaskFn = std::string (*)(const Problem &, Tiles &, int64_t, int64_t,
+                               int64_t, int64_t);
+
+__attribute__((target("arch=x86-64-v4"))) std::string
+runTaskV4(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
+          int64_t Rows) {
+  return runTaskBody(P, T, B, H, I0, Rows);
+}
+
+__attribute__((target("arch=x86-64-v3"))) std::string
+runTaskV3(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
+          int64_t Rows) {
+  return runTaskBody(P, T, B, H, I0, Rows);
+}
+
+std::string runTaskBase(const Problem &P, Tiles &T, int64_t B, int64_t H,
+                        int64_t I0, int64_t Rows) {
+  return runTaskBody(P, T, B, H, I0, Rows);
+}
+
+/// The widest vectors the CPU has (x86-64-v4: AVX-512; v3: AVX2 and FMA),
+/// no wider than ONEDNN_MAX_CPU_ISA allows oneDNN (AVX2 or older names cap
+/// it at v3 or the baseline), so that one variable selects a whole ISA path.
+/// Found once per process.
+TaskFn runTaskOn() {
+  static const TaskFn Fn = [] {
+    std::string Cap;
+    if (const char *E = std::getenv("ONEDNN_MAX_CPU_ISA"))
+      for (const char *C = E; *C; ++C)
+        Cap += static_cast<char>(std::toupper(static_cast<unsigned char>(*C)));
+    bool CapV3 = Cap.rfind("AVX2", 0) == 0;
+    bool CapBase = Cap.rfind("SSE", 0) == 0 || Cap == "AVX";
+    if (!CapV3 && !CapBase && __builtin_cpu_supports("x86-64-v4"))
+      return &runTaskV4;
+    if (!CapBase && __builtin_cpu_supports("x86-64-v3"))
+      return &runTaskV3;
+    return &runTaskBase;
+  }();
+  return Fn;
+}
+
+struct TaskEnv {
+  const Problem *P;
+  std::string Err;
+};
+
+int32_t runTasks(int64_t Begin, int64_t End, void *Env) {
+  auto &E = *static_cast<TaskEnv *>(Env);
+  const Problem &P = *E.P;
+  thread_local Tiles T;
+  T.S.resize(static_cast<size_t>(P.QueryBlock * KeyBlock));
+  T.Acc.resize(static_cast<size_t>(P.QueryBlock * P.Dv));
+  T.M.resize(static_cast<size_t>(P.QueryBlock));
+  T.L.resize(static_cast<size_t>(P.QueryBlock));
+  for (int64_t Task = Begin; Task < End; ++Task) {
+    int64_t Block = Task % P.QueryBlocks, BH = Task / P.QueryBlocks;
+    int64_t I0 = Block * P.QueryBlock;
+    std::string Err = runTaskOn()(P, T, BH / P.H, BH % P.H, I0,
+                                  std::min(P.QueryBlock, P.Sq - I0));
+    if (!Err.empty()) {
+      // Tasks stop at the first failure; which message wins is immaterial.
+#pragma omp critical(nnc_attention_error)
+      E.Err = Err;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
+                  const Tensor &V, const Tensor *Mask, float Scale,
+                  std::string &Err) {
+  Problem P{&Out, &Q, &K, &V, Mask, Scale, Q.Sizes[1], Q.Sizes[2], K.Sizes[2],
+            Q.Sizes[3], V.Sizes[3], 0, 0, {}, {}, {}};
+  if (!gemmMatrix(Q.Strides[2], Q.Strides[3], P.Sq, P.D, P.QM) ||
+      !gemmMatrix(K.Strides[2], K.Strides[3], P.Sk, P.D, P.KM) ||
+      !gemmMatrix(V.Strides[2], V.Strides[3], P.Sk, P.Dv, P.VM)) {
+    Err = "an operand's rows and columns both have strides other than 1";
+    addRuntimeNote(true, "attention on query " + sizes(Q) + ": " + Err +
+                             "; the reference runs");
+    return 1;
+  }
+  int64_t Heads = Q.Sizes[0] * P.H;
+  if (Heads == 0 || P.Sq == 0 || P.Dv == 0)
+    return 0;
+  if (P.Sk == 0) { // No keys: the product with an empty value matrix.
+    for (int64_t B = 0; B < Q.Sizes[0]; ++B)
+      for (int64_t H = 0; H < P.H; ++H)
+        for (int64_t I = 0; I < P.Sq; ++I)
+          for (int64_t E = 0; E < P.Dv; ++E)
+            at(Out, B, H, I, 0)[E * Out.Strides[3]] = 0.f;
+    return 0;
+  }
+  // Blocks of queries small enough for four tasks a thread, down to 16 rows.
+  int64_t Threads = nnc_runtime_num_threads();
+  P.QueryBlock = MaxQueryBlock;
+  while (P.QueryBlock > 16 &&
+         Heads * ((P.Sq + P.QueryBlock - 1) / P.QueryBlock) < 4 * Threads)
+    P.QueryBlock /= 2;
+  P.QueryBlock = std::min(P.QueryBlock, P.Sq);
+  P.QueryBlocks = (P.Sq + P.QueryBlock - 1) / P.QueryBlock;
+  TaskEnv Env{&P, {}};
+  if (nnc_parallel_for(runTasks, 0, Heads * P.QueryBlocks, 1, &Env) != 0) {
+    Err = Env.Err.empty() ? nnc_runtime_last_error() : Env.Err;
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace nnc::onednn
