@@ -189,6 +189,111 @@ def test_attention_is_one_kernel(mask):
     run(Attention().eval(), x, m)
 
 
+def _attention_calls(opt):
+    return sum(r.kernel.count("nnc_aten_attention(") for r in opt.report if r.kernel)
+
+
+class _QKV(torch.nn.Module):
+    """softmax(scores(q @ k^T)) @ v, scores given as a function."""
+
+    def __init__(self, scores, *buffers):
+        super().__init__()
+        self.scores = scores
+        for i, b in enumerate(buffers):
+            self.register_buffer("b%d" % i, b)
+
+    def forward(self, q, k, v):
+        s = self.scores(self, torch.matmul(q, k.transpose(-2, -1)))
+        return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def _causal(n):
+    return torch.ones(n, n, dtype=torch.bool).triu(1)
+
+
+@pytest.mark.parametrize("case", [
+    "plain", "divided", "scaled first", "causal fill", "kept where true", "additive",
+    "padding by batch", "two masks", "a whole row masked", "two key blocks", "3-d", "2-d"])
+def test_attention_is_one_call(case):
+    # The scores never reach memory: one nnc_aten_attention call, against
+    # PyTorch's ops (a row masked entirely is NaN in both).
+    b, h, n, d = 2, 3, 9, 8
+    shape = {"3-d": (b * h, n, d), "2-d": (n, d)}.get(case, (b, h, n, d))
+    if case == "two key blocks":
+        shape = (1, 2, 600, 8)
+    n = shape[-2]
+    pad = torch.zeros(b, 1, 1, n)
+    pad[1, ..., 5:] = float("-inf")
+    whole = torch.zeros(n, n)
+    whole[2] = float("-inf")
+    scores = {
+        "plain": (lambda m, s: s, ),
+        "divided": (lambda m, s: s / 2.5, ),
+        "scaled first": (lambda m, s: s * 0.125 + m.b0, torch.randn(n, n)),
+        "causal fill": (lambda m, s: (s * 0.3).masked_fill(m.b0, float("-inf")), _causal(n)),
+        "kept where true": (lambda m, s: torch.where(m.b0, s, float("-inf")), ~_causal(n)),
+        "additive": (lambda m, s: s * 0.3 + m.b0, torch.randn(h, n, n)),
+        "padding by batch": (lambda m, s: s + m.b0, pad),
+        "two masks": (lambda m, s: (s / 3).masked_fill(m.b0, float("-inf")) + m.b1,
+                      _causal(n), pad),
+        "a whole row masked": (lambda m, s: s + m.b0, whole),
+        "two key blocks": (lambda m, s: s * 0.3 + m.b0, torch.randn(n, n)),
+        "3-d": (lambda m, s: s * 0.3, ),
+        "2-d": (lambda m, s: s.masked_fill(m.b0, float("-inf")), _causal(n)),
+    }[case]
+    q, k, v = (torch.randn(*shape) for _ in range(3))
+    opt = run(_QKV(*scores), q, k, v)
+    assert _attention_calls(opt) == 1, opt.report[0].kernel
+
+
+def test_attention_fusion_can_be_turned_off():
+    q, k, v = (torch.randn(2, 3, 9, 8) for _ in range(3))
+    opt = run(_QKV(lambda m, s: s * 0.3), q, k, v, fuse_attention=False)
+    assert _attention_calls(opt) == 0
+
+
+def test_attention_with_strided_operands():
+    # Heads of a [batch, seq, heads * width] projection, as models make them.
+    x = torch.randn(2, 7, 3 * 4 * 8)
+    q, k, v = (t.view(2, 7, 4, 8).transpose(1, 2) for t in x.split(32, dim=-1))
+    opt = run(_QKV(lambda m, s: s * 0.35), q, k, v)
+    assert _attention_calls(opt) == 1
+
+
+@pytest.mark.parametrize("case", ["probabilities read twice", "log_softmax",
+                                  "softmax over queries", "finite fill", "scores read twice"])
+def test_attention_left_to_the_ops(case):
+    # Forms that are not softmax(scores) @ v with only -inf fills: the ops
+    # as they are, still one kernel and correct.
+    causal = _causal(5)
+
+    class M(torch.nn.Module):
+        def forward(self, q, k, v):
+            s = torch.matmul(q, k.transpose(-2, -1))
+            if case == "probabilities read twice":
+                p = torch.softmax(s, -1)
+                return torch.matmul(p, v) + p.sum(-1, keepdim=True)
+            if case == "log_softmax":
+                return torch.matmul(torch.log_softmax(s, -1), v)
+            if case == "softmax over queries":
+                return torch.matmul(torch.softmax(s, -2), v)
+            if case == "finite fill":
+                return torch.matmul(torch.softmax(s.masked_fill(causal, -1e9), -1), v)
+            return torch.matmul(torch.softmax(s, -1), v) + s.mean(-1, keepdim=True)
+    q, k, v = (torch.randn(2, 5, 6) for _ in range(3))
+    opt = run(M(), q, k, v)
+    assert _attention_calls(opt) == 0
+
+
+def test_multi_head_attention_from_make_fx_is_one_call():
+    mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    mask = torch.zeros(2, 6, dtype=torch.bool)
+    mask[1, 4:] = True
+    opt = run_aten(lambda t, m: mha(t, t, t, key_padding_mask=m, need_weights=False)[0],
+                   torch.randn(2, 6, 32), mask)
+    assert _attention_calls(opt) == 1
+
+
 def test_encoder_layer_blocks():
     class Block(torch.nn.Module):
         def __init__(self):

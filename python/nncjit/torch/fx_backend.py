@@ -205,9 +205,12 @@ class Optimized:
             for r in self.report)
 
 
-def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_options):
+def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention=True,
+            **compile_options):
     """The torch.compile backend protocol: (gm, example_inputs) -> a callable
-    (Optimized). compile_options are nncjit.compile's keywords."""
+    (Optimized). fuse_attention=False writes attention as its ops (the
+    scores in memory) rather than one nnc_aten_attention call.
+    compile_options are nncjit.compile's keywords."""
     _remove_dead_code(gm.graph)
     with _torch.no_grad():
         # On copies: a graph may write its inputs in place.
@@ -235,7 +238,7 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, **compile_opti
         # Its inputs' nodes now (an earlier region's results).
         input_nodes = [replaced.get(n, n) for n in traced[index]]
         try:
-            writer = KernelWriter(region, "region%d" % index)
+            writer = KernelWriter(region, "region%d" % index, fuse_attention)
             entry.kernel = writer.write()
             function = _nncjit.compile(entry.kernel, **compile_options).partial(
                 **writer.constants)

@@ -13,7 +13,15 @@ vectorize the loop nests (docs/passes.md). Only float32 tensors are covered.
 Order of rounding: softmax subtracts the row maximum, sums exp(x - max) in
 the order of the row, and divides; log_softmax is x - max - log(sum);
 layer_norm takes the mean, then the mean of squared deviations (two
-passes, as PyTorch), and (x - mean) * rsqrt(var + eps) * w + b."""
+passes, as PyTorch), and (x - mean) * rsqrt(var + eps) * w + b.
+
+Attention, matmul(softmax(mask(scale * matmul(q, kt))), v) with the softmax
+over the keys, is one nnc_aten_attention call (find_attention): the scores
+are never in memory. Its order of rounding differs from the ops': each
+score is q . k rounded once (sgemm, scaled as it is stored), plus the mask;
+the rows' maximum, sums of exp and weighted sums of values are updated one
+block of 512 keys at a time (online softmax), and each output is the
+weighted sum divided by the row's sum at the end (docs/python.md)."""
 
 import math
 
@@ -174,6 +182,93 @@ def check_supported(op):
         raise Unsupported("indexing a 0-d tensor")
 
 
+class Attention:
+    """matmul(softmax(s), v) with the softmax over the keys, where s is
+    scale * matmul(q, kt) with masks applied in order: each ("add", the mask
+    Value, the scores' dims it spans) or ("where", (the condition, whether
+    the score is kept where it is true, the scores' dims it spans or None
+    to broadcast it), its dims). inner are the ops the call replaces."""
+
+    def __init__(self, output, q, kt, v, scores, scale, masks, inner):
+        self.output, self.q, self.kt, self.v = output, q, kt, v
+        self.scores, self.scale, self.masks, self.inner = scores, scale, masks, inner
+
+
+def find_attention(region):
+    """The attentions of a region that nnc_aten_attention computes, by the
+    op that makes each one's output (P @ V). Every value from the scores
+    to P must have no reader but the next op: none outside the region."""
+    members, outputs = set(region.ops), set(region.outputs)
+
+    def only_use(v, op):
+        return isinstance(v, Value) and v.producer in members and \
+            v not in outputs and v.users == [op]
+    found = {}
+    for pv in region.ops:
+        if pv.kind != "matmul" or len(pv.inputs) != 2:
+            continue
+        p, v = pv.inputs
+        rank = len(p.shape)
+        sm = p.producer if isinstance(p, Value) else None
+        if not only_use(p, pv) or sm.kind != "softmax" or sm.attrs["dim"] != rank - 1 or \
+                not 2 <= rank <= 4 or tuple(v.shape[:-2]) != tuple(p.shape[:-2]) or \
+                0 in p.shape:
+            continue
+        masks, inner, scale = [], [sm], 1.0
+        x, user = sm.inputs[0], sm
+        # The masks, outermost first.
+        while only_use(x, user) and x.producer.kind in ("add", "where"):
+            op = x.producer
+            if op.kind == "add":
+                a, b = op.inputs
+                chain, m = (a, b) if only_use(a, op) else (b, a)
+                if not isinstance(m, Value) or m.dtype != _torch.float32 or \
+                        not only_use(chain, op) or chain.shape != x.shape:
+                    break
+                masks.append(("add", m, _spanned(m.shape, rank)))
+            else:
+                c, a, b = op.inputs
+                neg_inf = [isinstance(t, float) and t == float("-inf") for t in (a, b)]
+                if neg_inf[0] == neg_inf[1]:
+                    break
+                chain = b if neg_inf[0] else a
+                if not only_use(chain, op) or chain.shape != x.shape:
+                    break
+                spans = op.attrs.get("cond_dims")
+                dims = list(spans) if spans is not None else _spanned(c.shape, rank)
+                masks.append(("where", (c, not neg_inf[0], spans), dims))
+            inner.append(op)
+            x, user = chain, op
+        if only_use(x, user) and x.producer.kind in ("mul", "div"):
+            op = x.producer
+            a, b = op.inputs
+            num, chain = (b, a) if isinstance(b, (int, float)) else (a, b)
+            if isinstance(num, (int, float)) and not isinstance(num, bool) and \
+                    (op.kind == "mul" or num is b) and math.isfinite(num) and num != 0 \
+                    and only_use(chain, op):
+                scale = num if op.kind == "mul" else 1.0 / num
+                inner.append(op)
+                x, user = chain, op
+        qk = x.producer if isinstance(x, Value) else None
+        if not only_use(x, user) or qk.kind != "matmul" or len(qk.inputs) != 2:
+            continue
+        q, kt = qk.inputs
+        if tuple(q.shape[:-2]) != tuple(p.shape[:-2]) or \
+                tuple(kt.shape[:-2]) != tuple(p.shape[:-2]):
+            continue
+        inner.append(qk)
+        masks.reverse()   # in the order they apply to the scores
+        found[pv] = Attention(pv.output, q, kt, v, x, scale, masks, inner)
+    return found
+
+
+def _spanned(shape, rank):
+    """The dims of the scores (of rank rank) along which an operand of
+    shape, broadcast to them, varies."""
+    lead = rank - len(shape)
+    return [lead + d for d, s in enumerate(shape) if s != 1]
+
+
 class Region:
     """Ops of an OpGraph (topologically ordered) that one kernel computes:
     its inputs (Values made outside it, constants included) and outputs
@@ -201,7 +296,7 @@ class KernelWriter:
     region's inputs that are not constants, in order, then its outputs;
     the constants are parameters bound by name (self.constants)."""
 
-    def __init__(self, region, name):
+    def __init__(self, region, name, fuse_attention=True):
         self.region = region
         self.members = set(region.ops)
         self.name = name
@@ -212,6 +307,10 @@ class KernelWriter:
         # Value -> (buffer, its rank, the bias Value or None, alpha, beta)
         self.products = {}
         self.stats = {}         # reduction Op -> names of its row buffers
+        self.padded = {}        # Value -> (its 4-d buffer, the leading 1s added)
+        # P @ V's Op -> Attention
+        self.attention = find_attention(region) if fuse_attention else {}
+        self.fused = {op for a in self.attention.values() for op in a.inner}
         self.temps = []
         self._count = 0
 
@@ -227,6 +326,9 @@ class KernelWriter:
         if v in self.buffers:
             name = self.buffers[v]
             return "%s[%s]" % (name, ", ".join(idx)) if idx else name
+        if v in self.padded:
+            name, pad = self.padded[v]
+            return "%s[%s]" % (name, ", ".join(["0ll"] * pad + list(idx)))
         if v in self.products:
             # [rows, n] or [batch, m, n]; beta * bias + alpha * product.
             name, rank, bias, alpha, beta = self.products[v]
@@ -518,6 +620,58 @@ class KernelWriter:
             out, ", ".join(bufs), ", ".join(_ll(a) for a in op.attrs["args"])))
         self.buffers[result] = out
 
+    def attention_call(self, a):
+        """Attention a as nnc_aten_attention on 4-d buffers, each with 1s
+        for the batch dims it lacks: the queries, the keys (kt transposed as
+        it is copied), the values and the additive mask (the masks added,
+        -inf where a where fills a score)."""
+        rank = len(a.scores.shape)
+        pad = 4 - rank
+
+        def operand4(v, transpose=False):
+            shape = tuple(v.shape[:-2]) + (tuple(reversed(v.shape[-2:])) if transpose
+                                           else tuple(v.shape[-2:]))
+            if not transpose and not pad and v in self.buffers and \
+                    tuple(v.stride) == tuple(_contiguous_strides(shape)):
+                return self.buffers[v]
+            name = self.allocate("att", (1,) * pad + shape)
+
+            def body(idx):
+                at = idx[:-2] + [idx[-1], idx[-2]] if transpose else idx
+                return ["%s[%s] = %s;" % (name, ", ".join(["0ll"] * pad + at),
+                                          self.load(v, idx))]
+            self.lines.extend(self.loops(v.shape, body))
+            return name
+        bufs = [operand4(a.q), operand4(a.kt, transpose=True), operand4(a.v)]
+        if a.masks:
+            # The mask varies along the dims its parts span, and is 1 in the
+            # others (the call broadcasts it).
+            mshape = [1] * rank
+            for _, _, dims in a.masks:
+                for d in dims:
+                    mshape[d] = a.scores.shape[d]
+            name = self.allocate("mask", (1,) * pad + tuple(mshape))
+
+            def body(idx):
+                full = [i if mshape[d] != 1 else "0ll" for d, i in enumerate(idx)]
+                e = "0.f"
+                for kind, m, dims in a.masks:
+                    if kind == "add":
+                        e = "(%s) + (%s)" % (e, self.load(m, _broadcast(full, m.shape)))
+                        continue
+                    c, kept_where_true, spans = m
+                    cond = self.load(c, [full[d] for d in spans] if spans is not None
+                                     else _broadcast(full, c.shape))
+                    e = "IfThenElse(%s, %s, NEG_INFINITY)" % (cond, e) if kept_where_true \
+                        else "IfThenElse(%s, NEG_INFINITY, %s)" % (cond, e)
+                return ["%s[%s] = %s;" % (name, ", ".join(["0ll"] * pad + idx), e)]
+            self.lines.extend(self.loops(mshape, body))
+            bufs.append(name)
+        out = self.allocate("att", (1,) * pad + tuple(a.output.shape))
+        self.lines.append("  %s = nnc_aten_attention(buf_args={%s}, args={%s});" % (
+            out, ", ".join(bufs), _lit(float(a.scale))))
+        self.padded[a.output] = (out, pad)
+
     def operand(self, v, shape):
         """A contiguous buffer of shape holding v: v's own where it is one,
         a constant laid out so once, or a temporary."""
@@ -531,6 +685,10 @@ class KernelWriter:
         return name
 
     def constant(self, t, base):
+        """A parameter bound to tensor t (a bool tensor as its bytes, as
+        the kernel's arguments take it)."""
+        if t.dtype == _torch.bool:
+            t = t.view(_torch.uint8)
         name = "c%d_%s" % (len(self.constants), base)
         self.constants[name] = t
         self.params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
@@ -554,7 +712,11 @@ class KernelWriter:
                                      _contiguous_strides(v.shape)))
         for op in region.ops:
             v = op.output
-            if op.kind in _REDUCTIONS:
+            if op in self.fused:
+                continue
+            if op in self.attention:
+                self.attention_call(self.attention[op])
+            elif op.kind in _REDUCTIONS:
                 self.reduction_stats(op)
             elif op.kind == "conv2d":
                 self.convolution(op)
