@@ -165,7 +165,8 @@ void applyReferencePostOps(const TensorRef &Out,
 }
 
 /// out[b, h, i, :] = sum_j p_j v[b, h, j, :] with p = softmax_j(scale * q[b,
-/// h, i, :] . k[b, h, j, :] + mask[b, h, i, j]), in double. A row whose
+/// h, i, :] . k[b, h, j, :] + mask[b, h, i, j]), in double; where the mask
+/// is -inf the score is -inf whatever q . k is (a NaN too). A row whose
 /// scores are all -inf is NaN (0 / 0), as PyTorch's softmax gives; with no
 /// keys the output is 0, PyTorch's product with an empty value matrix.
 std::string attention(const TensorRef &Out, const std::vector<TensorRef> &Ins,
@@ -202,7 +203,8 @@ std::string attention(const TensorRef &Out, const std::vector<TensorRef> &Ins,
           double Dot = 0;
           for (int64_t d = 0; d < D; ++d)
             Dot += static_cast<double>(At(Q, {b, h, i, d})) * At(K, {b, h, j, d});
-          S[j] = Scale * Dot + (M ? At(*M, {b, h, i, j}) : 0.0);
+          double Mask = M ? At(*M, {b, h, i, j}) : 0.0;
+          S[j] = Mask == -INFINITY ? -INFINITY : Scale * Dot + Mask;
           Max = std::max(Max, S[j]);
         }
         double Sum = 0;

@@ -302,6 +302,7 @@ class KernelWriter:
         self.name = name
         self.params = []        # declarations
         self.constants = {}     # parameter name -> tensor, bound once
+        self.outs = {}          # the region's outputs -> their parameters
         self.lines = []
         self.buffers = {}       # Value -> the buffer that holds it
         # Value -> (buffer, its rank, the bias Value or None, alpha, beta)
@@ -628,12 +629,22 @@ class KernelWriter:
         rank = len(a.scores.shape)
         pad = 4 - rank
 
+        def dense4(v):
+            """v's buffer, where it holds v as a contiguous 4-d tensor."""
+            if not pad and v in self.buffers and \
+                    tuple(v.stride) == tuple(_contiguous_strides(v.shape)):
+                return self.buffers[v]
+            return None
+
         def operand4(v, transpose=False):
             shape = tuple(v.shape[:-2]) + (tuple(reversed(v.shape[-2:])) if transpose
                                            else tuple(v.shape[-2:]))
-            if not transpose and not pad and v in self.buffers and \
-                    tuple(v.stride) == tuple(_contiguous_strides(shape)):
-                return self.buffers[v]
+            if transpose and v.producer is not None and v.producer.kind == "permute" \
+                    and tuple(v.producer.attrs["perm"]) == (0, 1, 3, 2) \
+                    and dense4(v.producer.inputs[0]):
+                return dense4(v.producer.inputs[0])   # kt = k.transpose(-2, -1)
+            if not transpose and dense4(v):
+                return dense4(v)
             name = self.allocate("att", (1,) * pad + shape)
 
             def body(idx):
@@ -667,10 +678,13 @@ class KernelWriter:
                 return ["%s[%s] = %s;" % (name, ", ".join(["0ll"] * pad + idx), e)]
             self.lines.extend(self.loops(mshape, body))
             bufs.append(name)
-        out = self.allocate("att", (1,) * pad + tuple(a.output.shape))
+        if a.output in self.outs and not pad:
+            out = self.buffers[a.output] = self.outs[a.output]
+        else:
+            out = self.allocate("att", (1,) * pad + tuple(a.output.shape))
+            self.padded[a.output] = (out, pad)
         self.lines.append("  %s = nnc_aten_attention(buf_args={%s}, args={%s});" % (
             out, ", ".join(bufs), _lit(float(a.scale))))
-        self.padded[a.output] = (out, pad)
 
     def operand(self, v, shape):
         """A contiguous buffer of shape holding v: v's own where it is one,
@@ -705,7 +719,7 @@ class KernelWriter:
                 dtype = _torch.uint8 if v.dtype == _torch.bool else v.dtype
                 self.params.append(_decl("in", name, dtype, v.shape, v.stride))
             self.buffers[v] = name
-        outs = {}
+        self.outs = outs = {}
         for i, v in enumerate(region.outputs):
             outs[v] = "o%d" % i
             self.params.append(_decl("out", outs[v], v.dtype, v.shape,
@@ -724,7 +738,8 @@ class KernelWriter:
                 self.matrix_product(op)
             uses = sum(1 for u in v.users if u in self.members)
             if v in outs:
-                self.materialize(v, outs[v])
+                if self.buffers.get(v) != outs[v]:   # (an attention writes it)
+                    self.materialize(v, outs[v])
                 self.buffers[v] = outs[v]
             elif uses > 1 and op.kind not in VIEWS:
                 name = self.allocate("t", v.shape)
