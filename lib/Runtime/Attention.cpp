@@ -26,20 +26,31 @@
 #include <cstring>
 #include <vector>
 
+#include <unistd.h>
+
 namespace nnc::onednn {
 
 using detail::sizes;
 
 namespace {
 
-/// Rows of queries per task, at most; fewer where there would be too few
-/// tasks for the threads.
-constexpr int64_t MaxQueryBlock = 64;
-/// Keys per block: a block's scores are MaxQueryBlock x MaxKeyBlock floats
-/// (128 KiB), which stay in L2 with the value block. (Smaller blocks cost
+/// Keys per block: a block's scores are QueryBlock x MaxKeyBlock floats,
+/// which stay in L2 with the block's keys and values. (Smaller blocks cost
 /// more than they save: 128 keys took 13.2 ms against 10.7 ms for 512 on a
-/// Zen 4 core at seq 512, the keys a mask leaves out are skipped anyway.)
+/// Zen 4 core at seq 512; the keys a mask leaves out are skipped anyway.)
 constexpr int64_t MaxKeyBlock = 512;
+
+/// Rows of queries per task, at most: 128 where L2 holds the scores of a
+/// block (256 KiB) twice over, else 64. (Zen 4, 1 MiB of L2, seq 512: 128
+/// rows took 9.7-10.5 ms a core against 10.6-11.2 ms for 64.) Fewer rows
+/// where there would be too few tasks for the threads.
+int64_t maxQueryBlock() {
+  static const int64_t N = [] {
+    long L2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return L2 >= (1L << 20) ? int64_t(128) : int64_t(64);
+  }();
+  return N;
+}
 
 /// exp(x) in f32, written for a vectorized loop: x = n ln2 + r with
 /// |r| <= ln2 / 2 (n rounded by the 1.5 * 2^23 trick, ln2 in two parts),
@@ -363,7 +374,7 @@ int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
   }
   // Blocks of queries small enough for four tasks a thread, down to 16 rows.
   int64_t Threads = nnc_runtime_num_threads();
-  P.QueryBlock = MaxQueryBlock;
+  P.QueryBlock = maxQueryBlock();
   while (P.QueryBlock > 16 &&
          Heads * ((P.Sq + P.QueryBlock - 1) / P.QueryBlock) < 4 * Threads)
     P.QueryBlock /= 2;
