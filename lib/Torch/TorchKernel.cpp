@@ -82,59 +82,6 @@ std::shared_ptr<Compiler> compilerFor(const std::vector<std::string> &Options) {
   return C;
 }
 
-std::optional<DType> dtypeOf(at::ScalarType T) {
-  switch (T) {
-  case at::kFloat:
-    return DType::F32;
-  case at::kDouble:
-    return DType::F64;
-  case at::kHalf:
-    return DType::F16;
-  case at::kBFloat16:
-    return DType::BF16;
-  case at::kLong:
-    return DType::I64;
-  case at::kInt:
-    return DType::I32;
-  case at::kShort:
-    return DType::I16;
-  case at::kChar:
-    return DType::I8;
-  case at::kByte:
-    return DType::U8;
-  case at::kBool:
-    return DType::Bool;
-  default:
-    return std::nullopt;
-  }
-}
-
-at::ScalarType scalarTypeOf(DType T) {
-  switch (T) {
-  case DType::F32:
-    return at::kFloat;
-  case DType::F64:
-    return at::kDouble;
-  case DType::F16:
-    return at::kHalf;
-  case DType::BF16:
-    return at::kBFloat16;
-  case DType::I64:
-    return at::kLong;
-  case DType::I32:
-    return at::kInt;
-  case DType::I16:
-    return at::kShort;
-  case DType::I8:
-    return at::kChar;
-  case DType::U8:
-    return at::kByte;
-  case DType::Bool:
-    return at::kBool;
-  }
-  return at::kFloat;
-}
-
 template <class Ints> std::string shapeText(const Ints &V) {
   std::string S = "[";
   for (int64_t X : V)
@@ -468,6 +415,29 @@ torch::jit::Module load(const std::string &Path, const LoadOptions &O) {
     ~Reset() { setLoadOptions({}); }
   } R;
   return torch::jit::load(Path);
+}
+
+namespace {
+/// Each DType and PyTorch's type for it.
+constexpr std::pair<DType, at::ScalarType> ScalarTypes[] = {
+    {DType::Bool, at::kBool}, {DType::I8, at::kChar},   {DType::U8, at::kByte},
+    {DType::I16, at::kShort}, {DType::I32, at::kInt},   {DType::I64, at::kLong},
+    {DType::F16, at::kHalf},  {DType::BF16, at::kBFloat16},
+    {DType::F32, at::kFloat}, {DType::F64, at::kDouble}};
+} // namespace
+
+at::ScalarType scalarTypeOf(DType T) {
+  for (auto [D, S] : ScalarTypes)
+    if (D == T)
+      return S;
+  return at::kFloat; // Unreachable: every DType is in the table.
+}
+
+std::optional<DType> dtypeOf(at::ScalarType T) {
+  for (auto [D, S] : ScalarTypes)
+    if (S == T)
+      return D;
+  return std::nullopt;
 }
 
 } // namespace nnc::libtorch

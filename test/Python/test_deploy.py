@@ -3,7 +3,6 @@ OptimizedModule.save(), nncjit.torch.load() in a fresh process, and
 nnc-torch-run. Each saved file is untrusted input: damaged files get
 their message."""
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -192,11 +191,9 @@ def test_kernels_saved_for_features_this_cpu_lacks_are_compiled_for_it(tmp_path,
         pytest.skip("this CPU has AVX-VNNI")
     m, x = _block()
     fast = nt.optimize(m, [x], cache_dir=cache, features="-avx512f")
-    path, bad = str(tmp_path / "m.pt"), str(tmp_path / "bad.pt")
+    path = str(tmp_path / "m.pt")
     fast.save(path)
-    _rewrite_zip(path, bad, lambda name, b: b.replace(b"features=-avx512f",
-                                                      b"features=+avxvnni")
-                 if name.endswith("constants.pkl") else b)
+    bad = _edit_kernel_state(path, b"features=-avx512f", b"features=+avxvnni")
     xp, yp = str(tmp_path / "x.pt"), str(tmp_path / "y.pt")
     torch.save(x, xp)
     counts = _fresh_process(_LOAD_AND_RUN, bad, xp, yp, cache)
@@ -265,12 +262,16 @@ def _saved(tmp_path):
     return path
 
 
-def _rewrite_zip(src, dst, edit):
-    """Copies the zip src to dst, with edit(name, bytes) -> bytes applied to
-    each entry."""
+def _edit_kernel_state(src, old, new):
+    """A copy of the saved model src whose pickled constants (the kernels'
+    state) have the bytes old replaced by new; returns its path."""
+    dst = src[:-len(".pt")] + "-edited.pt"
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
         for info in zin.infolist():
-            zout.writestr(info, edit(info.filename, zin.read(info.filename)))
+            b = zin.read(info.filename)
+            zout.writestr(info, b.replace(old, new)
+                          if info.filename.endswith("constants.pkl") else b)
+    return dst
 
 
 def test_truncated_file_is_an_error(tmp_path):
@@ -297,30 +298,21 @@ def test_torchscript_file_not_saved_by_nncjit_is_refused(tmp_path):
 
 
 def test_kernel_text_that_fails_to_verify_is_an_error(tmp_path):
-    path = _saved(tmp_path)
-    bad = str(tmp_path / "bad.pt")
     # Same length: the pickle stays well formed, the kernel does not verify.
-    _rewrite_zip(path, bad, lambda name, b: b.replace(b"nnc_aten_conv2d", b"nnc_aten_conv9d")
-                 if name.endswith("constants.pkl") else b)
+    bad = _edit_kernel_state(_saved(tmp_path), b"nnc_aten_conv2d", b"nnc_aten_conv9d")
     with pytest.raises(nncjit.Error, match=r"cannot load the model: .*nnc_aten_conv9d"):
         nt.load(bad)
 
 
 def test_kernel_text_that_does_not_parse_is_an_error(tmp_path):
-    path = _saved(tmp_path)
-    bad = str(tmp_path / "bad.pt")
-    _rewrite_zip(path, bad, lambda name, b: b.replace(b"for (int64_t", b"for (int64_t(")
-                 if name.endswith("constants.pkl") else b)
+    bad = _edit_kernel_state(_saved(tmp_path), b"for (int64_t", b"for (int64_t(")
     with pytest.raises(nncjit.Error, match=r"cannot load the model: "):
         nt.load(bad)
 
 
 def test_kernel_state_of_another_version_is_an_error(tmp_path):
-    path = _saved(tmp_path)
-    bad = str(tmp_path / "bad.pt")
     # The state is (version, text, ...): the pickled int 1 before the text.
-    _rewrite_zip(path, bad, lambda name, b: b.replace(b"K\x01X", b"K\x07X")
-                 if name.endswith("constants.pkl") else b)
+    bad = _edit_kernel_state(_saved(tmp_path), b"K\x01X", b"K\x07X")
     with pytest.raises(nncjit.Error, match=r"cannot load the model: nncjit.Kernel: state "
                        r"version 7 is not supported \(this library reads version 1\)"):
         nt.load(bad)
@@ -348,14 +340,6 @@ def test_constant_of_the_wrong_shape_is_an_error():
 
 
 # -- nnc-torch-run ---------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def torch_run():
-    path = os.environ.get("NNC_TORCH_RUN") or shutil.which("nnc-torch-run")
-    if not path:
-        pytest.skip("NNC_TORCH_RUN is not set and nnc-torch-run is not on PATH")
-    return path
-
 
 def _run(tool, *args):
     return subprocess.run([tool, *args], capture_output=True, text=True, timeout=600)

@@ -40,14 +40,14 @@ std::string firstLine(const std::string &What) {
   return What.substr(0, What.find('\n'));
 }
 
+/// The type of a .npy element description ("<f4"), or nullopt.
 std::optional<at::ScalarType> scalarTypeOf(const std::string &Descr) {
-  static const std::pair<const char *, at::ScalarType> Types[] = {
-      {"<f4", at::kFloat}, {"<f8", at::kDouble}, {"<f2", at::kHalf},
-      {"<i8", at::kLong},  {"<i4", at::kInt},    {"<i2", at::kShort},
-      {"|i1", at::kChar},  {"|u1", at::kByte},   {"|b1", at::kBool}};
-  for (const auto &[D, T] : Types)
-    if (Descr == D)
-      return T;
+  for (nnc::DType T : {nnc::DType::Bool, nnc::DType::I8, nnc::DType::U8,
+                       nnc::DType::I16, nnc::DType::I32, nnc::DType::I64,
+                       nnc::DType::F16, nnc::DType::BF16, nnc::DType::F32,
+                       nnc::DType::F64})
+    if (!nnc::npyDescr(T).empty() && nnc::npyDescr(T) == Descr)
+      return nnc::libtorch::scalarTypeOf(T);
   return std::nullopt;
 }
 
@@ -76,18 +76,9 @@ at::Tensor readNpy(const std::string &Path) {
 
 void writeNpy(const std::string &Path, const at::Tensor &T) {
   at::Tensor X = T.contiguous();
-  std::optional<nnc::DType> D;
-  for (auto [A, B] : {std::pair{at::kFloat, nnc::DType::F32},
-                      {at::kDouble, nnc::DType::F64},
-                      {at::kHalf, nnc::DType::F16},
-                      {at::kLong, nnc::DType::I64},
-                      {at::kInt, nnc::DType::I32},
-                      {at::kShort, nnc::DType::I16},
-                      {at::kChar, nnc::DType::I8},
-                      {at::kByte, nnc::DType::U8},
-                      {at::kBool, nnc::DType::Bool}})
-    if (X.scalar_type() == A)
-      D = B;
+  std::optional<nnc::DType> D = nnc::libtorch::dtypeOf(X.scalar_type());
+  if (D && nnc::npyDescr(*D).empty())
+    D.reset();
   if (!D)
     die("output '" + Path + "': element type " +
         std::string(c10::toString(X.scalar_type())) +

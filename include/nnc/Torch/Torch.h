@@ -27,9 +27,12 @@
 #ifndef NNC_TORCH_TORCH_H
 #define NNC_TORCH_TORCH_H
 
+#include "nnc/IR/DType.h"
+
 #include <torch/script.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +66,11 @@ Stats stats();
 
 /// The cache directory CacheDir "" stands for.
 std::string defaultCacheDir();
+
+/// A kernel's element type as PyTorch's, and back (nullopt for PyTorch's
+/// types a kernel has none of: complex, quantized).
+at::ScalarType scalarTypeOf(DType T);
+std::optional<DType> dtypeOf(at::ScalarType T);
 
 } // namespace nnc::libtorch
 
