@@ -5,7 +5,11 @@
 //    ExternalCall in a compiled kernel against the same oneDNN convolution
 //    called directly (onednn::conv2d), at 1 and 2 threads: the call path;
 //  - conv + bias + relu and conv + add + relu (a ResNet block's tail) with the
-//    loop fused into the convolution's post-ops against the unfused kernel.
+//    loop fused into the convolution's post-ops against the unfused kernel;
+//  - nnc_aten_attention on [1, 12, 512, 64] (BERT-base's heads at seq 512)
+//    against its floor: the same sgemm calls on the same tiles alone (the
+//    scores' and the values' products of 128-row blocks over 512 keys),
+//    at 1 and 2 threads.
 //
 //   build/bin/nnc-bench-onednn --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true
@@ -17,10 +21,12 @@
 #include "nnc/Runtime/Runtime.h"
 
 #include <benchmark/benchmark.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <vector>
 
 using namespace nnc;
 
@@ -47,6 +53,10 @@ kernel block_relu(in x: f32[1, 64, 56, 56] channels_last, in w: f32[64, 64, 3, 3
     y[i] = (t[i])<0.f ? 0.f : (t[i]);
   }
   Free(t);
+}
+kernel attention(in q: f32[1, 12, 512, 64], in k: f32[1, 12, 512, 64],
+                 in v: f32[1, 12, 512, 64], out o: f32[1, 12, 512, 64]) {
+  o = nnc_aten_attention(buf_args={q, k, v}, args={0.125})
 }
 )";
 
@@ -104,8 +114,46 @@ void BM_AddRelu_Unfused(benchmark::State &S) { block(S, "block", false); }
 void BM_BiasRelu_Fused(benchmark::State &S) { block(S, "block_relu", true); }
 void BM_BiasRelu_Unfused(benchmark::State &S) { block(S, "block_relu", false); }
 
+void BM_Attention(benchmark::State &S) {
+  nnc_runtime_set_num_threads(static_cast<int32_t>(S.range(0)));
+  BoundKernel &C = compiled("attention", true);
+  for (auto _ : S)
+    C.run();
+}
+
+/// The matrix products of BM_Attention alone, tile by tile as the call
+/// makes them (one thread a task), with no softmax between them.
+void BM_AttentionProducts(benchmark::State &S) {
+  const int64_t Heads = 12, N = 512, D = 64, Rows = 128;
+  nnc_runtime_set_num_threads(static_cast<int32_t>(S.range(0)));
+  std::vector<float> Q(Heads * N * D, 0.5f), K(Q.size(), 0.25f),
+      V(Q.size(), 0.125f);
+  struct Env {
+    const float *Q, *K, *V;
+  } E{Q.data(), K.data(), V.data()};
+  nnc_task_fn Task = [](int64_t Begin, int64_t End, void *P) -> int32_t {
+    const Env &E = *static_cast<Env *>(P);
+    thread_local std::vector<float> Scores(Rows * N), Acc(Rows * D);
+    for (int64_t T = Begin; T < End; ++T) {
+      int64_t H = T / (N / Rows), I0 = T % (N / Rows) * Rows;
+      const float *QP = E.Q + (H * N + I0) * D;
+      if (dnnl_sgemm('N', 'T', Rows, N, D, 0.125f, QP, D, E.K + H * N * D, D,
+                     0.f, Scores.data(), N) != dnnl_success ||
+          dnnl_sgemm('N', 'N', Rows, D, N, 1.f, Scores.data(), N,
+                     E.V + H * N * D, D, 0.f, Acc.data(), D) != dnnl_success)
+        return 1;
+    }
+    return 0;
+  };
+  for (auto _ : S)
+    if (nnc_parallel_for(Task, 0, Heads * (N / Rows), 1, &E))
+      bench::die("sgemm failed");
+}
+
 } // namespace
 
+BENCHMARK(BM_Attention)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AttentionProducts)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Conv_NNC)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Conv_OneDNNDirect)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_AddRelu_Fused)->Unit(benchmark::kMicrosecond)->UseRealTime();

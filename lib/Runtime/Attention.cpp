@@ -52,13 +52,14 @@ int64_t maxQueryBlock() {
   return N;
 }
 
-/// exp(x) in f32, written for a vectorized loop: x = n ln2 + r with
-/// |r| <= ln2 / 2 (n rounded by the 1.5 * 2^23 trick, ln2 in two parts),
-/// exp(r) by its degree-6 Taylor polynomial, scaled by 2^n through the
-/// exponent bits. Relative error under 2e-7 for x <= 88.3 (the softmax
-/// needs x <= 0); 0 below -87.3 (and for -inf), +inf above 88.3, NaN for NaN.
-__attribute__((always_inline)) inline float expf32(float X) {
-  float C = std::min(std::max(X, -87.3f), 88.3f);
+/// exp(x) in f32 for x <= 0 (all the softmax takes: a score less its row's
+/// maximum), written for a vectorized loop: x = n ln2 + r with |r| <= ln2 / 2
+/// (n rounded by the 1.5 * 2^23 trick, ln2 in two parts), exp(r) by its
+/// degree-6 Taylor polynomial, scaled by 2^n through the exponent bits.
+/// Relative error under 2e-7; 0 below -87.3 (and for -inf); NaN for NaN.
+__attribute__((always_inline)) inline float expNonPositive(float X) {
+  float C = X >= -87.3f ? X : -87.3f; // (NaN too: the conversion below is
+                                      // defined for what it computes)
   float N = (C * 1.44269504088896341f + 12582912.f) - 12582912.f;
   float R = C - N * 0.693359375f;
   R = R + N * 2.12194440e-4f;
@@ -72,9 +73,7 @@ __attribute__((always_inline)) inline float expf32(float X) {
   int32_t Bits = (static_cast<int32_t>(N) + 127) << 23;
   float Scale;
   std::memcpy(&Scale, &Bits, sizeof(Scale));
-  float E = P * Scale;
-  E = X < -87.3f ? 0.f : E;
-  E = X > 88.3f ? INFINITY : E;
+  float E = X < -87.3f ? 0.f : P * Scale;
   return X != X ? X : E;
 }
 
@@ -132,25 +131,45 @@ MaskBlock maskBlock(const Problem &P, int64_t B, int64_t H, int64_t I0,
           RS, CS};
 }
 
+/// Lanes of the partial results that the loops below keep in registers:
+/// a fixed count, so that g++ turns each step into one vector operation
+/// (it does not vectorize these reductions written as `omp simd`).
+constexpr int64_t Lanes = 16;
+
+/// Whether Row[J, J + Lanes) holds an entry that is not -inf.
+__attribute__((always_inline)) inline bool anyKept(const float *Row) {
+  bool Any = false;
+  for (int64_t L = 0; L < Lanes; ++L)
+    Any |= Row[L] != -INFINITY;
+  return Any;
+}
+
 /// The keys [Lo, Hi) of a mask block outside which every entry is -inf:
 /// the keys that matter to its rows (Lo == Hi: none, the block is skipped).
-/// One vectorized pass over the block's mask, which the scores read anyway.
+/// Each row is scanned from both ends, Lanes entries at a time, to its
+/// first entry that is not -inf: the cost is that of the keys left out,
+/// whose products are saved.
 __attribute__((always_inline)) inline void
 keptKeys(const MaskBlock &MB, int64_t Rows, int64_t Cols, int64_t &Lo,
          int64_t &Hi) {
   int64_t L = Cols, H = 0;
   for (int64_t I = 0; I < Rows; ++I) {
     const float *Row = MB.Base + I * MB.RS;
-    if (MB.CS == 0) { // One value for the whole row.
-      if (Row[0] != -INFINITY)
-        L = 0, H = Cols;
-      continue;
+    auto Kept = [&](int64_t J) { return Row[J * MB.CS] != -INFINITY; };
+    int64_t First = 0, End = Cols;
+    if (MB.CS == 1) {
+      while (First + Lanes <= Cols && !anyKept(Row + First))
+        First += Lanes;
+      while (End - Lanes >= First && !anyKept(Row + End - Lanes))
+        End -= Lanes;
     }
-#pragma omp simd reduction(min : L) reduction(max : H)
-    for (int64_t J = 0; J < Cols; ++J) {
-      bool Kept = Row[J * MB.CS] != -INFINITY;
-      L = Kept && J < L ? J : L;
-      H = Kept && J + 1 > H ? J + 1 : H;
+    while (First < End && !Kept(First))
+      ++First;
+    while (End > First && !Kept(End - 1))
+      --End;
+    if (First < End) {
+      L = std::min(L, First);
+      H = std::max(H, End);
     }
   }
   Lo = L;
@@ -186,9 +205,17 @@ foldBlock(float *S, int64_t Ld, float *Acc, float *M, float *L, int64_t Rows,
           int64_t Cols, int64_t Dv, bool First) {
   for (int64_t I = 0; I < Rows; ++I) {
     float *SR = S + I * Ld;
+    float Part[Lanes];
+    for (int64_t L = 0; L < Lanes; ++L)
+      Part[L] = -INFINITY;
+    int64_t J = 0;
+    for (; J + Lanes <= Cols; J += Lanes)
+      for (int64_t L = 0; L < Lanes; ++L)
+        Part[L] = SR[J + L] > Part[L] ? SR[J + L] : Part[L];
     float Max = -INFINITY;
-#pragma omp simd reduction(max : Max)
-    for (int64_t J = 0; J < Cols; ++J)
+    for (int64_t L = 0; L < Lanes; ++L)
+      Max = Part[L] > Max ? Part[L] : Max;
+    for (; J < Cols; ++J)
       Max = SR[J] > Max ? SR[J] : Max;
     float Old = First ? -INFINITY : M[I];
     float New = std::max(Old, Max);
@@ -198,7 +225,7 @@ foldBlock(float *S, int64_t Ld, float *Acc, float *M, float *L, int64_t Rows,
     float Sum = 0;
 #pragma omp simd reduction(+ : Sum)
     for (int64_t J = 0; J < Cols; ++J) {
-      float E = expf32(SR[J] - Shift);
+      float E = expNonPositive(SR[J] - Shift);
       SR[J] = E;
       Sum += E;
     }
@@ -207,7 +234,7 @@ foldBlock(float *S, int64_t Ld, float *Acc, float *M, float *L, int64_t Rows,
       L[I] = Sum;
       continue;
     }
-    float C = expf32(Old - Shift);
+    float C = expNonPositive(Old - Shift);
     L[I] = L[I] * C + Sum;
     float *AR = Acc + I * Dv;
 #pragma omp simd

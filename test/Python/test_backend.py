@@ -246,6 +246,18 @@ def test_attention_is_one_call(case):
     assert _attention_calls(opt) == 1, opt.report[0].kernel
 
 
+def test_attention_with_nan_keys_under_a_causal_fill():
+    # A NaN key: rows that see it are NaN, rows whose fill leaves it out are
+    # not (masked_fill replaces the NaN score), as in PyTorch.
+    q, k, v = (torch.randn(1, 2, 9, 8) for _ in range(3))
+    k[0, 1, 5, 3] = float("nan")
+    opt = run(_QKV(lambda m, s: (s * 0.3).masked_fill(m.b0, float("-inf")), _causal(9)),
+              q, k, v)
+    assert _attention_calls(opt) == 1
+    out = opt(q, k, v)
+    assert out[0, 1, :5].isfinite().all() and out[0, 1, 5:].isnan().all()
+
+
 def test_attention_fusion_can_be_turned_off():
     q, k, v = (torch.randn(2, 3, 9, 8) for _ in range(3))
     opt = run(_QKV(lambda m, s: s * 0.3), q, k, v, fuse_attention=False)
