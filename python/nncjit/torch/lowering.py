@@ -203,9 +203,12 @@ def find_attention(region):
     def only_use(v, op):
         return isinstance(v, Value) and v.producer in members and \
             v not in outputs and v.users == [op]
+    def plain_matmul(op):
+        return op is not None and op.kind == "matmul" and len(op.inputs) == 2 and \
+            op.attrs.get("alpha", 1.0) == 1
     found = {}
     for pv in region.ops:
-        if pv.kind != "matmul" or len(pv.inputs) != 2:
+        if not plain_matmul(pv):
             continue
         p, v = pv.inputs
         rank = len(p.shape)
@@ -250,7 +253,7 @@ def find_attention(region):
                 inner.append(op)
                 x, user = chain, op
         qk = x.producer if isinstance(x, Value) else None
-        if not only_use(x, user) or qk.kind != "matmul" or len(qk.inputs) != 2:
+        if not only_use(x, user) or not plain_matmul(qk):
             continue
         q, kt = qk.inputs
         if tuple(q.shape[:-2]) != tuple(p.shape[:-2]) or \
