@@ -2,7 +2,8 @@
 """Whole-model forward passes: PyTorch eager, PyTorch's best CPU inference
 path (torch.jit.optimize_for_inference of the frozen script, NNC fuser off:
 oneDNN-prepacked convolutions), and nncjit.torch.optimize, measured in one
-process, interleaved round by round (docs/performance.md).
+process per model and layout (the three variants of a row in the same
+process), interleaved round by round (docs/performance.md).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_models.py \\
         --threads 2 --rounds 5
@@ -31,6 +32,31 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import zoo  # noqa: E402
 
 
+def measure(arch, layout, args):
+    """One row of the table: arch in layout, its three variants timed."""
+    torch.set_num_threads(args.threads)
+    warnings.simplefilter("ignore")
+    entry = {m[0]: m for m in zoo.MODELS}[arch]
+    # At full size: ViT's image size is its default.
+    kwargs = {k: v for k, v in entry[1].items() if k != "image_size"}
+    m, x = zoo.make(arch, kwargs, args.size, args.batch, layout)
+    with torch.no_grad():
+        ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m)))
+        start = time.perf_counter()
+        fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x],
+                           threads=args.threads, features=args.features)
+        optimize_s = time.perf_counter() - start
+        variants = {"eager": lambda: m(x), "optimize_for_inference": lambda: ofi(x),
+                    "nncjit": lambda: fast(x)}
+        want = zoo.first(m(x))
+        err = float((zoo.first(fast(x)) - want).abs().max() / want.abs().max())
+        best = interleaved(variants, args.rounds, args.budget)
+    on = sum(r.on_nncjit and not r.reason for r in fast.report)
+    return (arch, layout, best["eager"], best["optimize_for_inference"], best["nncjit"],
+            best["optimize_for_inference"] / best["nncjit"], err,
+            "%d/%d" % (on, len(fast.report)), optimize_s)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -50,29 +76,16 @@ def main():
     entries = {m[0]: m for m in zoo.MODELS}
     names = list(entries) if args.models == "all" else args.models.split(",")
     rows = []
+    # One process per model and layout: memory stays bounded over a long
+    # list (a process that kept every model reached 23 GB by convnext_base).
+    pool = zoo._pool(args.threads)
     for arch in names:
-        # At full size: ViT's image size is its default.
-        kwargs = {k: v for k, v in entries[arch][1].items() if k != "image_size"}
         for layout in args.layouts.split(","):
-            m, x = zoo.make(arch, kwargs, args.size, args.batch, layout)
-            with torch.no_grad():
-                ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m)))
-                start = time.perf_counter()
-                fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x],
-                                   threads=args.threads, features=args.features)
-                optimize_s = time.perf_counter() - start
-                variants = {"eager": lambda: m(x), "optimize_for_inference": lambda: ofi(x),
-                            "nncjit": lambda: fast(x)}
-                want = zoo.first(m(x))
-                err = float((zoo.first(fast(x)) - want).abs().max() / want.abs().max())
-                best = interleaved(variants, args.rounds, args.budget)
-            on = sum(r.on_nncjit and not r.reason for r in fast.report)
-            row = (arch, layout, best["eager"], best["optimize_for_inference"], best["nncjit"],
-                   best["optimize_for_inference"] / best["nncjit"], err,
-                   "%d/%d" % (on, len(fast.report)), optimize_s)
+            row = pool.submit(measure, arch, layout, args).result()
             rows.append(row)
             print("%-18s %-4s eager %7.2f  ofi %7.2f  nncjit %7.2f ms  %.2fx ofi  "
                   "rel err %.1e  on nnc-jit %s  optimize %.1f s" % row, flush=True)
+    pool.shutdown()
     print_table(["model", "layout", "eager ms", "optimize_for_inference ms", "nncjit ms",
                  "vs optimize_for_inference", "max rel error", "groups+ops on nnc-jit",
                  "optimize s"],
