@@ -225,13 +225,15 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
                  ? 0
                  : Reference();
     }
+    // The reference gives what oneDNN cannot, as for convolutions; it is
+    // all nnc_aten_addmm has.
+    auto Reference = [&] {
+      Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
+      return Err.empty() ? 0 : failWith(Err);
+    };
     if (Func == nnc::ExternalFunc::Matmul) {
       if (Bufs.size() != 2)
         return failWith("expected 2 input buffers");
-      auto Reference = [&] { // As for convolutions.
-        Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
-        return Err.empty() ? 0 : failWith(Err);
-      };
       if (anyEmpty(Out, Bufs))
         return Reference();
       return nnc::onednn::matmul(T(Out), T(Bufs[0]), T(Bufs[1]), Err) == 0
@@ -239,10 +241,6 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
                  : Reference();
     }
     if (Func == nnc::ExternalFunc::Attention) {
-      auto Reference = [&] { // As for convolutions.
-        Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
-        return Err.empty() ? 0 : failWith(Err);
-      };
       if (Bufs.size() != 3 && Bufs.size() != 4)
         return failWith("expected 3 or 4 input buffers");
       if (FloatArgs.size() != 1)
@@ -257,9 +255,7 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
                  ? 0
                  : Reference();
     }
-    // nnc_aten_addmm keeps the reference implementation.
-    Err = nnc::runReferenceExternal(Func, Out, Bufs, IntArgs, FloatArgs);
-    return Err.empty() ? 0 : failWith(Err);
+    return Reference();
   } catch (const std::exception &E) {
     return failWith(E.what());
   }
