@@ -317,6 +317,9 @@ private:
   struct Accumulator {
     AllocaInst *Slot;
     Accumulation Form;
+    /// For a reassociated float Max or Min: whether a NaN has been seen
+    /// (an i1 slot), which the register itself does not keep (accumulate).
+    AllocaInst *SeenNaN = nullptr;
   };
   std::unordered_map<const Store *, Accumulator> Accs;
   std::unordered_map<const ExprNode *, AllocaInst *> AccLoads;
