@@ -62,7 +62,13 @@ def test_unscripted_module_and_fuser_settings_restored():
 
     m = Block().eval()
     x, y = torch.randn(2, 8, 16, 16), torch.randn(2, 8, 16, 16)
-    fast = nt.optimize(m, [x, y])
+    # The capture profiles one run whatever the user's setting is.
+    users_runs = torch._C._jit_set_num_profiled_runs(3)
+    try:
+        fast = nt.optimize(m, [x, y])
+        assert torch._C._jit_get_num_profiled_runs() == 3
+    finally:
+        torch._C._jit_set_num_profiled_runs(users_runs)
     assert all(r.on_nncjit for r in fast.report), fast.summary()
     torch.testing.assert_close(fast(x, y), m(x, y), rtol=1e-4, atol=1e-5)
     assert fast.channels_last and fast(x, y).is_contiguous()
@@ -508,6 +514,45 @@ def test_optimize_leaves_the_module_state_alone(kind):
             assert eager.count == i + 1
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     assert torch.equal(m.mean, before[2]), "the optimized model shares its state"
+
+
+@pytest.mark.parametrize("kind", ["module", "scripted"])
+def test_optimized_model_shares_no_weights_with_the_module(kind):
+    # Freezing makes the weights it does not fold graph constants that are
+    # the module's own tensors; the optimized model copies those.
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(),
+                            torch.nn.Conv2d(8, 4, 1), torch.nn.Flatten(),
+                            torch.nn.Linear(4 * 6 * 6, 5)).eval()
+    x = torch.randn(1, 3, 8, 8)
+    given = torch.jit.script(m) if kind == "scripted" else m
+    fast = nt.optimize(given, [x], threads=2)
+    want = fast(x)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(-3.0)
+    torch.testing.assert_close(fast(x), want)
+
+
+def test_scripting_restores_torchs_source_lookup():
+    from torch import _jit_internal, _sources
+    from torch.jit import frontend
+    before = _sources.get_source_lines_and_file
+
+    class HasSource(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    # A class made by exec has no source: scripting fails inside the lookup.
+    scope = {"torch": torch}
+    exec("class Hidden(torch.nn.Module):\n"
+         "    def forward(self, x):\n"
+         "        return x * 2\n", scope)
+    with pytest.raises(OSError, match="Can't get source for"):
+        nt.optimize(scope["Hidden"](), [torch.randn(2)])
+    nt.optimize(HasSource(), [torch.randn(2)])
+    for module in (_sources, _jit_internal, frontend):
+        assert module.get_source_lines_and_file is before
 
 
 def test_bad_module():

@@ -1,15 +1,60 @@
 """Scripting and freezing a model without changing it, and running NNC's
 fuser on the example inputs to get its fusion groups."""
 
+import contextlib
 import copy
+import threading
 
 import torch as _torch
+import torch._jit_internal
+import torch._sources
+import torch.jit.frontend
 
 from .translate import _Group
 
 
+# The modules of torch 1.13 that import get_source_lines_and_file by name.
+_SOURCE_USERS = (_torch._sources, _torch._jit_internal, _torch.jit.frontend)
+_GET_SOURCE = _torch._sources.get_source_lines_and_file
+_SCRIPT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _sources_memoized():
+    """torch.jit.script looks up the source lines of a method and of its
+    class once for each submodule (torch 1.13's _get_overloaded_methods and
+    get_jit_def), and inspect tokenizes the class each time: densenet201's
+    98 dense layers spend 2 s of 2.3 there. The lines do not change during
+    one script call, so its lookups are memoized for its duration (the
+    error message only matters to a lookup that fails, which is not
+    kept)."""
+    memo = {}
+
+    def lookup(obj, error_msg=None):
+        try:
+            found = memo.get(obj)
+        except TypeError:  # unhashable: looked up as torch would
+            return _GET_SOURCE(obj, error_msg)
+        if found is None:
+            found = memo[obj] = _GET_SOURCE(obj, error_msg)
+        return found
+
+    with _SCRIPT_LOCK:
+        for m in _SOURCE_USERS:
+            m.get_source_lines_and_file = lookup
+        try:
+            yield
+        finally:
+            for m in _SOURCE_USERS:
+                m.get_source_lines_and_file = _GET_SOURCE
+
+
 class _FuserState:
-    """Switches PyTorch's NNC fuser on for a capture, and back afterwards."""
+    """Switches PyTorch's NNC fuser on for a capture, and back afterwards.
+    The executor profiles PROFILED_RUNS runs, and the run after them
+    executes the optimized graph, fusion groups included."""
+
+    PROFILED_RUNS = 1
 
     def __enter__(self):
         C = _torch._C
@@ -17,7 +62,8 @@ class _FuserState:
                       C._get_graph_executor_optimize(True),
                       C._jit_can_fuse_on_cpu(), C._jit_texpr_fuser_enabled(),
                       C._jit_get_te_must_use_llvm_cpu(),
-                      C._jit_texpr_fallback_allowed())
+                      C._jit_texpr_fallback_allowed(),
+                      C._jit_set_num_profiled_runs(self.PROFILED_RUNS))
         C._jit_override_can_fuse_on_cpu(True)
         C._jit_set_texpr_fuser_enabled(True)
         self.strategy = _torch.jit.set_fusion_strategy([("STATIC", 2)])
@@ -30,46 +76,59 @@ class _FuserState:
 
     def __exit__(self, *exc):
         C = _torch._C
-        profiling, optimize, can_fuse, enabled, must_use_llvm, fallback = self.saved
+        profiling, optimize, can_fuse, enabled, must_use_llvm, fallback, runs = self.saved
         C._jit_set_profiling_executor(profiling)
         C._get_graph_executor_optimize(optimize)
         C._jit_override_can_fuse_on_cpu(can_fuse)
         C._jit_set_texpr_fuser_enabled(enabled)
         C._jit_set_te_must_use_llvm_cpu(must_use_llvm)
         C._jit_texpr_set_fallback_allowed(fallback)
+        C._jit_set_num_profiled_runs(runs)
         _torch.jit.set_fusion_strategy(self.strategy)
 
 
 def _script(module):
     """A frozen ScriptModule of its own for an nn.Module or ScriptModule, or
-    the ScriptFunction of a function. The caller's module is left as it was:
-    its training flags are restored, and a ScriptModule is copied, since
-    scripting and freezing share its parameters and buffers, which a
-    forward that updates its state would change (issue 32)."""
+    the ScriptFunction of a function. The caller's module is left as it was
+    (issue 32), and the result shares no state with it: the training flags
+    are restored, the attributes that freezing keeps (those forward
+    updates) are copied, and so are the graph's constants that are the
+    caller's parameters or buffers (freezing shares them)."""
     if isinstance(module, _torch.jit.ScriptFunction):
         return module
-    if isinstance(module, _torch.jit.ScriptModule):
-        sm = copy.deepcopy(module)
-    elif isinstance(module, _torch.nn.Module):
-        modes = [(m, m.training) for m in module.modules()]
-        try:
-            sm = copy.deepcopy(_torch.jit.script(module.eval()))
-        finally:
-            for m, training in modes:
-                m.training = training
-    elif callable(module):
-        return _torch.jit.script(module)
-    else:
+    if not isinstance(module, _torch.nn.Module):
+        if callable(module):
+            with _sources_memoized():
+                return _torch.jit.script(module)
         raise TypeError("nncjit.torch.optimize takes a torch.nn.Module, a "
                         "scripted module or a function, not %s" % type(module).__name__)
     # A frozen module has no `training` attribute and no parameters left.
-    # Freezing keeps an attribute that forward assigns or updates in place
-    # an attribute, as torch.jit.freeze does.
-    if getattr(sm, "training", False):
-        sm = sm.eval()
-    if hasattr(sm, "training") and list(sm.parameters()):
-        sm = _torch.jit.freeze(sm)
+    modes = [(m, m.training) for m in module.modules() if hasattr(m, "training")]
+    try:
+        if getattr(module, "training", False):
+            module.eval()
+        if isinstance(module, _torch.jit.ScriptModule):
+            sm = module
+        else:
+            with _sources_memoized():
+                sm = _torch.jit.script(module)
+        if not (hasattr(sm, "training") and list(sm.parameters())):
+            return copy.deepcopy(sm)
+        callers = {_storage_of(t) for t in list(module.parameters()) + list(module.buffers())}
+        # freeze() makes a module of its own, whose copy shares its graph.
+        sm = copy.deepcopy(_torch.jit.freeze(sm))
+    finally:
+        for m, training in modes:
+            m.training = training
+    for node in sm.graph.findAllNodes("prim::Constant"):
+        if isinstance(node.output().type(), _torch._C.TensorType) and \
+                _storage_of(node.t("value")) in callers:
+            node.t_("value", node.t("value").clone())
     return sm
+
+
+def _storage_of(t):
+    return t.storage().data_ptr()
 
 
 def _self_args(sm):
@@ -202,7 +261,7 @@ def _capture(sm, example_inputs, name, remove_mutation, channels_last):
     # A function of its own, so that a module run before keeps its plan.
     fn = _torch._C._create_function_from_graph("nncjit_profile", graph)
     with _FuserState(), _torch.no_grad():
-        for _ in range(3):
+        for _ in range(_FuserState.PROFILED_RUNS + 1):
             fn(*_self_args(sm), *example_inputs)
         optimized = _torch.jit.last_executed_optimized_graph().copy()
     groups = [_Group(i, n, "%s_g%02d" % (name, i)) for i, n in
