@@ -152,7 +152,8 @@ def test_masked_softmax_with_rows_of_minus_infinity():
         return s * 2.0 + torch.log(s)
 
     x = torch.randn(8, 16)
-    fast = nt.optimize(torch.jit.script(f), [x, mask])
+    # The fusion groups' check (the lowering's is the same function).
+    fast = nt.optimize(torch.jit.script(f), [x, mask], lowering=False)
     assert fast.groups and all(r.on_nncjit for r in fast.report), fast.summary()
     got, want = fast(x, mask), f(x, mask)
     assert torch.isnan(want[3]).all() and torch.isinf(want[0, 5:]).all()
@@ -652,3 +653,114 @@ def test_channel_shuffle_with_other_sizes_is_left_alone():
     g = g.copy()
     capture._channel_shuffles(g)
     assert not g.findAllNodes("aten::channel_shuffle") and g.findAllNodes("aten::transpose")
+
+
+def _encoder():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True,
+                                             activation="gelu").eval()
+    return torch.nn.TransformerEncoder(layer, 2).eval()
+
+
+def test_transformer_runs_on_the_lowering():
+    m = _encoder()
+    x = torch.randn(2, 8, 32)
+    fast = nt.optimize(m, [x], threads=2)
+    assert isinstance(fast, nt.LoweredModule), fast.summary()
+    assert fast.report and all(r.on_nncjit for r in fast.report), fast.summary()
+    assert any(r.kernel and "nnc_aten_matmul" in r.kernel for r in fast.report)
+    # A call without the optional masks (None by default) is the trace's.
+    assert fast._traced_for([x, None, None]) and not fast._traced_for([x, x, None])
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+        # Another shape: the trace holds the example's, the module runs.
+        y = torch.randn(3, 5, 32)
+        torch.testing.assert_close(fast(y), m(y), rtol=1e-4, atol=1e-5)
+
+
+def test_lowering_off_keeps_the_fusion_groups():
+    m = _encoder()
+    x = torch.randn(1, 8, 32)
+    fast = nt.optimize(m, [x], threads=2, lowering=False)
+    assert isinstance(fast, nt.OptimizedModule)
+    torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+
+
+class CausalDecoder(torch.nn.Module):
+    """A GPT-style block written with plain matmul and softmax, and a -inf
+    causal mask."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.norm = torch.nn.LayerNorm(d)
+        self.ff = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(),
+                                      torch.nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.norm(x)).chunk(3, dim=-1)
+        q = q.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        k = k.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        v = v.reshape(b, s, self.heads, d // self.heads).transpose(1, 2)
+        mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
+        a = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5 + mask, dim=-1)
+        x = x + self.proj((a @ v).transpose(1, 2).reshape(b, s, d))
+        return x + self.ff(x)
+
+
+def test_causal_decoder_on_the_lowering():
+    torch.manual_seed(0)
+    m = CausalDecoder().eval()
+    x = torch.randn(2, 16, 32)
+    fast = nt.optimize(m, [x], threads=2)
+    assert isinstance(fast, nt.LoweredModule), fast.summary()
+    assert all(r.on_nncjit for r in fast.report if not r.uncovered), fast.summary()
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+
+
+class ValueBranch(torch.nn.Module):
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            return torch.softmax(x * 2, dim=-1)
+        return torch.softmax(x - 1, dim=-1)
+
+
+class MaskIndex(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x[x > 0], dim=0)
+
+
+@pytest.mark.parametrize("model,why", [
+    (ValueBranch(), "tracing it into ATen ops failed"),
+    (MaskIndex(), "makes a shape from the data"),
+])
+def test_lowering_refuses_data_dependent_models(model, why):
+    x = torch.randn(4, 8)
+    with pytest.warns(UserWarning, match="the lowering cannot take the model \\(.*%s" % why):
+        fast = nt.optimize(model, [x], threads=2)
+    assert isinstance(fast, nt.OptimizedModule)
+    for y in (x, -x.abs(), x.abs()):
+        torch.testing.assert_close(fast(y), model(y), rtol=1e-4, atol=1e-5)
+
+
+def test_convolutional_network_with_a_softmax_keeps_the_fusion_groups():
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(),
+                            torch.nn.Conv2d(8, 8, 3), torch.nn.ReLU(),
+                            torch.nn.Flatten(), torch.nn.Softmax(dim=1)).eval()
+    x = torch.randn(1, 3, 10, 10)
+    fast = nt.optimize(m, [x], threads=2)
+    assert isinstance(fast, nt.OptimizedModule)
+    torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+
+
+def test_lowered_model_cannot_be_saved_yet(tmp_path):
+    m = _encoder()
+    x = torch.randn(1, 8, 32)
+    fast = nt.optimize(m, [x], threads=2)
+    with pytest.raises(nncjit.Error, match="a model optimized on the lowering "
+                                           r"\(transformers\) is not saved yet"):
+        fast.save(str(tmp_path / "m.pt"))

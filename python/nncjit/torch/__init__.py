@@ -48,7 +48,8 @@ from .common import GroupReport
 from .deploy import LoadedModule, load
 from .export import export
 from .kernels import default_cache_dir, operator_library
+from .lowered import LoweredModule
 from .module import OptimizedModule, optimize
 
-__all__ = ["GroupReport", "LoadedModule", "OptimizedModule", "backend",
+__all__ = ["GroupReport", "LoadedModule", "LoweredModule", "OptimizedModule", "backend",
            "default_cache_dir", "export", "load", "operator_library", "optimize"]

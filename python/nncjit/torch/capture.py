@@ -131,6 +131,29 @@ def _storage_of(t):
     return t.storage().data_ptr()
 
 
+_NO_DEFAULT = object()
+
+
+def _argument_defaults(sm):
+    """The default value of each argument of sm's forward after the module
+    (_NO_DEFAULT where it has none): a function made from its graph, as the
+    capture and the optimized model call, takes every argument."""
+    if isinstance(sm, _torch.jit.ScriptFunction):
+        arguments = sm.schema.arguments
+    else:
+        arguments = sm.forward.schema.arguments[1:]
+    return [a.default_value if a.has_default_value() else _NO_DEFAULT for a in arguments]
+
+
+def _with_defaults(inputs, defaults):
+    """inputs, completed with the defaults of the arguments left out."""
+    inputs = list(inputs)
+    rest = defaults[len(inputs):]
+    if rest and _NO_DEFAULT not in rest:
+        inputs += rest
+    return inputs
+
+
 def _self_args(sm):
     """The leading argument of sm's graph: the module, or none for a
     function."""

@@ -32,6 +32,9 @@ class GroupReport:
         self.reason = ""         # why it runs in PyTorch
         self.max_abs_diff = None  # against PyTorch, on the example inputs
         self.merged = []         # the ops merged into its kernel
+        # An op the lowering does not cover (fx_backend): it runs in
+        # PyTorch by design, with the reason.
+        self.uncovered = False
 
     def __repr__(self):
         where = "nnc-jit" if self.on_nncjit else "PyTorch (%s)" % self.reason

@@ -265,6 +265,7 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
     for i, (op, reason) in enumerate(refused):
         entry = GroupReport(len(regions) + i, [op.node.name])
         entry.reason = reason
+        entry.uncovered = True
         report.append(entry)
     _topological(gm.graph)
     _remove_dead_code(gm.graph)

@@ -7,8 +7,10 @@ import warnings
 import torch as _torch
 
 from . import deploy as _deploy
-from .capture import _capture, _is_nchw, _script, _self_args, _to_channels_last
+from .capture import (_argument_defaults, _capture, _is_nchw, _script, _self_args,
+                      _to_channels_last, _with_defaults)
 from .kernels import default_cache_dir
+from .lowered import lower as _lower, transformer_like as _transformer_like
 from .ops import _merge_ops_into_groups, _replace_ops
 from .rewrite import _GROUPS, _register_operator, _release, _replace_groups
 
@@ -31,6 +33,7 @@ class OptimizedModule:
         # Whether the graph calls the kernels through the operator library
         # (deploy.py), layouts included; it can then be saved.
         self.deployed = False
+        self._defaults = []    # of the arguments after the inputs given
 
     def __del__(self):
         # The kernels and their weights go with the model.
@@ -52,6 +55,7 @@ class OptimizedModule:
         return self._function.graph
 
     def __call__(self, *inputs):
+        inputs = _with_defaults(inputs, self._defaults)
         if self.deployed:
             with _torch.no_grad(), _torch.jit.optimized_execution(False):
                 return self._function(*_self_args(self._module), *inputs)
@@ -104,7 +108,7 @@ def _flat_tensors(out):
     return list(out) if isinstance(out, (tuple, list)) else []
 
 
-def _build(sm, example_inputs, name, remove_mutation, options):
+def _build(sm, example_inputs, name, remove_mutation, options, defaults=()):
     """The OptimizedModule of the scripted module sm (_script's) with every
     group on its PyTorch fallback, run once on the example inputs to record
     what each group sees. The runs may change sm's state: optimize hands
@@ -123,6 +127,7 @@ def _build(sm, example_inputs, name, remove_mutation, options):
         _GROUPS.extend(ops)
     function = _torch._C._create_function_from_graph("nncjit_forward", graph)
     model = OptimizedModule(sm, function, groups, ops)
+    model._defaults = list(defaults)
     model.refused = refused
     model._ids = list(range(first, len(_GROUPS)))
     model._profiled = profiled
@@ -143,7 +148,7 @@ def _default_name(module):
 
 def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
              remove_mutation=True, ops=True, merge=True, channels_last=None,
-             name=None, **compile_options):
+             name=None, lowering=None, **compile_options):
     """Runs the fusion groups of a scripted (optionally frozen) module on
     nnc-jit. Returns an OptimizedModule, called like the module.
 
@@ -164,6 +169,13 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     prepacks convolutions only on channels-last tensors, and oneDNN is
     fastest there. None (the default): when an input is a float NCHW image
     and the model has convolutions.
+    lowering: run the model on nnc-jit's own lowering (the FX backend on
+    the module traced into ATen ops: lowered.py) instead of NNC's fusion
+    groups. None (the default): where the graph has softmax or torch's
+    fused attention or encoder layers (transformers, whose matmuls,
+    softmax and layer norms the fuser leaves out), falling back to the
+    fusion groups, with a warning, where the lowering cannot take the
+    model. The result is then a LoweredModule.
     compile_options: nncjit.compile's keywords; threads defaults to
     torch.get_num_threads(), winograd to True (a group whose check
     fails with it is compiled again without it), and cache_dir to
@@ -177,7 +189,16 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     options = {"compile": compile_options, "check": check, "rtol": rtol,
                "atol": atol, "ops": ops, "channels_last": channels_last}
     sm = _script(module)
-    example_inputs = list(example_inputs)
+    defaults = _argument_defaults(sm)
+    example_inputs = _with_defaults(example_inputs, defaults)
+    if lowering is None:
+        lowering = _transformer_like(sm)
+    if lowering:
+        lowered, why = _lower(sm, example_inputs, options, defaults)
+        if lowered is not None:
+            return lowered
+        warnings.warn("nncjit: the lowering cannot take the model (%s): its fusion "
+                      "groups run on nnc-jit instead" % why)
     if channels_last is None:
         channels_last = any(_is_nchw(x) for x in example_inputs) and bool(
             sm.graph.findAllNodes("aten::conv2d") or
@@ -193,7 +214,7 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
             eager_out = _flat_tensors(sm(*example_inputs))
         example_inputs = [_to_channels_last(x) for x in example_inputs]
     options["channels_last"] = channels_last
-    model = _build(sm, example_inputs, name, remove_mutation, options)
+    model = _build(sm, example_inputs, name, remove_mutation, options, defaults)
     model.channels_last = channels_last
     if eager_out is not None:
         with _torch.no_grad():

@@ -131,7 +131,7 @@ _ATEN = {
 _TUPLES = {_torch.chunk: "chunk", _torch.split: "split", _torch.unbind: "unbind",
            "chunk": "chunk", "split": "split", "unbind": "unbind",
            _A.split: "split", _A.split_with_sizes: "split", _A.unbind: "unbind",
-           _A.native_layer_norm: "layer_norm",
+           _A.native_layer_norm: "layer_norm", _A.native_batch_norm: "batch_norm",
            _A._native_multi_head_attention: "attention"}
 _MODULES = {
     _torch.nn.ReLU: "relu", _torch.nn.GELU: "gelu", _torch.nn.SiLU: "silu",
@@ -468,9 +468,11 @@ def _piece(node, i, val):
     kind = _tuple_kind(node)
     if kind is None or not isinstance(i, int):
         raise _Unsupported("getitem of a %s" % node.target)
-    if kind in ("layer_norm", "attention"):
+    if kind in ("layer_norm", "attention", "batch_norm"):
         if i != 0:
             raise _Unsupported("%s's result %d" % (kind, i))
+        if kind == "batch_norm":
+            return _aten_batch_norm(node, val)
         if kind == "layer_norm":
             return _canonical("layer_norm", node, node.args, node.kwargs,
                               lambda n: val(n) if isinstance(n, _torch.fx.Node) else n, None)
@@ -484,6 +486,26 @@ def _piece(node, i, val):
     spec = [("slice", 0, 1)] * rank
     spec[dim] = ("int", start) if kind == "unbind" else ("slice", start, 1)
     return "index", [x], {"spec": (tuple(spec), ())}
+
+
+def _aten_batch_norm(node, val):
+    """native_batch_norm(x, weight, bias, running_mean, running_var,
+    training, momentum, eps) in inference, on constant statistics: as the
+    BatchNorm2d module's, x * scale + shift per channel."""
+    x, w, b, mean, var = (val(a) if isinstance(a, _torch.fx.Node) else a
+                          for a in node.args[:5])
+    training, eps = node.args[5], node.args[7]
+    params = [t for t in (w, b, mean, var) if t is not None]
+    if training or mean is None or len(x.shape) != 4 or \
+            any(not isinstance(t, Value) or t.constant is None for t in params):
+        raise _Unsupported("batch_norm in training or without constant running statistics")
+    scale = _torch.rsqrt(var.constant + eps)
+    if w is not None:
+        scale = scale * w.constant
+    shift = -mean.constant * scale
+    if b is not None:
+        shift = shift + b.constant
+    return "channel_affine", [x, scale, shift], {}
 
 
 class _Ref:

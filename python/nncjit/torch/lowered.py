@@ -1,0 +1,141 @@
+"""optimize() on nnc-jit's own lowering: a scripted model traced into ATen
+ops (make_fx) and handed to the FX backend (fx_backend.py), for the models
+whose heavy ops NNC's fuser leaves out (attention, softmax, layer norm
+between matmuls: transformers)."""
+
+import torch as _torch
+
+from .capture import _with_defaults
+from .check import _copy, _flat_tensors, _matches, _mismatch, _signature
+from .fx_backend import backend
+
+# TorchScript ops that mark a model as a transformer: the fuser groups
+# none of them, and the lowering covers them (fused attention included).
+_TRANSFORMER_OPS = ("aten::softmax", "aten::log_softmax",
+                    "aten::_transformer_encoder_layer_fwd",
+                    "aten::_native_multi_head_attention")
+
+# ATen ops whose result's shape depends on the data: a trace fixes the
+# shapes of what follows them.
+_DATA_SHAPED = ("nonzero", "masked_select", "_unique", "unique_dim",
+                "unique_consecutive", "repeat_interleave")
+
+
+def transformer_like(sm):
+    """Whether the scripted module's graph (its blocks included) has more
+    ops of _TRANSFORMER_OPS than convolutions: a transformer, whose
+    convolution is at most a patch embedding. Convolutional networks, a
+    softmax at their end or attention between convolution blocks (maxvit)
+    included, run faster on the fusion groups, which keep their activations
+    channels-last (docs/performance.md)."""
+    graph = sm.graph
+    attention = sum(len(graph.findAllNodes(kind)) for kind in _TRANSFORMER_OPS)
+    convolutions = sum(len(graph.findAllNodes(kind))
+                       for kind in ("aten::conv2d", "aten::_convolution", "aten::conv1d"))
+    return attention > convolutions
+
+
+class LoweredModule:
+    """What optimize returns for a model on the lowering: called like the
+    module. Inputs of the example inputs' sizes, strides and dtypes (and
+    the same other arguments) run the traced graph with its regions on
+    nnc-jit; other inputs run the frozen TorchScript module, since the trace
+    holds the sizes and the branches of the example. `report` has one
+    GroupReport per region and per op the lowering does not cover (ops:
+    its ATen op's name)."""
+
+    lowered = True
+    deployed = False
+    channels_last = False
+    groups = ops = ()   # the fusion groups' path's: none here
+
+    def __init__(self, module, optimized, example_inputs, defaults):
+        self._module = module
+        self._defaults = defaults
+        self._optimized = optimized
+        self._tensors = [_signature(x) for x in example_inputs if isinstance(x, _torch.Tensor)]
+        self._others = [x if not isinstance(x, _torch.Tensor) else None for x in example_inputs]
+
+    @property
+    def report(self):
+        return self._optimized.report
+
+    @property
+    def graph(self):
+        """The traced graph that runs, each region a call of its kernel."""
+        return self._optimized.graph_module.graph
+
+    def _traced_for(self, inputs):
+        tensors = [x for x in inputs if isinstance(x, _torch.Tensor)]
+        others = [x if not isinstance(x, _torch.Tensor) else None for x in inputs]
+        return others == self._others and _matches(self._tensors, tensors)
+
+    def __call__(self, *inputs):
+        inputs = _with_defaults(inputs, self._defaults)
+        with _torch.no_grad():
+            if self._traced_for(inputs):
+                return self._optimized(*inputs)
+            return self._module(*inputs)
+
+    forward = __call__
+
+    def save(self, path):
+        from .. import _nncjit
+        raise _nncjit.Error("cannot save %s: a model optimized on the lowering (transformers) "
+                            "is not saved yet; optimize(..., lowering=False) makes one that is"
+                            % path)
+
+    def summary(self):
+        return self._optimized.summary()
+
+
+def lower(sm, example_inputs, options, defaults):
+    """(A LoweredModule of the frozen scripted module sm, None), or (None,
+    why) where the lowering cannot take it: the trace failed (a tensor's
+    value decides what runs, or an op make_fx cannot trace), an op makes a
+    shape from data, or the traced graph's outputs differ from the
+    module's. defaults: _argument_defaults(sm), which calls complete."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    inputs = [_copy(x) if isinstance(x, _torch.Tensor) else x for x in example_inputs]
+    try:
+        with _torch.no_grad():
+            gm = make_fx(lambda *xs: sm(*xs))(*inputs)
+    except Exception as e:  # noqa: BLE001 (whatever the trace meets, optimize goes on)
+        first = str(e).strip().split("\n")[0] or type(e).__name__
+        return None, ("tracing it into ATen ops failed (a tensor's value decides what runs, "
+                      "or an op cannot be traced): %s" % first)
+    for node in gm.graph.nodes:
+        name = getattr(node.target, "__name__", str(node.target))
+        if node.op == "call_function" and any(name.startswith(d) for d in _DATA_SHAPED):
+            return None, "%s makes a shape from the data" % name
+        if node.op == "call_function" and name.startswith("index.") and any(
+                isinstance(i, _torch.fx.Node) and _is_bool(i) for i in _flat(node.args[1:])):
+            return None, "indexing by a mask makes a shape from the data"
+    compile_options = options["compile"]
+    optimized = backend(gm, inputs, check=options["check"], rtol=options["rtol"],
+                        atol=options["atol"], **compile_options)
+    model = LoweredModule(sm, optimized, example_inputs, defaults)
+    with _torch.no_grad():
+        want = _flat_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
+                                  for x in example_inputs]))
+        got = _flat_tensors(model(*example_inputs))
+    why = None if len(got) == len(want) else "%d outputs, not %d" % (len(got), len(want))
+    why = why or next((w for w in (_mismatch(a, b, options["rtol"], options["atol"])
+                                   for a, b in zip(got, want)) if w), None)
+    if why:
+        return None, "the traced model's result differs from the module's (%s)" % why
+    return model, None
+
+
+def _is_bool(node):
+    meta = node.meta.get("tensor_meta")
+    return meta is not None and meta.dtype == _torch.bool
+
+
+def _flat(args):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from _flat(a)
+        else:
+            yield a
+
