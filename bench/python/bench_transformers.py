@@ -7,6 +7,7 @@ by round (docs/performance.md, "Transformers").
     PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_transformers.py \\
         --threads 2 --rounds 3
     ... bench_transformers.py --cases bert-b1-s128,vit_b_16
+    ... bench_transformers.py --via optimize   # nncjit.torch.optimize(module)
 
 Cases: bert-bB-sS, a BERT-base-like nn.TransformerEncoder (2 layers, d=768,
 12 heads, FFN 3072, GELU; torch's fused encoder layers, which the backend
@@ -16,7 +17,9 @@ and swin_t (torchvision, batch 1, 224x224); mlp (2 linear layers with GELU,
 layer norm and softmax); fx:MODEL, a torchvision CNN's symbolic trace
 (fx:resnet18). The backend gets the module's ATen graph
 (make_fx), as torch.compile's backends get theirs, or its symbolic trace
-(mlp).
+(mlp). With --via optimize, nncjit.torch.optimize gets the module itself,
+as a user of TorchScript models calls it (it traces the frozen script into
+ATen ops for the same lowering).
 """
 import argparse
 import math
@@ -120,6 +123,8 @@ def main():
     ap.add_argument("--cases", default="bert-b1-s128,bert-b8-s128,bert-b1-s512,bert-b8-s512,"
                     "gpt-b1-s128,gpt-b1-s512,vit_b_16,swin_t,mlp")
     ap.add_argument("--features", default="", help='nnc-jit CPU feature changes ("-avx512f")')
+    ap.add_argument("--via", choices=["backend", "optimize"], default="backend",
+                    help="nncjit.torch.backend on the graph, or optimize on the module")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
@@ -130,7 +135,10 @@ def main():
         with torch.no_grad():
             ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(m, xs)))
             start = time.perf_counter()
-            fast = nt.backend(graph(), xs, threads=args.threads, features=args.features)
+            if args.via == "optimize":
+                fast = nt.optimize(m, xs, threads=args.threads, features=args.features)
+            else:
+                fast = nt.backend(graph(), xs, threads=args.threads, features=args.features)
             optimize_s = time.perf_counter() - start
             want = m(*xs)
             err = float((fast(*xs) - want).abs().max() / want.abs().max())

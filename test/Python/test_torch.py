@@ -671,6 +671,7 @@ def test_transformer_runs_on_the_lowering():
     assert any(r.kernel and "nnc_aten_matmul" in r.kernel for r in fast.report)
     # A call without the optional masks (None by default) is the trace's.
     assert fast._traced_for([x, None, None]) and not fast._traced_for([x, x, None])
+    assert not fast._traced_for([None, x, None])
     with torch.no_grad():
         torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
         # Another shape: the trace holds the example's, the module runs.

@@ -42,6 +42,8 @@ OptimizedModule) and export; check and kernel_text hold what they share.
 what NNC's fuser groups, for torch.fx graphs (the torch.compile backend
 protocol): opgraph (the bridge's op-level graph), lowering (a region of it
 as one .nnc kernel) and fx_backend (the partition and the returned callable).
+optimize runs transformers on it (lowered: the frozen script traced into
+ATen ops, a LoweredModule).
 """
 from .fx_backend import backend
 from .common import GroupReport

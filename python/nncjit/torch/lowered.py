@@ -42,7 +42,7 @@ class LoweredModule:
     nnc-jit; other inputs run the frozen TorchScript module, since the trace
     holds the sizes and the branches of the example. `report` has one
     GroupReport per region and per op the lowering does not cover (ops:
-    its ATen op's name)."""
+    its node's name)."""
 
     lowered = True
     deployed = False
@@ -54,7 +54,7 @@ class LoweredModule:
         self._defaults = defaults
         self._optimized = optimized
         self._tensors = [_signature(x) for x in example_inputs if isinstance(x, _torch.Tensor)]
-        self._others = [x if not isinstance(x, _torch.Tensor) else None for x in example_inputs]
+        self._others = _others(example_inputs)
 
     @property
     def report(self):
@@ -67,8 +67,7 @@ class LoweredModule:
 
     def _traced_for(self, inputs):
         tensors = [x for x in inputs if isinstance(x, _torch.Tensor)]
-        others = [x if not isinstance(x, _torch.Tensor) else None for x in inputs]
-        return others == self._others and _matches(self._tensors, tensors)
+        return _others(inputs) == self._others and _matches(self._tensors, tensors)
 
     def __call__(self, *inputs):
         inputs = _with_defaults(inputs, self._defaults)
@@ -125,6 +124,14 @@ def lower(sm, example_inputs, options, defaults):
     if why:
         return None, "the traced model's result differs from the module's (%s)" % why
     return model, None
+
+
+_TENSOR = object()
+
+
+def _others(inputs):
+    """The arguments that are not tensors, a tensor's place marked."""
+    return [_TENSOR if isinstance(x, _torch.Tensor) else x for x in inputs]
 
 
 def _is_bool(node):
