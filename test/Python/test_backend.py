@@ -616,6 +616,22 @@ def test_batch_norm_and_pooling(channels_last):
         torch.randn(1, 2, 5, 5))
 
 
+@pytest.mark.parametrize("affine", [True, False])
+def test_aten_batch_norm_in_inference(affine):
+    # make_fx gives native_batch_norm (a tuple whose first result is taken)
+    # for a batch norm that no convolution folds.
+    bn = torch.nn.BatchNorm2d(4, affine=affine).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        if affine:
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-1, 1)
+    model = torch.nn.Sequential(torch.nn.ReLU(), bn, torch.nn.Softmax(dim=1)).eval()
+    opt = run_aten(model, torch.randn(2, 4, 5, 5))
+    assert "native_batch_norm" not in str(opt.graph_module.graph)
+
+
 def test_resnet18_is_one_kernel():
     import torchvision
     torch.manual_seed(0)

@@ -150,7 +150,8 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
              remove_mutation=True, ops=True, merge=True, channels_last=None,
              name=None, lowering=None, **compile_options):
     """Runs the fusion groups of a scripted (optionally frozen) module on
-    nnc-jit. Returns an OptimizedModule, called like the module.
+    nnc-jit, or a transformer on nnc-jit's own lowering (`lowering`).
+    Returns an OptimizedModule (a LoweredModule), called like the module.
 
     example_inputs: the inputs the fuser profiles (and the groups are
     checked) with; the groups take inputs of the same sizes, strides and

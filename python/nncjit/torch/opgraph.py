@@ -327,13 +327,9 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         x = val(args[0])
         if module.training or module.running_mean is None or len(x.shape) != 4:
             raise _Unsupported("batch_norm in training or without running statistics")
-        scale = _torch.rsqrt(module.running_var + module.eps)
-        if module.weight is not None:
-            scale = scale * module.weight
-        shift = -module.running_mean * scale
-        if module.bias is not None:
-            shift = shift + module.bias
-        return "channel_affine", [x, scale.detach(), shift.detach()], {}
+        detached = [t.detach() if t is not None else None for t in (
+            module.weight, module.bias, module.running_mean, module.running_var)]
+        return _channel_affine(x, *detached, module.eps)
     if kind == "max_pool2d":
         x = val(args[0])
         if module is not None:
@@ -490,8 +486,8 @@ def _piece(node, i, val):
 
 def _aten_batch_norm(node, val):
     """native_batch_norm(x, weight, bias, running_mean, running_var,
-    training, momentum, eps) in inference, on constant statistics: as the
-    BatchNorm2d module's, x * scale + shift per channel."""
+    training, momentum, eps) in inference, on constant statistics, as the
+    BatchNorm2d module's."""
     x, w, b, mean, var = (val(a) if isinstance(a, _torch.fx.Node) else a
                           for a in node.args[:5])
     training, eps = node.args[5], node.args[7]
@@ -499,12 +495,18 @@ def _aten_batch_norm(node, val):
     if training or mean is None or len(x.shape) != 4 or \
             any(not isinstance(t, Value) or t.constant is None for t in params):
         raise _Unsupported("batch_norm in training or without constant running statistics")
-    scale = _torch.rsqrt(var.constant + eps)
-    if w is not None:
-        scale = scale * w.constant
-    shift = -mean.constant * scale
-    if b is not None:
-        shift = shift + b.constant
+    return _channel_affine(x, *[t.constant if t is not None else None for t in (w, b, mean, var)],
+                           eps)
+
+
+def _channel_affine(x, weight, bias, mean, var, eps):
+    """Batch norm in inference: x * scale + shift per channel (dim 1)."""
+    scale = _torch.rsqrt(var + eps)
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
     return "channel_affine", [x, scale, shift], {}
 
 
