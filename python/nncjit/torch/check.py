@@ -81,13 +81,13 @@ def _matches(signature, inputs):
         for (sz, st, dt), t in zip(signature, inputs))
 
 
-def _flat_tensors(out):
+def _nested_tensors(out):
     """The tensors of a model's output (a tensor, or tuples, lists and
     dicts of them), in order."""
     if isinstance(out, _torch.Tensor):
         return [out]
     if isinstance(out, (tuple, list)):
-        return [t for o in out for t in _flat_tensors(o)]
+        return [t for o in out for t in _nested_tensors(o)]
     if isinstance(out, dict):
-        return [t for o in out.values() for t in _flat_tensors(o)]
+        return [t for o in out.values() for t in _nested_tensors(o)]
     return []

@@ -6,7 +6,7 @@ between matmuls: transformers)."""
 import torch as _torch
 
 from .capture import _with_defaults
-from .check import _copy, _flat_tensors, _matches, _mismatch, _signature
+from .check import _copy, _matches, _mismatch, _nested_tensors, _signature
 from .fx_backend import backend
 
 # TorchScript ops that mark a model as a transformer: the fuser groups
@@ -115,9 +115,9 @@ def lower(sm, example_inputs, options, defaults):
                         atol=options["atol"], **compile_options)
     model = LoweredModule(sm, optimized, example_inputs, defaults)
     with _torch.no_grad():
-        want = _flat_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
+        want = _nested_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
                                   for x in example_inputs]))
-        got = _flat_tensors(model(*example_inputs))
+        got = _nested_tensors(model(*example_inputs))
     why = None if len(got) == len(want) else "%d outputs, not %d" % (len(got), len(want))
     why = why or next((w for w in (_mismatch(a, b, options["rtol"], options["atol"])
                                    for a, b in zip(got, want)) if w), None)
