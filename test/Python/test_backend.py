@@ -638,3 +638,71 @@ def test_resnet18_is_one_kernel():
     model = torchvision.models.resnet18().eval()
     opt = run(model, torch.randn(1, 3, 64, 64))
     assert opt.report[0].ops.count("conv2d") == 20
+
+
+def _view_then_roll(x, w):
+    # Region 1 reads region 0's permuted view and roll's result of it.
+    y = (x @ w).view(2, 8, 4, 8).permute(0, 2, 1, 3)
+    return torch.softmax(y * torch.roll(y, 1, 2), dim=-1).sum(1)
+
+
+class _Refuse(torch.nn.Module):
+    def forward(self, *inputs):
+        raise AssertionError("a region ran its PyTorch ops")
+
+
+def test_regions_run_their_kernels_on_what_earlier_kernels_make():
+    # In PyTorch, region 0's result y is a permuted view of its matmul's;
+    # its kernel makes it dense. Region 1 reads y and roll's result of it
+    # (roll is not covered), so it was compiled for the traced strides of
+    # y: it is compiled again for what it is given, and no region runs its
+    # PyTorch ops.
+    f = _view_then_roll
+    x, w = torch.randn(2, 8, 16), torch.randn(16, 32)
+    gm = traced(f, x, w)
+    opt = nt.backend(gm, [x, w])
+    kernels = [r for r in opt.report if r.kernel]
+    assert len(kernels) == 2 and all(r.on_nncjit for r in kernels), opt.summary()
+    calls = [m for m in opt.graph_module.modules() if hasattr(m, "fallback")]
+    for c in calls:
+        c.fallback = _Refuse()
+    torch.testing.assert_close(opt(x, w), f(x, w), rtol=1e-4, atol=1e-5)
+
+
+def test_reshapes_hold_for_inputs_of_any_layout():
+    # make_fx's _reshape_alias carries the traced input's strides: run on a
+    # dense input, it would read other elements.
+    from nncjit.torch.fx_backend import _reshapes_of_any_layout
+
+    def f(x):
+        return x.permute(1, 0, 2).reshape(4, 6) * 2.0
+    x = torch.randn(4, 3, 2).permute(1, 0, 2)   # strides that make the reshape a view
+    gm = traced(f, x)
+    kinds = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten._reshape_alias.default in kinds or torch.ops.aten.view.default in kinds
+    _reshapes_of_any_layout(gm)
+    kinds = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten._reshape_alias.default not in kinds
+    assert torch.ops.aten.view.default not in kinds
+    dense = x.contiguous()
+    torch.testing.assert_close(gm(dense), f(dense))
+
+
+def test_region_whose_kernel_still_refuses_runs_its_pytorch_ops(monkeypatch):
+    from nncjit.torch import fx_backend
+    compile_region = fx_backend._compile_region
+
+    def again(region, index, *args):
+        if index == 1 and any(r.index == 1 for r in seen):
+            raise fx_backend.Unsupported("no kernel for these strides")
+        seen.append(args[-1])
+        return compile_region(region, index, *args)
+    seen = []
+    monkeypatch.setattr(fx_backend, "_compile_region", again)
+    x, w = torch.randn(2, 8, 16), torch.randn(16, 32)
+    opt = nt.backend(traced(_view_then_roll, x, w), [x, w])
+    r0, r1 = [r for r in opt.report if r.kernel]
+    assert r0.on_nncjit and not r1.on_nncjit
+    assert r1.reason == ("its kernel refuses the inputs the graph gives it: "
+                         "no kernel for these strides")
+    torch.testing.assert_close(opt(x, w), _view_then_roll(x, w), rtol=1e-4, atol=1e-5)

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import zipfile
-from typing import Optional
+from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -251,6 +251,211 @@ def test_load_takes_a_fraction_of_optimize(tmp_path, cache):
     nt.load(path, cache_dir=cache)
     load_s = time.perf_counter() - t0
     assert load_s < optimize_s / 4, (load_s, optimize_s)
+
+
+# -- models on the lowering (transformers) ----------------------------------------
+
+def _encoder():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True,
+                                             activation="gelu").eval()
+    return torch.nn.TransformerEncoder(layer, 2).eval()
+
+
+def _ran_kernels(fn, *inputs):
+    """fn(*inputs), and whether a kernel ran (nncjit::run in the profile)."""
+    with torch.autograd.profiler.profile() as prof:
+        out = fn(*inputs)
+    return out, any(e.name == "nncjit::run" for e in prof.function_events)
+
+
+def test_lowered_model_round_trip_in_a_fresh_process(tmp_path, cache):
+    m = _encoder()
+    x = torch.randn(2, 8, 32)
+    fast, got, (kernels, compiled) = _save_load(m, x, tmp_path, cache)
+    assert isinstance(fast, nt.LoweredModule)
+    _same(got, fast(x))
+    assert kernels == len(fast.report) and compiled == 0
+    # In this process: the example's shape runs the kernels, another the
+    # module's own graph.
+    loaded = nt.load(str(tmp_path / "m.pt"), cache_dir=cache)
+    got, ran = _ran_kernels(loaded, x)
+    assert ran
+    _same(got, m(x))
+    y = torch.randn(3, 5, 32)
+    got, ran = _ran_kernels(loaded, y)
+    assert not ran
+    _same(got, m(y))
+
+
+class Result(NamedTuple):
+    out: torch.Tensor
+    scores: torch.Tensor
+
+
+class Attention(torch.nn.Module):
+    """Attention with a float, an optional mask and a bool argument, and a
+    named tuple result."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+        self.out = torch.nn.Linear(16, 16)
+
+    def forward(self, x, scale: float, mask: Optional[torch.Tensor] = None,
+                residual: bool = True) -> Result:
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        s = q @ k.transpose(-2, -1) * scale
+        if mask is not None:
+            s = s + mask
+        y = self.out(torch.softmax(s, dim=-1) @ v)
+        if residual:
+            y = y + x
+        return Result(y, s)
+
+
+def test_saved_lowered_model_runs_its_kernels_for_the_traced_arguments_only(tmp_path):
+    torch.manual_seed(0)
+    m = Attention().eval()
+    x, mask = torch.randn(2, 8, 16), torch.randn(8, 8)
+    strided = torch.randn(2, 16, 8).transpose(1, 2)
+    calls = [  # (the arguments, whether they are the traced ones)
+        ((x, 0.25), True), ((x, 0.5), False), ((x, 0.25, mask), False),
+        ((x, 0.25, None, False), False), ((strided, 0.25), False)]
+    fast = nt.optimize(m, [x, 0.25])
+    assert isinstance(fast, nt.LoweredModule) and fast.deployed, fast.summary()
+    assert fast(x, 0.25).out.shape == x.shape  # the named tuple
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    loaded = nt.load(path)
+    for args, traced in calls:
+        with torch.no_grad():
+            want = m(*args)
+        got, ran = _ran_kernels(loaded, *args)
+        assert ran == traced, args[1:]
+        assert type(got).__name__ == "Result"
+        for a, b in zip(got, want):
+            _same(a, b)
+    # Traced with a mask: a call without one (None where the trace had a
+    # tensor) runs the module's graph.
+    fast = nt.optimize(m, [x, 0.25, mask])
+    fast.save(path)
+    loaded = nt.load(path)
+    for args, traced in (((x, 0.25, mask), True), ((x, 0.25), False)):
+        got, ran = _ran_kernels(loaded, *args)
+        assert ran == traced, len(args)
+        for a, b in zip(got, m(*args)):
+            _same(a, b)
+
+
+class PaddedAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+
+    def forward(self, x, padding):
+        return self.mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]
+
+
+def test_saved_lowered_model_takes_a_bool_mask(tmp_path):
+    torch.manual_seed(0)
+    m = PaddedAttention().eval()
+    x, padding = torch.randn(2, 6, 32), torch.zeros(2, 6, dtype=torch.bool)
+    padding[1, 4:] = True
+    fast = nt.optimize(m, [x, padding])
+    assert isinstance(fast, nt.LoweredModule) and all(r.on_nncjit for r in fast.report), \
+        fast.summary()
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    got, ran = _ran_kernels(nt.load(path), x, padding)
+    assert ran
+    _same(got, m(x, padding))
+
+
+class ViewThenRoll(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(16, 32))
+
+    def forward(self, x):
+        y = (x @ self.w).view(2, 8, 4, 8).permute(0, 2, 1, 3)
+        return torch.softmax(y * torch.roll(y, 1, 2), dim=-1).sum(1)
+
+
+def test_saved_lowered_model_keeps_the_ops_of_a_region_without_kernel(tmp_path, monkeypatch):
+    # Region 1's kernel refuses what region 0's gives it, and compiling it
+    # again fails: the saved graph has its PyTorch ops.
+    from nncjit.torch import fx_backend
+    compile_region = fx_backend._compile_region
+    compiled = []
+
+    def again(region, index, *args):
+        if index in compiled:
+            raise fx_backend.Unsupported("no kernel for these strides")
+        compiled.append(index)
+        return compile_region(region, index, *args)
+    monkeypatch.setattr(fx_backend, "_compile_region", again)
+    torch.manual_seed(0)
+    m, x = ViewThenRoll().eval(), torch.randn(2, 8, 16)
+    fast = nt.optimize(m, [x])
+    assert isinstance(fast, nt.LoweredModule)
+    assert [r.on_nncjit for r in fast.report if r.kernel] == [True, False], fast.summary()
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    got, ran = _ran_kernels(nt.load(path), x)
+    assert ran
+    _same(got, m(x))
+
+
+class Softmax(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x * 2.0, dim=-1)
+
+
+def test_saved_lowered_model_checks_the_dtype(tmp_path):
+    x = torch.randn(4, 8)
+    fast = nt.optimize(Softmax(), [x])
+    assert isinstance(fast, nt.LoweredModule)
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    loaded = nt.load(path)
+    for y, traced in ((x, True), (x.double(), False)):
+        got, ran = _ran_kernels(loaded, y)
+        assert ran == traced and got.dtype == y.dtype
+        _same(got, torch.softmax(y * 2.0, dim=-1))
+
+
+class PairAttention(torch.nn.Module):
+    def forward(self, xs: Tuple[torch.Tensor, torch.Tensor]):
+        return torch.softmax(xs[0] @ xs[1], dim=-1)
+
+
+def test_lowered_model_traced_with_a_tuple_argument_is_not_saved(tmp_path):
+    fast = nt.optimize(PairAttention(), [(torch.randn(4, 8), torch.randn(8, 4))])
+    assert isinstance(fast, nt.LoweredModule)
+    with pytest.raises(nncjit.Error, match="this model cannot be saved: it was traced with "
+                                           "an argument of type tuple, which the saved "
+                                           "model cannot compare"):
+        fast.save(str(tmp_path / "m.pt"))
+
+
+def test_nnc_torch_run_runs_a_lowered_model(torch_run, tmp_path, cache):
+    m = _encoder()
+    x = torch.randn(1, 8, 32)
+    path = str(tmp_path / "m.pt")
+    nt.optimize(m, [x], cache_dir=cache).save(path)
+    xp, yp = str(tmp_path / "x.npy"), str(tmp_path / "y.npy")
+    np.save(xp, x.numpy())
+    r = _run(torch_run, path, "--input", xp, "--output", yp, "--cache-dir", cache, "--stats")
+    assert r.returncode == 0, r.stderr
+    assert "kernels: 1 loaded, 0 compiled" in r.stdout
+    with torch.no_grad():
+        want = m(x)
+    np.testing.assert_allclose(np.load(yp), want.numpy(), rtol=1e-4, atol=1e-5)
+    # The masks have defaults: 1 to 3 inputs.
+    r = _run(torch_run, path, *["--input", xp] * 4)
+    assert r.returncode == 1 and r.stderr == (
+        "nnc-torch-run: error: the model's forward takes 1 to 3 inputs, 4 given\n"), r.stderr
 
 
 # -- damaged files -------------------------------------------------------------

@@ -596,12 +596,14 @@ def test_save_and_load_without_the_operator_library_are_errors(tmp_path):
         def f(a):
             return torch.relu(a * 2.0) + 1.0
 
-        fast = nt.optimize(torch.jit.script(f), [torch.randn(64)])
-        assert not fast.deployed
-        with pytest.raises(nncjit.Error, match=r"this model cannot be saved: nnc-jit's "
-                           r"PyTorch operator library was not built \(install libtorch-dev "
-                           r"and rebuild\)"):
-            fast.save(str(tmp_path / "m.pt"))
+        # On the fusion groups, and on the lowering.
+        for fast in (nt.optimize(torch.jit.script(f), [torch.randn(64)]),
+                     nt.optimize(_encoder(), [torch.randn(1, 8, 32)])):
+            assert not fast.deployed
+            with pytest.raises(nncjit.Error, match=r"this model cannot be saved: nnc-jit's "
+                               r"PyTorch operator library was not built \(install "
+                               r"libtorch-dev and rebuild\)"):
+                fast.save(str(tmp_path / "m.pt"))
         with pytest.raises(nncjit.Error, match=r"nnc-jit's PyTorch operator library was "
                            r"not built"):
             nt.load(str(tmp_path / "m.pt"))
@@ -748,6 +750,21 @@ def test_lowering_refuses_data_dependent_models(model, why):
         torch.testing.assert_close(fast(y), model(y), rtol=1e-4, atol=1e-5)
 
 
+def test_lowering_that_fails_leaves_the_model_to_the_fusion_groups(monkeypatch):
+    from nncjit.torch import lowered
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(lowered, "backend", broken)
+    m = _encoder()
+    x = torch.randn(1, 8, 32)
+    with pytest.warns(UserWarning, match=r"the lowering cannot take the model \(the lowering "
+                                         r"failed: RuntimeError: boom\)"):
+        fast = nt.optimize(m, [x], threads=2)
+    assert isinstance(fast, nt.OptimizedModule)
+    torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+
+
 def test_convolutional_network_with_a_softmax_keeps_the_fusion_groups():
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(),
                             torch.nn.Conv2d(8, 8, 3), torch.nn.ReLU(),
@@ -758,10 +775,3 @@ def test_convolutional_network_with_a_softmax_keeps_the_fusion_groups():
     torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
 
 
-def test_lowered_model_cannot_be_saved_yet(tmp_path):
-    m = _encoder()
-    x = torch.randn(1, 8, 32)
-    fast = nt.optimize(m, [x], threads=2)
-    with pytest.raises(nncjit.Error, match="a model optimized on the lowering "
-                                           r"\(transformers\) is not saved yet"):
-        fast.save(str(tmp_path / "m.pt"))

@@ -5,7 +5,8 @@
 //
 // Loads a model saved by nncjit.torch's OptimizedModule.save() on libtorch
 // and the operator library (no Python), runs its forward on the .npy inputs
-// (positional, in forward's order), and writes its tensor outputs to the
+// (positional, in forward's order; those with defaults may be left out),
+// and writes its tensor outputs to the
 // --output files, in order. Errors are one line on stderr, exit status 1.
 // docs/CommandLine.md, "nnc-torch-run".
 //
@@ -222,10 +223,16 @@ int main(int Argc, char **Argv) {
   for (const std::string &P : Opts.Inputs)
     Args.push_back(readNpy(P));
   const c10::FunctionSchema &S = M.get_method("forward").function().getSchema();
-  size_t Want = S.arguments().size() - 1; // self
-  if (Args.size() != Want)
-    die("the model's forward takes " + std::to_string(Want) + " input" +
-        (Want == 1 ? "" : "s") + ", " + std::to_string(Args.size()) +
+  // After self: those without a default, then those with one, which
+  // TorchScript fills in where they are not given.
+  size_t Most = S.arguments().size() - 1;
+  size_t Least = 0;
+  while (Least < Most && !S.arguments()[Least + 1].default_value())
+    ++Least;
+  if (Args.size() < Least || Args.size() > Most)
+    die("the model's forward takes " + std::to_string(Least) +
+        (Least == Most ? "" : " to " + std::to_string(Most)) + " input" +
+        (Most == 1 ? "" : "s") + ", " + std::to_string(Args.size()) +
         " given");
 
   c10::InferenceMode Guard;

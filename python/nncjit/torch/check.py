@@ -81,6 +81,15 @@ def _matches(signature, inputs):
         for (sz, st, dt), t in zip(signature, inputs))
 
 
+_TENSOR = object()
+
+
+def _others(inputs):
+    """The arguments that are not tensors, a tensor's place marked by
+    _TENSOR."""
+    return [_TENSOR if isinstance(x, _torch.Tensor) else x for x in inputs]
+
+
 def _nested_tensors(out):
     """The tensors of a model's output (a tensor, or tuples, lists and
     dicts of them), in order."""

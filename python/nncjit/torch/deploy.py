@@ -16,7 +16,7 @@ import threading
 import torch as _torch
 
 from .. import _nncjit
-from .check import _signature
+from .check import _TENSOR, _signature
 from .kernels import TorchKernel, operator_library, option_strings
 from .rewrite import _GROUPS
 
@@ -272,24 +272,169 @@ def save(model, path):
     if not model.deployed:
         raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
                             "library was not built (install libtorch-dev and rebuild)")
-    fresh = _torch.jit._recursive.wrap_cpp_module(
-        _torch._C._freeze_module(model._module._c, [], True, False)) \
-        if isinstance(model._module, _torch.jit.ScriptModule) else None
-    if fresh is None:
+    fresh = _frozen_copy(model)
+    _replace_forward(fresh, lambda graph: graph.insertGraph(model._graph, list(graph.inputs())))
+    _write(fresh, model, path)
+
+
+def save_lowered(model, path):
+    """Writes model (a LoweredModule) as one TorchScript file. Its forward:
+    where the arguments are those the trace was made for (the tensors'
+    sizes, strides and dtypes, the other arguments' values), the traced
+    graph with each region a call of its kernel; else the module's own
+    graph."""
+    from .fx_script import insert_fx
+    if not operator_library():
+        raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
+                            "library was not built (install libtorch-dev and rebuild)")
+    fresh = _frozen_copy(model)
+
+    def forward(graph):
+        inputs = list(graph.inputs())[1:]
+        others = model._others
+        if len(inputs) != len(others):
+            raise _nncjit.Error("this model cannot be saved: it was traced with %d "
+                                "arguments, and its forward takes %d"
+                                % (len(others), len(inputs)))
+        own = graph.copy()
+        result = graph.return_node().inputsAt(0).type()
+        ok = _arguments_are(graph, inputs, others, iter(model._tensors))
+        branch = graph.create("prim::If", [ok], 0)
+        graph.insertNode(branch)
+        traced, other = branch.addBlock(), branch.addBlock()
+        with graph.insert_point_guard(traced.returnNode()):
+            outs = insert_fx(graph, model._optimized.graph_module,
+                             [_present(graph, v) if x is not None else v
+                              for v, x in zip(inputs, others)])
+            traced.registerOutput(_structured(graph, outs, result))
+        with graph.insert_point_guard(other.returnNode()):
+            other.registerOutput(graph.insertGraph(own, list(graph.inputs()))[0])
+        branch.addOutput().setType(result)
+        return [branch.output()]
+
+    _replace_forward(fresh, forward)
+    _write(fresh, model, path)
+
+
+def _frozen_copy(model):
+    """A frozen copy of model's scripted module, whose forward save rewrites."""
+    if not isinstance(model._module, _torch.jit.ScriptModule):
         raise _nncjit.Error("this model cannot be saved: it is a scripted function, "
                             "not a module")
-    graph = fresh._c._get_method("forward").graph
+    return _torch.jit._recursive.wrap_cpp_module(
+        _torch._C._freeze_module(model._module._c, [], True, False))
+
+
+def _replace_forward(module, build):
+    """Replaces the ops of module's forward by those build(graph) inserts
+    (at the graph's end), which returns the new outputs."""
+    graph = module._c._get_method("forward").graph
     old = list(graph.nodes())
-    outs = graph.insertGraph(model._graph, list(graph.inputs()))
+    with graph.insert_point_guard(graph.return_node()):
+        outs = build(graph)
     ret = graph.return_node()
     for i, v in enumerate(outs):
         ret.replaceInput(i, v)
     for n in reversed(old):
         n.destroy()
     graph.lint()
+
+
+def _write(module, model, path):
     meta = {"format": _FORMAT, "torch": _torch.__version__,
             "report": [repr(r) for r in model.report]}
-    _torch.jit.save(fresh, path, _extra_files={"nncjit.json": json.dumps(meta)})
+    _torch.jit.save(module, path, _extra_files={"nncjit.json": json.dumps(meta)})
+
+
+_BOOL = _torch._C.BoolType.get()
+
+
+def _both(graph, ok, then):
+    """ok and then() (which inserts its ops at the insert point and returns
+    a bool), then() running only where ok holds."""
+    branch = graph.create("prim::If", [ok], 0)
+    graph.insertNode(branch)
+    yes, no = branch.addBlock(), branch.addBlock()
+    with graph.insert_point_guard(yes.returnNode()):
+        yes.registerOutput(then())
+    with graph.insert_point_guard(no.returnNode()):
+        no.registerOutput(graph.insertConstant(False))
+    branch.addOutput().setType(_BOOL)
+    return branch.output()
+
+
+def _present(graph, v):
+    """v as its element's type where it is an Optional (which the caller
+    checked is not None)."""
+    t = v.type()
+    if not isinstance(t, _torch._C.OptionalType):
+        return v
+    node = graph.insertNode(graph.create("prim::unchecked_cast", [v], 1))
+    node.output().setType(t.getElementType())
+    return node.output()
+
+
+def _op(graph, kind, inputs, out_type=_BOOL):
+    node = graph.insertNode(graph.create(kind, inputs, 1))
+    node.output().setType(out_type)
+    return node.output()
+
+
+def _arguments_are(graph, inputs, others, signatures):
+    """A bool: whether the arguments inputs are others (a tensor's place
+    marked by _TENSOR, its (sizes, strides, dtype) next of signatures)."""
+    ok = graph.insertConstant(True)
+    for v, x in zip(inputs, others):
+        signature = next(signatures) if x is _TENSOR else None
+        ok = _both(graph, ok, lambda: _argument_is(graph, v, x, signature))
+    return ok
+
+
+def _argument_is(graph, v, x, signature):
+    if x is None:
+        return _op(graph, "aten::__is__", [v, graph.insertConstant(None)])
+    if isinstance(v.type(), _torch._C.OptionalType):
+        present = _op(graph, "aten::__isnot__", [v, graph.insertConstant(None)])
+        return _both(graph, present,
+                     lambda: _argument_is(graph, _present(graph, v), x, signature))
+    if signature is not None:
+        sizes, strides, dtype = signature
+        ints = _torch._C.ListType.ofInts()
+        checks = [_op(graph, "aten::eq", [_op(graph, "aten::size", [v], ints),
+                                          graph.insertConstant(list(sizes))]),
+                  _op(graph, "aten::eq", [_op(graph, "aten::stride", [v], ints),
+                                          graph.insertConstant(list(strides))]),
+                  _op(graph, "aten::eq", [_op(graph, "prim::dtype", [v], _torch._C.IntType.get()),
+                                          graph.insertConstant(dtype)])]
+        ok = checks[0]
+        for c in checks[1:]:
+            ok = _op(graph, "aten::__and__", [ok, c])
+        return ok
+    if isinstance(x, (bool, int, float, str)) or (
+            isinstance(x, list) and all(type(e) is int for e in x)):
+        return _op(graph, "aten::eq", [v, graph.insertConstant(x)])
+    raise _nncjit.Error("this model cannot be saved: it was traced with an argument of "
+                        "type %s, which the saved model cannot compare" % type(x).__name__)
+
+
+def _structured(graph, outs, result):
+    """The value of TorchScript type result made of outs (insert_fx's
+    structure: tensors' values in tuples and lists)."""
+    if isinstance(outs, (tuple, list)):
+        if isinstance(result, _torch._C.TupleType):
+            kind, types = "prim::TupleConstruct", result.elements()
+        elif isinstance(result, _torch._C.ListType):
+            kind, types = "prim::ListConstruct", [result.getElementType()] * len(outs)
+        else:
+            raise _nncjit.Error("this model cannot be saved: its traced result is a "
+                                "sequence, and its forward returns %s" % result)
+        if len(types) != len(outs):
+            raise _nncjit.Error("this model cannot be saved: its traced result has %d "
+                                "elements, and its forward returns %s" % (len(outs), result))
+        return _op(graph, kind, [_structured(graph, o, t) for o, t in zip(outs, types)], result)
+    if outs is None or not isinstance(outs, _torch._C.Value):
+        return graph.insertConstant(outs)
+    return outs
 
 
 class LoadedModule:

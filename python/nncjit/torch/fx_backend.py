@@ -11,6 +11,7 @@ import torch as _torch
 from .. import _nncjit
 from .check import _copy as _copy_strided, _max_abs_diff, _mismatch
 from .common import GroupReport
+from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
 from .opgraph import from_fx, mutates
 
@@ -126,28 +127,54 @@ def _copy(t):
 
 
 def _kernel_args(tensors):
-    """The kernel's arguments: a bool tensor as its bytes (DLPack, which
-    the binding takes tensors by, has no bool)."""
+    """The kernel's arguments: a bool tensor as its bytes (the region's
+    kernel text declares it u8: DLPack, which the binding takes tensors
+    by, has no bool)."""
     return [t.view(_torch.uint8) if t.dtype == _torch.bool else t for t in tensors]
 
 
 class _RegionCall(_torch.nn.Module):
     """The module that replaces a region: its kernel on the region's
     inputs, or, for inputs it was not compiled for, the region's PyTorch
-    ops."""
+    ops (always, where function is None). While `recording`, the first call the kernel refuses is kept in
+    `refused`: (copies of its inputs, the kernel's message)."""
 
-    def __init__(self, function, fallback, n_outputs):
+    def __init__(self, function, fallback, n_outputs, bool_inputs):
         super().__init__()
         self.function = function
+        self.bool_inputs = bool_inputs  # positions of the bool inputs compiled for
         self.fallback = fallback
         self.n_outputs = n_outputs
+        self.recording = False
+        self.refused = None
 
     def forward(self, *inputs):
+        if self.function is None:  # a kernel that refused what the graph gives it
+            return tuple(self.fallback(*inputs))
         try:
             r = self.function(*_kernel_args(inputs))
-        except _nncjit.Error:
+        except _nncjit.Error as e:
+            if self.recording and self.refused is None:
+                self.refused = ([_copy(t) for t in inputs], str(e).split("\n")[0])
             return tuple(self.fallback(*inputs))
         return (r,) if self.n_outputs == 1 else tuple(r)
+
+
+def _compile_region(region, index, inputs, want, fuse_attention, compile_options, check,
+                    rtol, atol, entry):
+    """The kernel of region (compile_kernel's), checked on inputs against
+    want (PyTorch's outputs); sets entry's kernel text and max_abs_diff.
+    Raises Unsupported or nncjit.Error where it cannot be."""
+    writer = KernelWriter(region, "region%d" % index, fuse_attention)
+    entry.kernel = writer.write()
+    function = compile_kernel(entry.kernel, compile_options, writer.constants)
+    got = function(*_kernel_args(inputs))
+    got = [got] if len(region.outputs) == 1 else list(got)
+    entry.max_abs_diff = max((_max_abs_diff(a, b) for a, b in zip(got, want)), default=0.0)
+    why = [w for w in (_mismatch(a, b, rtol, atol) for a, b in zip(got, want)) if w]
+    if check and why:
+        raise Unsupported("its result differs from PyTorch's (%s)" % why[0])
+    return function
 
 
 def _fallback_module(gm, region, input_nodes):
@@ -212,6 +239,7 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
     scores in memory) rather than one nnc_aten_attention call.
     compile_options are nncjit.compile's keywords."""
     _remove_dead_code(gm.graph)
+    _reshapes_of_any_layout(gm)
     with _torch.no_grad():
         # On copies: a graph may write its inputs in place.
         graph = from_fx(gm, [_copy(t) for t in example_inputs])
@@ -231,26 +259,17 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
     interp = _Interpreter(gm, reads)
     with _torch.no_grad():
         interp.run(*[_copy(t) for t in example_inputs])
-    report, replaced = [], {}
+    report, replaced, calls = [], {}, {}
+    settings = (fuse_attention, compile_options, check, rtol, atol)
     for index, region in enumerate(regions):
         entry = GroupReport(index, [op.kind for op in region.ops])
         report.append(entry)
         # Its inputs' nodes now (an earlier region's results).
         input_nodes = [replaced.get(n, n) for n in traced[index]]
         try:
-            writer = KernelWriter(region, "region%d" % index, fuse_attention)
-            entry.kernel = writer.write()
-            function = _nncjit.compile(entry.kernel, **compile_options).partial(
-                **writer.constants)
-            inputs = _kernel_args([interp.inputs[index, p] for p in range(len(input_nodes))])
-            got = function(*inputs)
-            got = [got] if len(region.outputs) == 1 else list(got)
+            inputs = [interp.inputs[index, p] for p in range(len(input_nodes))]
             want = [interp.values[v.producer.node] for v in region.outputs]
-            entry.max_abs_diff = max((_max_abs_diff(a, b) for a, b in zip(got, want)),
-                                     default=0.0)
-            why = [w for w in (_mismatch(a, b, rtol, atol) for a, b in zip(got, want)) if w]
-            if check and why:
-                raise Unsupported("its result differs from PyTorch's (%s)" % why[0])
+            function = _compile_region(region, index, inputs, want, *settings, entry)
         except (Unsupported, _nncjit.Error) as e:
             entry.reason = str(e).split("\n")[0]
             continue
@@ -259,8 +278,10 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
             continue
         entry.on_nncjit = True
         name = "nncjit_region%d" % index
-        gm.add_submodule(name, _RegionCall(
-            function, _fallback_module(gm, region, input_nodes), len(region.outputs)))
+        calls[index] = _RegionCall(
+            function, _fallback_module(gm, region, input_nodes), len(region.outputs),
+            [p for p, t in enumerate(inputs) if t.dtype == _torch.bool])
+        gm.add_submodule(name, calls[index])
         replaced.update(_replace(gm, region, input_nodes, name))
     for i, (op, reason) in enumerate(refused):
         entry = GroupReport(len(regions) + i, [op.node.name])
@@ -271,7 +292,67 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
     _remove_dead_code(gm.graph)
     gm.graph.lint()
     gm.recompile()
+    _settle(gm, calls, regions, report, example_inputs, settings)
     return Optimized(gm, report)
+
+
+def _settle(gm, calls, regions, report, example_inputs, settings, rounds=8):
+    """Recompiles the regions whose kernels refuse the inputs the rewritten
+    graph gives them. A region was compiled for its inputs as PyTorch made
+    them, but a kernel's outputs are dense where PyTorch's op made a view
+    (a permute of a projection, say), and an op left to PyTorch passes such
+    strides on. Each round runs the graph on the example and compiles each
+    refusing region for what it was given; one that still refuses after
+    `rounds` runs its PyTorch ops, with the kernel's message in its report."""
+    given_up = {}
+    try:
+        for round_ in range(rounds + 1):
+            for c in calls.values():
+                c.recording, c.refused = True, None
+            with _torch.no_grad():
+                gm(*[_copy(t) for t in example_inputs])
+            refusing = {i: c for i, c in calls.items() if c.refused and i not in given_up}
+            if not refusing or round_ == rounds:
+                break
+            for index, c in refusing.items():
+                inputs = c.refused[0]
+                region = regions[index]
+                for v, t in zip([v for v in region.inputs if v.constant is None], inputs):
+                    v.stride = tuple(t.stride())
+                try:
+                    with _torch.no_grad():
+                        want = list(c.fallback(*[_copy(t) for t in inputs]))
+                    c.function = _compile_region(region, index, inputs, want, *settings,
+                                                 report[index])
+                except (Unsupported, _nncjit.Error) as e:
+                    given_up[index] = str(e).split("\n")[0]
+        given_up.update((i, c.refused[1]) for i, c in refusing.items())
+        for index, why in given_up.items():
+            calls[index].function = None
+            report[index].on_nncjit = False
+            report[index].reason = "its kernel refuses the inputs the graph gives it: " + why
+    finally:
+        for c in calls.values():
+            c.recording = False
+
+
+def _reshapes_of_any_layout(gm):
+    """Makes make_fx's reshapes hold for inputs of any strides: its
+    _reshape_alias carries the strides of the view for the traced input's
+    layout, and its view fails where the input cannot be viewed so. A
+    region's kernel makes its outputs dense where PyTorch's op made a view,
+    so the ops PyTorch runs after it (a fallback, an op the lowering does
+    not cover) meet other strides than traced. Both become reshape, which
+    is the same view where the input can be viewed and a copy where not."""
+    changed = False
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target in (_torch.ops.aten._reshape_alias.default,
+                                                    _torch.ops.aten.view.default):
+            n.target = _torch.ops.aten.reshape.default
+            n.args = n.args[:2]
+            changed = True
+    if changed:
+        gm.recompile()
 
 
 def _remove_dead_code(graph):

@@ -5,9 +5,11 @@ between matmuls: transformers)."""
 
 import torch as _torch
 
+from . import deploy as _deploy
 from .capture import _with_defaults
-from .check import _copy, _matches, _mismatch, _nested_tensors, _signature
+from .check import _copy, _matches, _mismatch, _nested_tensors, _others, _signature
 from .fx_backend import backend
+from .kernels import TorchKernel, operator_library
 
 # TorchScript ops that mark a model as a transformer: the fuser groups
 # none of them, and the lowering covers them (fused attention included).
@@ -45,16 +47,24 @@ class LoweredModule:
     its node's name)."""
 
     lowered = True
-    deployed = False
     channels_last = False
     groups = ops = ()   # the fusion groups' path's: none here
 
-    def __init__(self, module, optimized, example_inputs, defaults):
+    def __init__(self, module, optimized, example_inputs, defaults, result):
         self._module = module
+        self._result = result  # _skeleton of the module's result
         self._defaults = defaults
         self._optimized = optimized
         self._tensors = [_signature(x) for x in example_inputs if isinstance(x, _torch.Tensor)]
         self._others = _others(example_inputs)
+
+    @property
+    def deployed(self):
+        """Whether it can be saved: every region's kernel is the operator
+        library's (compile_kernel's TorchKernel)."""
+        return operator_library() is not None and all(
+            m.function is None or isinstance(m.function, TorchKernel) for m in self._optimized.graph_module.modules()
+            if hasattr(m, "function"))
 
     @property
     def report(self):
@@ -73,16 +83,17 @@ class LoweredModule:
         inputs = _with_defaults(inputs, self._defaults)
         with _torch.no_grad():
             if self._traced_for(inputs):
-                return self._optimized(*inputs)
+                return _like(self._optimized(*inputs), self._result)
             return self._module(*inputs)
 
     forward = __call__
 
     def save(self, path):
-        from .. import _nncjit
-        raise _nncjit.Error("cannot save %s: a model optimized on the lowering (transformers) "
-                            "is not saved yet; optimize(..., lowering=False) makes one that is"
-                            % path)
+        """Writes the model as one TorchScript file, which nncjit.torch.load
+        and nnc-torch-run load without optimizing again: the traced graph
+        with its kernels for the example's arguments, the module's own
+        graph for others."""
+        _deploy.save_lowered(self, path)
 
     def summary(self):
         return self._optimized.summary()
@@ -96,9 +107,15 @@ def lower(sm, example_inputs, options, defaults):
     module's. defaults: _argument_defaults(sm), which calls complete."""
     from torch.fx.experimental.proxy_tensor import make_fx
     inputs = [_copy(x) if isinstance(x, _torch.Tensor) else x for x in example_inputs]
+    results = []
+
+    def traced(*xs):
+        out = sm(*xs)
+        results.append(_skeleton(out))
+        return _plain(out)
     try:
         with _torch.no_grad():
-            gm = make_fx(lambda *xs: sm(*xs))(*inputs)
+            gm = make_fx(traced)(*inputs)
     except Exception as e:  # noqa: BLE001 (whatever the trace meets, optimize goes on)
         first = str(e).strip().split("\n")[0] or type(e).__name__
         return None, ("tracing it into ATen ops failed (a tensor's value decides what runs, "
@@ -110,14 +127,17 @@ def lower(sm, example_inputs, options, defaults):
         if node.op == "call_function" and name.startswith("index.") and any(
                 isinstance(i, _torch.fx.Node) and _is_bool(i) for i in _flat(node.args[1:])):
             return None, "indexing by a mask makes a shape from the data"
-    compile_options = options["compile"]
-    optimized = backend(gm, inputs, check=options["check"], rtol=options["rtol"],
-                        atol=options["atol"], **compile_options)
-    model = LoweredModule(sm, optimized, example_inputs, defaults)
-    with _torch.no_grad():
-        want = _nested_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
-                                  for x in example_inputs]))
-        got = _nested_tensors(model(*example_inputs))
+    try:
+        optimized = backend(gm, inputs, check=options["check"], rtol=options["rtol"],
+                            atol=options["atol"], **options["compile"])
+        model = LoweredModule(sm, optimized, example_inputs, defaults, results[0])
+        with _torch.no_grad():
+            want = _nested_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
+                                      for x in example_inputs]))
+            got = _nested_tensors(model(*example_inputs))
+    except Exception as e:  # noqa: BLE001 (a defect: the fusion groups run the model)
+        return None, "the lowering failed: %s: %s" % (type(e).__name__,
+                                                       str(e).strip().split("\n")[0])
     why = None if len(got) == len(want) else "%d outputs, not %d" % (len(got), len(want))
     why = why or next((w for w in (_mismatch(a, b, options["rtol"], options["atol"])
                                    for a, b in zip(got, want)) if w), None)
@@ -126,12 +146,30 @@ def lower(sm, example_inputs, options, defaults):
     return model, None
 
 
-_TENSOR = object()
+def _skeleton(out):
+    """The containers of a result (tuples, named tuples, lists) as
+    (class, their elements' skeletons); None for anything else."""
+    if isinstance(out, (tuple, list)):
+        return type(out), [_skeleton(o) for o in out]
+    return None
 
 
-def _others(inputs):
-    """The arguments that are not tensors, a tensor's place marked."""
-    return [_TENSOR if isinstance(x, _torch.Tensor) else x for x in inputs]
+def _plain(out):
+    """out with its named tuples as tuples: FX names a class by its
+    module, and TorchScript's named tuple classes are in none."""
+    if isinstance(out, (tuple, list)):
+        items = [_plain(o) for o in out]
+        return items if isinstance(out, list) else tuple(items)
+    return out
+
+
+def _like(out, skeleton):
+    """out (_plain's) with skeleton's containers again."""
+    if skeleton is None:
+        return out
+    cls, items = skeleton
+    values = [_like(o, s) for o, s in zip(out, items)]
+    return cls(*values) if hasattr(cls, "_fields") else cls(values)
 
 
 def _is_bool(node):
