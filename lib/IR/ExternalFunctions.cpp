@@ -139,8 +139,16 @@ bool verifyMatmul(const ExternalCall &Call, DiagnosticEngine &Diags) {
   CallChecker C(Call, Diags);
   if (!C.bufCount(2, 2))
     return false;
-  if (!Call.ScalarArgs.empty())
-    return C.fail("takes no scalar arguments");
+  // args={1}: the right operand is constant (weights), which the runtime
+  // may keep in another layout.
+  auto *Flag = Call.ScalarArgs.size() == 1
+                   ? dyn_cast<IntImm>(Call.ScalarArgs[0])
+                   : nullptr;
+  if (Call.ScalarArgs.size() > 1 ||
+      (Call.ScalarArgs.size() == 1 &&
+       (!Flag || (Flag->Value != 0 && Flag->Value != 1))))
+    return C.fail("takes no scalar argument, or one: 1 if the right operand "
+                  "is constant (weights), else 0");
   unsigned R = Call.Args[0].rank();
   if (R != 2 && R != 3)
     return C.fail("operands must have rank 2 (or 3 for a batch), not " +

@@ -236,7 +236,10 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
         return failWith("expected 2 input buffers");
       if (anyEmpty(Out, Bufs))
         return Reference();
-      return nnc::onednn::matmul(T(Out), T(Bufs[0]), T(Bufs[1]), Err) == 0
+      // args={1}: the right operand is constant (weights).
+      bool ConstantB = IntArgs.size() == 1 && IntArgs[0] == 1;
+      return nnc::onednn::matmul(T(Out), T(Bufs[0]), T(Bufs[1]), ConstantB,
+                                 Err) == 0
                  ? 0
                  : Reference();
     }

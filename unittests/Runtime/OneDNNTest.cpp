@@ -343,7 +343,8 @@ TEST(OneDNNMatmul, MatchesTheReference) {
                                    {ref(A), ref(B)}, {}, {}),
               "");
     std::string Err;
-    ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(B), Err), 0) << Err;
+    ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(B), false, Err), 0)
+        << Err;
     EXPECT_LT(relDiff(Got, Want), 1e-5);
   }
   // B as a column-major view: strides [1, K].
@@ -355,8 +356,53 @@ TEST(OneDNNMatmul, MatchesTheReference) {
                                  {ref(A), ref(BT)}, {}, {}),
             "");
   std::string Err;
-  ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(BT), Err), 0) << Err;
+  ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(BT), false, Err), 0)
+      << Err;
   EXPECT_LT(relDiff(Got, Want), 1e-5);
+}
+
+// Constant weights in each layout the runtime may keep them in, and the
+// timed choice, with its note.
+TEST(OneDNNMatmul, ConstantWeightsInEveryLayoutMatchTheReference) {
+  std::mt19937 R(10);
+  struct Shape {
+    std::vector<int64_t> A, B, C;
+  };
+  bool Was = recordRuntimeNotes(true);
+  takeRuntimeNotes();
+  for (const Shape &S :
+       {Shape{{1, 7}, {7, 5}, {1, 5}}, Shape{{13, 17}, {17, 11}, {13, 11}},
+        Shape{{64, 256}, {256, 512}, {64, 512}},
+        Shape{{3, 4, 5}, {3, 5, 6}, {3, 4, 6}}}) {
+    HostBuffer A = make(S.A, false, R), B = make(S.B, false, R);
+    HostBuffer Want = make(S.C, false, R);
+    ASSERT_EQ(runReferenceExternal(ExternalFunc::Matmul, ref(Want),
+                                   {ref(A), ref(B)}, {}, {}),
+              "");
+    for (onednn::MatmulWeights W :
+         {onednn::MatmulWeights::Plain, onednn::MatmulWeights::Padded,
+          onednn::MatmulWeights::OneDNN, onednn::MatmulWeights::Auto}) {
+      HostBuffer Got = make(S.C, false, R);
+      std::string Err;
+      // Twice: the second call runs the kept weights.
+      for (int Call = 0; Call < 2; ++Call) {
+        ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(B), true, Err,
+                                 W),
+                  0)
+            << Err;
+        EXPECT_LT(relDiff(Got, Want), 1e-5) << static_cast<int>(W);
+      }
+    }
+  }
+  std::vector<RuntimeNote> Notes = takeRuntimeNotes();
+  recordRuntimeNotes(Was);
+  bool Timed = false;
+  for (const RuntimeNote &N : Notes)
+    if (N.Text.find("matmul [64, 256] @ [256, 512] -> [64, 512], weights in ") == 0 &&
+        N.Text.find("[timed: the buffer's ") != std::string::npos &&
+        N.Text.find(", rows padded by 64 bytes ") != std::string::npos)
+      Timed = true;
+  EXPECT_TRUE(Timed) << "no note of the timed choice";
 }
 
 } // namespace

@@ -54,9 +54,18 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                const std::vector<PostOp> &Ops,
                const std::vector<const float *> &Others, std::string &Err);
 
-/// Out = A @ B for 2-D or batched 3-D tensors.
+/// How a matmul holds a constant 2-D right operand (weights): in its own
+/// buffer, in a copy whose rows are padded by 64 bytes, or in the layout
+/// oneDNN prefers for the shape. Auto times them on the first call of each
+/// shape and keeps the fastest.
+enum class MatmulWeights { Auto, Plain, Padded, OneDNN };
+
+/// Out = A @ B for 2-D or batched 3-D tensors. ConstantB: B holds the same
+/// values at every call with its address (weights), so a 2-D B may be kept
+/// in another layout, made once (Force: which; tests use it).
 int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
-               std::string &Err);
+               bool ConstantB, std::string &Err,
+               MatmulWeights Force = MatmulWeights::Auto);
 
 /// Out = softmax(Scale * Q @ K^T + Mask) @ V over the last dim, for 4-D
 /// tensors [batch, heads, rows, width] (lib/Runtime/Attention.cpp): one pass

@@ -592,7 +592,10 @@ class KernelWriter:
         a = self.operand(x, a_shape)
         b = self.operand(y, b_shape)
         c = self.allocate("mm", c_shape)
-        self.lines.append("  %s = nnc_aten_matmul(buf_args={%s, %s}, args={});" % (c, a, b))
+        # args={1}: a constant right operand (weights), which the runtime
+        # may keep in a faster layout (docs/Runtime.md).
+        self.lines.append("  %s = nnc_aten_matmul(buf_args={%s, %s}, args={%s});" % (
+            c, a, b, "1ll" if y.constant is not None else ""))
         self.products[op.output] = (c, len(c_shape), bias, op.attrs.get("alpha", 1.0),
                                      op.attrs.get("beta", 1.0))
 

@@ -207,7 +207,7 @@ class _OpKernel:
             wt = w.t().contiguous()
             params.append(_decl("out", "y", x.dtype, [m, n], [n, 1]))
             ps, constants = _bound_params([("weight_t", wt), ("bias", b)])
-            body = "  y = nnc_aten_matmul(buf_args={x, weight_t}, args={})\n"
+            body = "  y = nnc_aten_matmul(buf_args={x, weight_t}, args={1ll})\n"
             if b is not None:
                 body += ("  for (int64_t i = 0ll; i < %dll; i++) {\n"
                          "    for (int64_t j = 0ll; j < %dll; j++) {\n"
