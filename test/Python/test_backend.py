@@ -640,10 +640,12 @@ def test_resnet18_is_one_kernel():
     assert opt.report[0].ops.count("conv2d") == 20
 
 
-def _view_then_roll(x, w):
-    # Region 1 reads region 0's permuted view and roll's result of it.
+def _view_then_sign(x, w):
+    # Region 0's result y is a permuted view in PyTorch and dense from its
+    # kernel; sign (not covered) keeps its input's strides, so region 1,
+    # which reads sign's result, was compiled for the traced ones.
     y = (x @ w).view(2, 8, 4, 8).permute(0, 2, 1, 3)
-    return torch.softmax(y * torch.roll(y, 1, 2), dim=-1).sum(1)
+    return torch.softmax(torch.sign(y) + y, dim=-1).sum(1)
 
 
 class _Refuse(torch.nn.Module):
@@ -652,12 +654,10 @@ class _Refuse(torch.nn.Module):
 
 
 def test_regions_run_their_kernels_on_what_earlier_kernels_make():
-    # In PyTorch, region 0's result y is a permuted view of its matmul's;
-    # its kernel makes it dense. Region 1 reads y and roll's result of it
-    # (roll is not covered), so it was compiled for the traced strides of
-    # y: it is compiled again for what it is given, and no region runs its
-    # PyTorch ops.
-    f = _view_then_roll
+    # Region 1 reads region 0's result (compiled for it dense) and sign's
+    # of it (which the graph gives it dense too): it is compiled again for
+    # that, and no region runs its PyTorch ops.
+    f = _view_then_sign
     x, w = torch.randn(2, 8, 16), torch.randn(16, 32)
     gm = traced(f, x, w)
     opt = nt.backend(gm, [x, w])
@@ -667,6 +667,41 @@ def test_regions_run_their_kernels_on_what_earlier_kernels_make():
     for c in calls:
         c.fallback = _Refuse()
     torch.testing.assert_close(opt(x, w), f(x, w), rtol=1e-4, atol=1e-5)
+
+
+def test_region_fed_by_a_kernel_is_compiled_once_for_its_dense_result(monkeypatch):
+    # Region 1 reads region 0's result (a permuted view in PyTorch) directly
+    # and through roll: it is compiled for the dense result at once.
+    from nncjit.torch import fx_backend
+    compile_region = fx_backend._compile_region
+    compiled = []
+
+    def count(region, *args):
+        compiled.append(args[-1].index)
+        return compile_region(region, *args)
+    monkeypatch.setattr(fx_backend, "_compile_region", count)
+
+    def f(x, w):
+        y = (x @ w).view(2, 8, 4, 8).permute(0, 2, 1, 3)
+        return torch.softmax(y * torch.roll(y, 1, 2), dim=-1).sum(1)
+    x, w = torch.randn(2, 8, 16), torch.randn(16, 32)
+    opt = nt.backend(traced(f, x, w), [x, w])
+    assert all(r.on_nncjit for r in opt.report if r.kernel), opt.summary()
+    assert compiled == [0, 1]
+    torch.testing.assert_close(opt(x, w), f(x, w), rtol=1e-4, atol=1e-5)
+
+
+def test_regions_of_the_same_ops_have_one_kernel_text():
+    # Two blocks of the same ops and shapes, apart (sign is not covered):
+    # one text, which the kernel cache compiles once.
+    def f(x):
+        y = torch.softmax(x * 2.0, dim=-1)
+        return torch.softmax(torch.sign(y) * 2.0, dim=-1)
+    x = torch.randn(4, 8)
+    opt = nt.backend(traced(f, x), [x])
+    texts = [r.kernel for r in opt.report if r.kernel]
+    assert len(texts) == 2 and texts[0] == texts[1], opt.summary()
+    torch.testing.assert_close(opt(x), f(x), rtol=1e-4, atol=1e-5)
 
 
 def test_reshapes_hold_for_inputs_of_any_layout():
@@ -692,17 +727,18 @@ def test_region_whose_kernel_still_refuses_runs_its_pytorch_ops(monkeypatch):
     from nncjit.torch import fx_backend
     compile_region = fx_backend._compile_region
 
-    def again(region, index, *args):
-        if index == 1 and any(r.index == 1 for r in seen):
+    def again(region, *args):
+        entry = args[-1]
+        if entry.index == 1 and any(r.index == 1 for r in seen):
             raise fx_backend.Unsupported("no kernel for these strides")
-        seen.append(args[-1])
-        return compile_region(region, index, *args)
+        seen.append(entry)
+        return compile_region(region, *args)
     seen = []
     monkeypatch.setattr(fx_backend, "_compile_region", again)
     x, w = torch.randn(2, 8, 16), torch.randn(16, 32)
-    opt = nt.backend(traced(_view_then_roll, x, w), [x, w])
+    opt = nt.backend(traced(_view_then_sign, x, w), [x, w])
     r0, r1 = [r for r in opt.report if r.kernel]
     assert r0.on_nncjit and not r1.on_nncjit
     assert r1.reason == ("its kernel refuses the inputs the graph gives it: "
                          "no kernel for these strides")
-    torch.testing.assert_close(opt(x, w), _view_then_roll(x, w), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(opt(x, w), _view_then_sign(x, w), rtol=1e-4, atol=1e-5)

@@ -100,24 +100,26 @@ def partition(graph):
 
 class _Interpreter(_torch.fx.Interpreter):
     """Runs a GraphModule and records copies of the regions' inputs as they
-    are when the first op of the region that reads each runs, and of every
-    node's result as it is made (an in-place op may change either later).
-    reads maps a node to the (region, input position, input node) it reads
-    first."""
+    are when the first op of the region that reads each runs, and of the
+    results of the nodes in keep as they are made (an in-place op may
+    change either later). reads maps a node to the (region, input
+    position, input node) it reads first."""
 
-    def __init__(self, gm, reads):
+    def __init__(self, gm, reads, keep):
         # A region's inputs may be read through a chunk node long after
         # their last direct use: keep every value.
         super().__init__(gm, garbage_collect_values=False)
         self.reads = reads
+        self.keep = keep
         self.inputs = {}   # (region, position) -> a copy of the input
-        self.values = {}   # node -> a copy of its result
+        self.values = {}   # node of keep -> a copy of its result
 
     def run_node(self, n):
         for region, position, a in self.reads.get(n, ()):
             self.inputs[region, position] = _copy(self.env[a])
         r = super().run_node(n)
-        self.values[n] = _copy(r)
+        if n in self.keep:
+            self.values[n] = _copy(r)
         return r
 
 
@@ -160,12 +162,15 @@ class _RegionCall(_torch.nn.Module):
         return (r,) if self.n_outputs == 1 else tuple(r)
 
 
-def _compile_region(region, index, inputs, want, fuse_attention, compile_options, check,
-                    rtol, atol, entry):
+def _compile_region(region, inputs, want, fuse_attention, compile_options, check, rtol,
+                    atol, entry):
     """The kernel of region (compile_kernel's), checked on inputs against
     want (PyTorch's outputs); sets entry's kernel text and max_abs_diff.
     Raises Unsupported or nncjit.Error where it cannot be."""
-    writer = KernelWriter(region, "region%d" % index, fuse_attention)
+    # One name for every region's kernel: regions of the same ops and
+    # shapes (a transformer's blocks) then have the same text, and the
+    # kernel cache compiles it once (swin_t: 23 texts of 32 regions).
+    writer = KernelWriter(region, "region", fuse_attention)
     entry.kernel = writer.write()
     function = compile_kernel(entry.kernel, compile_options, writer.constants)
     got = function(*_kernel_args(inputs))
@@ -256,7 +261,10 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
                 [v for v in region.inputs if v.constant is None], nodes)):
             first = next(op.node for op in region.ops if v in op.inputs)
             reads.setdefault(first, []).append((index, position, a))
-    interp = _Interpreter(gm, reads)
+    # The regions' results, which their kernels are checked against (a
+    # copy of every node's would cost seconds on a large model).
+    keep = {v.producer.node for region in regions for v in region.outputs}
+    interp = _Interpreter(gm, reads, keep)
     with _torch.no_grad():
         interp.run(*[_copy(t) for t in example_inputs])
     report, replaced, calls = [], {}, {}
@@ -266,10 +274,15 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
         report.append(entry)
         # Its inputs' nodes now (an earlier region's results).
         input_nodes = [replaced.get(n, n) for n in traced[index]]
+        inputs = [interp.inputs[index, p] for p in range(len(input_nodes))]
+        # An earlier region's result comes dense from its kernel.
+        for p, v in enumerate(v for v in region.inputs if v.constant is None):
+            if traced[index][p] in replaced:
+                inputs[p] = inputs[p].contiguous()
+                v.stride = tuple(inputs[p].stride())
         try:
-            inputs = [interp.inputs[index, p] for p in range(len(input_nodes))]
             want = [interp.values[v.producer.node] for v in region.outputs]
-            function = _compile_region(region, index, inputs, want, *settings, entry)
+            function = _compile_region(region, inputs, want, *settings, entry)
         except (Unsupported, _nncjit.Error) as e:
             entry.reason = str(e).split("\n")[0]
             continue
@@ -322,7 +335,7 @@ def _settle(gm, calls, regions, report, example_inputs, settings, rounds=8):
                 try:
                     with _torch.no_grad():
                         want = list(c.fallback(*[_copy(t) for t in inputs]))
-                    c.function = _compile_region(region, index, inputs, want, *settings,
+                    c.function = _compile_region(region, inputs, want, *settings,
                                                  report[index])
                 except (Unsupported, _nncjit.Error) as e:
                     given_up[index] = str(e).split("\n")[0]
