@@ -17,6 +17,7 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _TENSOR, _signature
+from .fx_script import insert_fx, insert_node
 from .kernels import TorchKernel, operator_library, option_strings
 from .rewrite import _GROUPS
 
@@ -283,7 +284,6 @@ def save_lowered(model, path):
     sizes, strides and dtypes, the other arguments' values), the traced
     graph with each region a call of its kernel; else the module's own
     graph."""
-    from .fx_script import insert_fx
     if not operator_library():
         raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
                             "library was not built (install libtorch-dev and rebuild)")
@@ -369,15 +369,11 @@ def _present(graph, v):
     t = v.type()
     if not isinstance(t, _torch._C.OptionalType):
         return v
-    node = graph.insertNode(graph.create("prim::unchecked_cast", [v], 1))
-    node.output().setType(t.getElementType())
-    return node.output()
+    return _op(graph, "prim::unchecked_cast", [v], t.getElementType())
 
 
 def _op(graph, kind, inputs, out_type=_BOOL):
-    node = graph.insertNode(graph.create(kind, inputs, 1))
-    node.output().setType(out_type)
-    return node.output()
+    return insert_node(graph, kind, inputs, [out_type])
 
 
 def _arguments_are(graph, inputs, others, signatures):

@@ -138,8 +138,9 @@ def _kernel_args(tensors):
 class _RegionCall(_torch.nn.Module):
     """The module that replaces a region: its kernel on the region's
     inputs, or, for inputs it was not compiled for, the region's PyTorch
-    ops (always, where function is None). While `recording`, the first call the kernel refuses is kept in
-    `refused`: (copies of its inputs, the kernel's message)."""
+    ops (always, where function is None). While `recording`, the first
+    call the kernel refuses is kept in `refused`: (copies of its inputs,
+    the kernel's message)."""
 
     def __init__(self, function, fallback, n_outputs, bool_inputs):
         super().__init__()
@@ -311,12 +312,14 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
 
 def _settle(gm, calls, regions, report, example_inputs, settings, rounds=8):
     """Recompiles the regions whose kernels refuse the inputs the rewritten
-    graph gives them. A region was compiled for its inputs as PyTorch made
-    them, but a kernel's outputs are dense where PyTorch's op made a view
-    (a permute of a projection, say), and an op left to PyTorch passes such
-    strides on. Each round runs the graph on the example and compiles each
-    refusing region for what it was given; one that still refuses after
-    `rounds` runs its PyTorch ops, with the kernel's message in its report."""
+    graph gives them. A kernel's outputs are dense where PyTorch's op made
+    a view (a permute of a projection, say); a region that reads them
+    directly was compiled for that, but an op left to PyTorch may pass
+    their strides on (an elementwise op keeps its input's) to a region
+    compiled for the traced ones. Each round runs the graph on the example
+    and compiles each refusing region for what it was given; one that
+    still refuses after `rounds` runs its PyTorch ops, with the kernel's
+    message in its report."""
     given_up = {}
     try:
         for round_ in range(rounds + 1):

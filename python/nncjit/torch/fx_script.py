@@ -65,14 +65,14 @@ def _region(graph, call, inputs):
     tensors = _torch._C.ListType.ofTensors()
     # A bool input as u8, as the kernel text declares it (a copy: a saved
     # view.dtype reads back as a view to a shape).
-    inputs = [_node(graph, "aten::to", [v] + [graph.insertConstant(c) for c in (
+    inputs = [insert_node(graph, "aten::to", [v] + [graph.insertConstant(c) for c in (
                   _torch.uint8, False, False, None)], [_torch._C.TensorType.get()])
               if p in call.bool_inputs else v for p, v in enumerate(inputs)]
     kernel = graph.insertConstant(call.function.kernel)
-    listed = _node(graph, "prim::ListConstruct", inputs, [tensors])
-    run = _node(graph, "nncjit::run", [kernel, listed], [tensors])
-    return _node(graph, "prim::ListUnpack", [run], [_torch._C.TensorType.get()] * call.n_outputs,
-                 outputs=call.n_outputs)
+    listed = insert_node(graph, "prim::ListConstruct", inputs, [tensors])
+    run = insert_node(graph, "nncjit::run", [kernel, listed], [tensors])
+    return insert_node(graph, "prim::ListUnpack", [run],
+                       [_torch._C.TensorType.get()] * call.n_outputs, outputs=call.n_outputs)
 
 
 def _aten(graph, op, args, kwargs, env):
@@ -91,7 +91,7 @@ def _aten(graph, op, args, kwargs, env):
             raise _nncjit.Error("%s is called without its argument %s" % (op, a.name))
         values.append(_value(graph, x, a.type, env))
     returns = [r.type for r in schema.returns]
-    outs = _node(graph, schema.name, values, returns, outputs=len(returns))
+    outs = insert_node(graph, schema.name, values, returns, outputs=len(returns))
     return outs[0] if len(outs) == 1 else outs
 
 
@@ -102,8 +102,8 @@ def _value(graph, x, type_, env):
         return env[x]
     if isinstance(x, (list, tuple)) and any(isinstance(e, _torch.fx.Node) for e in x):
         element = type_.getElementType() if isinstance(type_, _torch._C.ListType) else None
-        return _node(graph, "prim::ListConstruct",
-                     [_value(graph, e, element, env) for e in x], [type_])
+        return insert_node(graph, "prim::ListConstruct",
+                           [_value(graph, e, element, env) for e in x], [type_])
     if isinstance(x, _torch.memory_format):
         x = _MEMORY_FORMATS[x]
     return graph.insertConstant(x)
@@ -111,13 +111,14 @@ def _value(graph, x, type_, env):
 
 def _list_item(graph, lst, i):
     """Element i of a TorchScript list of tensors (an op's Tensor[] result)."""
-    return _node(graph, "aten::__getitem__", [lst, graph.insertConstant(i)],
-                 [_torch._C.TensorType.get()])
+    return insert_node(graph, "aten::__getitem__", [lst, graph.insertConstant(i)],
+                       [_torch._C.TensorType.get()])
 
 
-def _node(graph, kind, inputs, types, outputs=None):
-    """Inserts a node at graph's insert point; its output, or the list of
-    its outputs where outputs (their number) is given."""
+def insert_node(graph, kind, inputs, types, outputs=None):
+    """Inserts a node of kind on inputs at graph's insert point, its
+    outputs of types; returns its output, or the list of its outputs where
+    outputs (their number) is given."""
     node = graph.create(kind, inputs, len(types))
     graph.insertNode(node)
     for v, t in zip(node.outputs(), types):

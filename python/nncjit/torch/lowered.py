@@ -62,9 +62,9 @@ class LoweredModule:
     def deployed(self):
         """Whether it can be saved: every region's kernel is the operator
         library's (compile_kernel's TorchKernel)."""
+        calls = [m for m in self._optimized.graph_module.modules() if hasattr(m, "function")]
         return operator_library() is not None and all(
-            m.function is None or isinstance(m.function, TorchKernel) for m in self._optimized.graph_module.modules()
-            if hasattr(m, "function"))
+            c.function is None or isinstance(c.function, TorchKernel) for c in calls)
 
     @property
     def report(self):
