@@ -75,6 +75,9 @@ def main():
     warnings.simplefilter("ignore")
     entries = {m[0]: m for m in zoo.MODELS}
     names = list(entries) if args.models == "all" else args.models.split(",")
+    unknown = [n for n in names if n not in entries]
+    if unknown:
+        ap.error("unknown model %s (the names are test/Python/zoo.py's)" % ", ".join(unknown))
     rows = []
     # One process per model and layout: memory stays bounded over a long
     # list (a process that kept every model reached 23 GB by convnext_base).

@@ -691,6 +691,14 @@ def test_region_fed_by_a_kernel_is_compiled_once_for_its_dense_result(monkeypatc
     torch.testing.assert_close(opt(x, w), f(x, w), rtol=1e-4, atol=1e-5)
 
 
+def test_results_nested_in_dicts_and_tuples_come_from_the_kernel():
+    # The graph's outputs are every node of its result, at any depth (a
+    # dict's values were missed: the region's ops then ran in PyTorch too).
+    def f(x):
+        return {"p": torch.softmax(x * 2.0, dim=-1), "rest": (x + 1.0, [torch.relu(x)])}
+    run_aten(f, torch.randn(4, 8), regions=3)
+
+
 def test_regions_of_the_same_ops_have_one_kernel_text():
     # Two blocks of the same ops and shapes, apart (sign is not covered):
     # one text, which the kernel cache compiles once.

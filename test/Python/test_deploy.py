@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import zipfile
-from typing import NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -406,6 +406,25 @@ def test_saved_lowered_model_keeps_the_ops_of_a_region_without_kernel(tmp_path, 
     got, ran = _ran_kernels(nt.load(path), x)
     assert ran
     _same(got, m(x))
+
+
+class DictResult(torch.nn.Module):
+    def forward(self, x) -> Dict[str, torch.Tensor]:
+        p = torch.softmax(x * 2.0, dim=-1)
+        return {"probabilities": p, "log": torch.log_softmax(x, dim=-1)}
+
+
+def test_saved_lowered_model_returns_its_dict(tmp_path):
+    x = torch.randn(4, 8)
+    fast = nt.optimize(DictResult(), [x])
+    assert isinstance(fast, nt.LoweredModule)
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    got, ran = _ran_kernels(nt.load(path), x)
+    want = DictResult()(x)
+    assert ran and sorted(got) == sorted(want)
+    for k in want:
+        _same(got[k], want[k])
 
 
 class Softmax(torch.nn.Module):

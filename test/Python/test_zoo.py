@@ -35,6 +35,12 @@ def test_model(model, config):
     assert why is None, why
 
 
+def test_the_list_is_every_torchvision_classification_model():
+    import torchvision
+    listed = torchvision.models.list_models(module=torchvision.models)
+    assert sorted(m[0] for m in zoo.MODELS) == sorted(listed)
+
+
 def test_ci_covers_every_option():
     configs = [c for _, c in CASES]
     for position, values in enumerate([(1, 8), ("nchw", "cl"), (False, True),

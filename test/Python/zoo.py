@@ -25,7 +25,7 @@ import torchvision
 # the suite within CI's time; each model takes its smallest sensible one.
 MODELS = [
     ("alexnet", {}, 64), ("vgg11", {}, 32), ("vgg11_bn", {}, 32), ("vgg13", {}, 32),
-    ("vgg16", {}, 32), ("vgg16_bn", {}, 32), ("vgg19", {}, 32), ("vgg19_bn", {}, 32),
+    ("vgg13_bn", {}, 32), ("vgg16", {}, 32), ("vgg16_bn", {}, 32), ("vgg19", {}, 32), ("vgg19_bn", {}, 32),
     ("resnet18", {}, 64), ("resnet34", {}, 64), ("resnet50", {}, 64), ("resnet101", {}, 64),
     ("resnet152", {}, 64), ("resnext50_32x4d", {}, 64), ("resnext101_32x8d", {}, 64),
     ("resnext101_64x4d", {}, 64), ("wide_resnet50_2", {}, 64), ("wide_resnet101_2", {}, 64),
@@ -47,11 +47,15 @@ MODELS = [
     ("regnet_x_3_2gf", {}, 64), ("regnet_x_8gf", {}, 64), ("regnet_x_16gf", {}, 64),
     ("regnet_x_32gf", {}, 64), ("regnet_y_400mf", {}, 64), ("regnet_y_800mf", {}, 64),
     ("regnet_y_1_6gf", {}, 64), ("regnet_y_3_2gf", {}, 64), ("regnet_y_8gf", {}, 64),
-    ("regnet_y_16gf", {}, 64), ("regnet_y_32gf", {}, 64),
+    ("regnet_y_16gf", {}, 64), ("regnet_y_32gf", {}, 64), ("regnet_y_128gf", {}, 64),
     ("convnext_tiny", {}, 64), ("convnext_small", {}, 64), ("convnext_base", {}, 64),
     ("convnext_large", {}, 64),
     ("vit_b_16", {"image_size": 32}, 32), ("vit_b_32", {"image_size": 64}, 64),
-    ("swin_t", {}, 64), ("swin_v2_t", {}, 64), ("maxvit_t", {}, 224),
+    ("vit_l_16", {"image_size": 32}, 32), ("vit_l_32", {"image_size": 64}, 64),
+    ("vit_h_14", {"image_size": 28}, 28),
+    ("swin_t", {}, 64), ("swin_s", {}, 64), ("swin_b", {}, 64),
+    ("swin_v2_t", {}, 64), ("swin_v2_s", {}, 64), ("swin_v2_b", {}, 64),
+    ("maxvit_t", {}, 224),
 ]
 
 # The ATen ops of products, by the names make_fx gives their nodes.

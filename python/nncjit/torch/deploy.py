@@ -415,7 +415,15 @@ def _argument_is(graph, v, x, signature):
 
 def _structured(graph, outs, result):
     """The value of TorchScript type result made of outs (insert_fx's
-    structure: tensors' values in tuples and lists)."""
+    structure: tensors' values in tuples, lists and dicts)."""
+    if isinstance(outs, dict):
+        if not isinstance(result, _torch._C.DictType):
+            raise _nncjit.Error("this model cannot be saved: its traced result is a dict, "
+                                "and its forward returns %s" % result)
+        items = []
+        for k, o in outs.items():
+            items += [graph.insertConstant(k), _structured(graph, o, result.getValueType())]
+        return _op(graph, "prim::DictConstruct", items, result)
     if isinstance(outs, (tuple, list)):
         if isinstance(result, _torch._C.TupleType):
             kind, types = "prim::TupleConstruct", result.elements()

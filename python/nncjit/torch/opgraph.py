@@ -729,10 +729,10 @@ def _add_node(g, node, gm, modules, values, value_of, new_value):
         if isinstance(t, _torch.Tensor):
             new_value(node, constant=t.detach())
     elif node.op == "output":
-        outs = node.args[0]
-        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-        g.outputs = [values.get(o) if isinstance(o, _torch.fx.Node) else None
-                     for o in outs]
+        # Every node of the result, in tuples, lists and dicts at any depth.
+        outs = []
+        _torch.fx.node.map_arg(node.args[0], outs.append)
+        g.outputs = [values.get(o) for o in outs]
     elif _is_tuple_producer(node):
         return  # Its getitem nodes are index ops on its input.
     elif _fold_constant(node, values):
