@@ -269,6 +269,16 @@ def _ran_kernels(fn, *inputs):
     return out, any(e.name == "nncjit::run" for e in prof.function_events)
 
 
+def _lowered_and_loaded(model, inputs, tmp_path):
+    """model optimized on the lowering, saved and loaded back: (the
+    LoweredModule, the loaded model)."""
+    fast = nt.optimize(model, inputs)
+    assert isinstance(fast, nt.LoweredModule), fast.summary()
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    return fast, nt.load(path)
+
+
 def test_lowered_model_round_trip_in_a_fresh_process(tmp_path, cache):
     m = _encoder()
     x = torch.randn(2, 8, 32)
@@ -362,12 +372,9 @@ def test_saved_lowered_model_takes_a_bool_mask(tmp_path):
     m = PaddedAttention().eval()
     x, padding = torch.randn(2, 6, 32), torch.zeros(2, 6, dtype=torch.bool)
     padding[1, 4:] = True
-    fast = nt.optimize(m, [x, padding])
-    assert isinstance(fast, nt.LoweredModule) and all(r.on_nncjit for r in fast.report), \
-        fast.summary()
-    path = str(tmp_path / "m.pt")
-    fast.save(path)
-    got, ran = _ran_kernels(nt.load(path), x, padding)
+    fast, loaded = _lowered_and_loaded(m, [x, padding], tmp_path)
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    got, ran = _ran_kernels(loaded, x, padding)
     assert ran
     _same(got, m(x, padding))
 
@@ -398,12 +405,9 @@ def test_saved_lowered_model_keeps_the_ops_of_a_region_without_kernel(tmp_path, 
     monkeypatch.setattr(fx_backend, "_compile_region", again)
     torch.manual_seed(0)
     m, x = ViewThenSign().eval(), torch.randn(2, 8, 16)
-    fast = nt.optimize(m, [x])
-    assert isinstance(fast, nt.LoweredModule)
+    fast, loaded = _lowered_and_loaded(m, [x], tmp_path)
     assert [r.on_nncjit for r in fast.report if r.kernel] == [True, False], fast.summary()
-    path = str(tmp_path / "m.pt")
-    fast.save(path)
-    got, ran = _ran_kernels(nt.load(path), x)
+    got, ran = _ran_kernels(loaded, x)
     assert ran
     _same(got, m(x))
 
@@ -416,11 +420,8 @@ class DictResult(torch.nn.Module):
 
 def test_saved_lowered_model_returns_its_dict(tmp_path):
     x = torch.randn(4, 8)
-    fast = nt.optimize(DictResult(), [x])
-    assert isinstance(fast, nt.LoweredModule)
-    path = str(tmp_path / "m.pt")
-    fast.save(path)
-    got, ran = _ran_kernels(nt.load(path), x)
+    _, loaded = _lowered_and_loaded(DictResult(), [x], tmp_path)
+    got, ran = _ran_kernels(loaded, x)
     want = DictResult()(x)
     assert ran and sorted(got) == sorted(want)
     for k in want:
@@ -434,11 +435,7 @@ class Softmax(torch.nn.Module):
 
 def test_saved_lowered_model_checks_the_dtype(tmp_path):
     x = torch.randn(4, 8)
-    fast = nt.optimize(Softmax(), [x])
-    assert isinstance(fast, nt.LoweredModule)
-    path = str(tmp_path / "m.pt")
-    fast.save(path)
-    loaded = nt.load(path)
+    _, loaded = _lowered_and_loaded(Softmax(), [x], tmp_path)
     for y, traced in ((x, True), (x.double(), False)):
         got, ran = _ran_kernels(loaded, y)
         assert ran == traced and got.dtype == y.dtype
