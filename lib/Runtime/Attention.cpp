@@ -17,19 +17,23 @@
 //
 //===----------------------------------------------------------------------===//
 #include "OneDNNCommon.h"
+#include "SoftmaxRows.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cctype>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include <unistd.h>
 
 namespace nnc::onednn {
 
+using detail::SoftmaxRows;
+using detail::SoftmaxRowsAVX2;
+using detail::SoftmaxRowsAVX512;
+using detail::SoftmaxRowsBase;
 using detail::sizes;
 
 namespace {
@@ -50,31 +54,6 @@ int64_t maxQueryBlock() {
     return L2 >= (1L << 20) ? int64_t(128) : int64_t(64);
   }();
   return N;
-}
-
-/// exp(x) in f32 for x <= 0 (all the softmax takes: a score less its row's
-/// maximum), written for a vectorized loop: x = n ln2 + r with |r| <= ln2 / 2
-/// (n rounded by the 1.5 * 2^23 trick, ln2 in two parts), exp(r) by its
-/// degree-6 Taylor polynomial, scaled by 2^n through the exponent bits.
-/// Relative error under 2e-7; 0 below -87.3 (and for -inf); NaN for NaN.
-__attribute__((always_inline)) inline float expNonPositive(float X) {
-  float C = X >= -87.3f ? X : -87.3f; // (NaN too: the conversion below is
-                                      // defined for what it computes)
-  float N = (C * 1.44269504088896341f + 12582912.f) - 12582912.f;
-  float R = C - N * 0.693359375f;
-  R = R + N * 2.12194440e-4f;
-  float P = 1.f / 720;
-  P = P * R + 1.f / 120;
-  P = P * R + 1.f / 24;
-  P = P * R + 1.f / 6;
-  P = P * R + 0.5f;
-  P = P * R + 1.f;
-  P = P * R + 1.f;
-  int32_t Bits = (static_cast<int32_t>(N) + 127) << 23;
-  float Scale;
-  std::memcpy(&Scale, &Bits, sizeof(Scale));
-  float E = X < -87.3f ? 0.f : P * Scale;
-  return X != X ? X : E;
 }
 
 /// A [Rows, Cols] matrix for sgemm (row-major): its transpose flag and
@@ -131,9 +110,9 @@ MaskBlock maskBlock(const Problem &P, int64_t B, int64_t H, int64_t I0,
           RS, CS};
 }
 
-/// Lanes of the partial results that the loops below keep in registers:
-/// a fixed count, so that g++ turns each step into one vector operation
-/// (it does not vectorize these reductions written as `omp simd`).
+/// Mask entries the scan below tests at a time: a fixed count, so that g++
+/// turns each test into one vector comparison (it does not vectorize the
+/// reduction written as `omp simd`).
 constexpr int64_t Lanes = 16;
 
 /// Whether Row[J, J + Lanes) holds an entry that is not -inf.
@@ -201,40 +180,22 @@ applyMask(const MaskBlock &MB, float *S, int64_t Ld, int64_t Rows,
 /// statistics: S becomes exp(s - m'), Acc is rescaled by exp(m - m')
 /// (First: Acc holds nothing yet), and M and L become m' and l'.
 __attribute__((always_inline)) inline void
-foldBlock(float *S, int64_t Ld, float *Acc, float *M, float *L, int64_t Rows,
-          int64_t Cols, int64_t Dv, bool First) {
+foldBlock(const SoftmaxRows &K, float *S, int64_t Ld, float *Acc, float *M,
+          float *L, int64_t Rows, int64_t Cols, int64_t Dv, bool First) {
   for (int64_t I = 0; I < Rows; ++I) {
     float *SR = S + I * Ld;
-    float Part[Lanes];
-    for (int64_t L = 0; L < Lanes; ++L)
-      Part[L] = -INFINITY;
-    int64_t J = 0;
-    for (; J + Lanes <= Cols; J += Lanes)
-      for (int64_t L = 0; L < Lanes; ++L)
-        Part[L] = SR[J + L] > Part[L] ? SR[J + L] : Part[L];
-    float Max = -INFINITY;
-    for (int64_t L = 0; L < Lanes; ++L)
-      Max = Part[L] > Max ? Part[L] : Max;
-    for (; J < Cols; ++J)
-      Max = SR[J] > Max ? SR[J] : Max;
     float Old = First ? -INFINITY : M[I];
-    float New = std::max(Old, Max);
+    float New = std::max(Old, K.Max(SR, Cols));
     // Every score so far is -inf: exp(s - 0) is 0 for them, and the row
     // stays l = 0, acc = 0 until a finite score comes.
     float Shift = New == -INFINITY ? 0.f : New;
-    float Sum = 0;
-#pragma omp simd reduction(+ : Sum)
-    for (int64_t J = 0; J < Cols; ++J) {
-      float E = expNonPositive(SR[J] - Shift);
-      SR[J] = E;
-      Sum += E;
-    }
+    float Sum = K.ExpSum(SR, Cols, Shift);
     M[I] = New;
     if (First) {
       L[I] = Sum;
       continue;
     }
-    float C = expNonPositive(Old - Shift);
+    float C = std::exp(Old - Shift);
     L[I] = L[I] * C + Sum;
     float *AR = Acc + I * Dv;
 #pragma omp simd
@@ -243,11 +204,12 @@ foldBlock(float *S, int64_t Ld, float *Acc, float *M, float *L, int64_t Rows,
   }
 }
 
-/// One task: rows [I0, I0 + Rows) of head H of batch B. Its loops are
-/// compiled for each vector level (runTaskOn picks one).
+/// One task: rows [I0, I0 + Rows) of head H of batch B, with the row loops
+/// of K. Its own loops are compiled for each vector level (runTaskOn picks
+/// one).
 __attribute__((always_inline)) inline std::string
-runTaskBody(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
-            int64_t Rows) {
+runTaskBody(const Problem &P, const SoftmaxRows &K, Tiles &T, int64_t B,
+            int64_t H, int64_t I0, int64_t Rows) {
   const float *QP = at(*P.Q, B, H, I0, 0);
   const int64_t Ld = P.KeyBlock;
   bool First = true;
@@ -275,7 +237,7 @@ runTaskBody(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
       return "oneDNN's sgemm failed on the scores";
     if (P.Mask)
       applyMask(MB, T.S.data(), Ld, Rows, Cols);
-    foldBlock(T.S.data(), Ld, T.Acc.data(), T.M.data(), T.L.data(), Rows,
+    foldBlock(K, T.S.data(), Ld, T.Acc.data(), T.M.data(), T.L.data(), Rows,
               Cols, P.Dv, First);
     if (dnnl_sgemm('N', P.VM.Trans, Rows, P.Dv, Cols, 1.f, T.S.data(), Ld, VP,
                    P.VM.Ld, First ? 0.f : 1.f, T.Acc.data(),
@@ -310,18 +272,18 @@ using TaskFn = std::string (*)(const Problem &, Tiles &, int64_t, int64_t,
 __attribute__((target("arch=x86-64-v4"))) std::string
 runTaskV4(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
           int64_t Rows) {
-  return runTaskBody(P, T, B, H, I0, Rows);
+  return runTaskBody(P, SoftmaxRowsAVX512, T, B, H, I0, Rows);
 }
 
 __attribute__((target("arch=x86-64-v3"))) std::string
 runTaskV3(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
           int64_t Rows) {
-  return runTaskBody(P, T, B, H, I0, Rows);
+  return runTaskBody(P, SoftmaxRowsAVX2, T, B, H, I0, Rows);
 }
 
 std::string runTaskBase(const Problem &P, Tiles &T, int64_t B, int64_t H,
                         int64_t I0, int64_t Rows) {
-  return runTaskBody(P, T, B, H, I0, Rows);
+  return runTaskBody(P, SoftmaxRowsBase, T, B, H, I0, Rows);
 }
 
 /// The widest vectors the CPU has (x86-64-v4: AVX-512; v3: AVX2 and FMA),

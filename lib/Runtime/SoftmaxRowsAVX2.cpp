@@ -1,0 +1,53 @@
+//===- SoftmaxRowsAVX2.cpp - Softmax row loops for AVX2 and FMA -----------===//
+//
+// Compiled with -march=x86-64-v3 (CMakeLists.txt); run only where the CPU
+// has it (Attention.cpp checks).
+//
+//===----------------------------------------------------------------------===//
+#include "SoftmaxRows.h"
+
+#include <immintrin.h>
+
+namespace nnc::onednn::detail {
+namespace {
+
+using Vec = __m256;
+constexpr int64_t W = 8;
+constexpr float Low = -126.f;
+
+inline Vec load(const float *P) { return _mm256_loadu_ps(P); }
+inline void store(float *P, Vec A) { _mm256_storeu_ps(P, A); }
+inline Vec splat(float X) { return _mm256_set1_ps(X); }
+inline Vec add(Vec A, Vec B) { return _mm256_add_ps(A, B); }
+inline Vec sub(Vec A, Vec B) { return _mm256_sub_ps(A, B); }
+inline Vec max(Vec A, Vec B) { return _mm256_max_ps(A, B); }
+inline Vec fma(Vec A, Vec B, Vec C) { return _mm256_fmadd_ps(A, B, C); }
+inline Vec roundNearest(Vec A) {
+  return _mm256_round_ps(A, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/// P * 2^N by adding N to P's exponent (P is in [0.7, 1.5], so the result
+/// is normal for N >= -126), and 0 where Y was below Low. (NaN converts to
+/// INT_MIN, whose shifted bits are 0: P, NaN itself, stays NaN.)
+inline Vec scaleExp2(Vec P, Vec N, Vec Y) {
+  __m256i Exp = _mm256_slli_epi32(_mm256_cvtps_epi32(N), 23);
+  Vec E = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(P), Exp));
+  return _mm256_andnot_ps(_mm256_cmp_ps(Y, splat(Low), _CMP_LT_OQ), E);
+}
+inline float reduceMax(Vec A) {
+  __m128 M = _mm_max_ps(_mm256_castps256_ps128(A), _mm256_extractf128_ps(A, 1));
+  M = _mm_max_ps(M, _mm_movehl_ps(M, M));
+  return _mm_cvtss_f32(_mm_max_ss(M, _mm_movehdup_ps(M)));
+}
+inline float reduceAdd(Vec A) {
+  __m128 S = _mm_add_ps(_mm256_castps256_ps128(A), _mm256_extractf128_ps(A, 1));
+  S = _mm_add_ps(S, _mm_movehl_ps(S, S));
+  return _mm_cvtss_f32(_mm_add_ss(S, _mm_movehdup_ps(S)));
+}
+
+} // namespace
+
+#include "SoftmaxRows.inc"
+
+const SoftmaxRows SoftmaxRowsAVX2 = {rowMax, rowExpSum};
+
+} // namespace nnc::onednn::detail

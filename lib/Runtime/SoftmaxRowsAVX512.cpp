@@ -1,0 +1,46 @@
+//===- SoftmaxRowsAVX512.cpp - Softmax row loops for AVX-512 --------------===//
+//
+// Compiled with -march=x86-64-v4 (CMakeLists.txt); run only where the CPU
+// has it (Attention.cpp checks).
+//
+//===----------------------------------------------------------------------===//
+#include "SoftmaxRows.h"
+
+// GCC 12's AVX-512 intrinsics pass an uninitialized register as the merge
+// source they do not use (GCC bug 105593), which -Wuninitialized reports
+// where they are inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+namespace nnc::onednn::detail {
+namespace {
+
+using Vec = __m512;
+constexpr int64_t W = 16;
+constexpr float Low = -160.f;
+
+inline Vec load(const float *P) { return _mm512_loadu_ps(P); }
+inline void store(float *P, Vec A) { _mm512_storeu_ps(P, A); }
+inline Vec splat(float X) { return _mm512_set1_ps(X); }
+inline Vec add(Vec A, Vec B) { return _mm512_add_ps(A, B); }
+inline Vec sub(Vec A, Vec B) { return _mm512_sub_ps(A, B); }
+inline Vec max(Vec A, Vec B) { return _mm512_max_ps(A, B); }
+inline Vec fma(Vec A, Vec B, Vec C) { return _mm512_fmadd_ps(A, B, C); }
+inline Vec roundNearest(Vec A) {
+  return _mm512_roundscale_ps(A, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/// vscalefps: P * 2^N, which underflows to 0 for N at Low.
+inline Vec scaleExp2(Vec P, Vec N, Vec) { return _mm512_scalef_ps(P, N); }
+inline float reduceMax(Vec A) { return _mm512_reduce_max_ps(A); }
+inline float reduceAdd(Vec A) { return _mm512_reduce_add_ps(A); }
+
+} // namespace
+
+#include "SoftmaxRows.inc"
+
+const SoftmaxRows SoftmaxRowsAVX512 = {rowMax, rowExpSum};
+
+} // namespace nnc::onednn::detail
