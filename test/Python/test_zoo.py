@@ -8,6 +8,8 @@ frozen or not, scripted or traced, is met by several models. NNC_ZOO=full
 runs every model of zoo.MODELS in every configuration (zoo.py --full does
 the same from the command line)."""
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -47,3 +49,17 @@ def test_ci_covers_every_option():
                                        ("script", "trace")]):
         for v in values:
             assert sum(c[position] == v for c in configs) >= 4, (position, v)
+
+
+def test_bench_models_names_an_unknown_model():
+    """bench/python/bench_models.py takes zoo.py's names; another is an
+    error that names it, before any model is built."""
+    import nncjit
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "python",
+                          "bench_models.py")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(nncjit.__file__)), os.path.dirname(__file__)]))
+    r = subprocess.run([sys.executable, script, "--models", "resnet18,nosuch"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2
+    assert "error: unknown model nosuch (the names are test/Python/zoo.py's)" in r.stderr
