@@ -138,6 +138,38 @@ def test_group_with_a_convolution(channels_last):
         check_against_pytorch(g)
 
 
+class ThreeConvs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pointwise = torch.nn.Conv2d(4, 8, 1)
+        self.full = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.depthwise = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+
+    def forward(self, x):
+        return self.depthwise(self.full(self.pointwise(x)))
+
+
+def test_weights_to_channels_last_copies_only_where_the_order_changes():
+    # The canonical channels-last strides on every convolution's weight, the
+    # same values; a view where memory is already in that order (1x1
+    # weights, one input channel), a copy for the 3x3 weight of 8 inputs.
+    graph = capture._script(ThreeConvs().eval()).graph.copy()
+
+    def weights():
+        return [c.inputsAt(1).node().t("value") for c in graph.findAllNodes("aten::conv2d")]
+
+    before = weights()
+    capture._weights_to_channels_last(graph)
+    after = weights()
+    assert [tuple(w.shape) for w in after] == [(8, 4, 1, 1), (8, 8, 3, 3), (8, 1, 3, 3)]
+    for b, a in zip(before, after):
+        o, c, h, k = a.shape
+        assert a.stride() == (h * k * c, 1, k * c, c)
+        assert torch.equal(a, b)
+    shared = [a.data_ptr() == b.data_ptr() for b, a in zip(before, after)]
+    assert shared == [True, False, True]
+
+
 class SqueezeExcite(torch.nn.Module):
     def __init__(self):
         super().__init__()

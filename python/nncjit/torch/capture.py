@@ -173,9 +173,16 @@ def _weights_to_channels_last(graph):
             continue
         # The canonical strides (a size-1 dim's stride counts for PyTorch's
         # suggested memory format, which the fuser reads).
-        cl = _torch.empty(w.shape, dtype=w.dtype, memory_format=_torch.channels_last)
-        if cl.stride() != w.stride():
-            w = cl.copy_(w)
+        o, c, h, k = w.shape
+        strides = (h * k * c, 1, k * c, c)
+        if w.stride() != strides:
+            # A copy only where the order in memory changes: 1x1 weights
+            # and those of one input channel get a view. (copy_ into an
+            # empty channels-last tensor took 8.8 s for regnet_y_128gf's
+            # 2.5 GB of weights, this 0.7 s.) The constants are the
+            # module's own (_script), so a view shares nothing with the
+            # caller.
+            w = w.contiguous(memory_format=_torch.channels_last).as_strided(w.shape, strides)
             node.t_("value", w)
             node.output().setType(_torch._C.TensorType.create_from_tensor(w))
 
