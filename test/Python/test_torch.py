@@ -137,6 +137,14 @@ def test_check_compares_special_values():
         "max abs diff 0.5"
     assert check._mismatch(torch.full((2,), nan), torch.full((2,), nan), 0, 0) is None
     assert check._mismatch(torch.zeros(3), torch.zeros(2), 0, 0) == "shape [3], not [2]"
+    # A NaN or an infinity where PyTorch has a number, and finite results
+    # whose difference overflows float32.
+    ones = torch.ones(2)
+    assert check._mismatch(torch.tensor([nan, 1.0]), ones, 1e-4, 1e-5) == \
+        "NaN in other positions"
+    assert check._mismatch(torch.tensor([1.0, -inf]), ones, 1e-4, 1e-5) == "other infinities"
+    assert check._mismatch(torch.tensor([3e38]), torch.tensor([-3e38]), 1e-4, 1e-5) == \
+        "max abs diff 6e+38"
 
 
 def test_masked_softmax_with_rows_of_minus_infinity():
