@@ -14,32 +14,37 @@ def _mismatch(got, want, rtol, atol):
     reassociated sum), whose small elements carry the rounding of the large
     ones. Special values must be where PyTorch has them: NaN in the same
     positions, and infinities of the same sign."""
+    return _compare(got, want, rtol, atol)[0]
+
+
+def _compare(got, want, rtol, atol):
+    """(_mismatch, _max_abs_diff) of got and want, computed together."""
     if got.shape != want.shape:
-        return "shape %s, not %s" % (list(got.shape), list(want.shape))
-    if not want.is_floating_point():
-        return None if bool((got == want).all()) else "other values"
+        return "shape %s, not %s" % (list(got.shape), list(want.shape)), float("inf")
     if not want.numel():
-        return None
+        return None, 0.0
+    if not want.is_floating_point():
+        return (None if bool((got == want).all()) else "other values",
+                _max_abs_diff(got, want))
     diff = _dense_diff(got, want)
     if _math.isfinite(diff):
         # Every difference is finite, so neither has a special value: the
-        # common case (optimize checks every kernel), in one pass less.
+        # common case (optimize checks every kernel), in one pass.
         if diff > atol + rtol * float(want.abs().max()):
-            return "max abs diff %g" % diff
-        return None
+            return "max abs diff %g" % diff, diff
+        return None, diff
+    # In double: a difference of finite floats may overflow float32.
     got, want = got.double(), want.double()
+    diff = _max_abs_diff(got, want)
     nan, inf = _torch.isnan(want), _torch.isinf(want)
     if not _torch.equal(_torch.isnan(got), nan):
-        return "NaN in other positions"
+        return "NaN in other positions", diff
     if not _torch.equal(_torch.isinf(got), inf) or not _torch.equal(got[inf], want[inf]):
-        return "other infinities"
+        return "other infinities", diff
     finite = want[~(nan | inf)]
-    if not finite.numel():
-        return None
-    diff = _max_abs_diff(got, want)
-    if diff > atol + rtol * float(finite.abs().max()):
-        return "max abs diff %g" % diff
-    return None
+    if finite.numel() and diff > atol + rtol * float(finite.abs().max()):
+        return "max abs diff %g" % diff, diff
+    return None, diff
 
 
 def _max_abs_diff(got, want):

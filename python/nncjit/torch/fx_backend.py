@@ -9,7 +9,7 @@ import operator
 import torch as _torch
 
 from .. import _nncjit
-from .check import _copy as _copy_strided, _max_abs_diff, _mismatch
+from .check import _compare, _copy as _copy_strided
 from .common import GroupReport
 from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
@@ -176,8 +176,9 @@ def _compile_region(region, inputs, want, fuse_attention, compile_options, check
     function = compile_kernel(entry.kernel, compile_options, writer.constants)
     got = function(*_kernel_args(inputs))
     got = [got] if len(region.outputs) == 1 else list(got)
-    entry.max_abs_diff = max((_max_abs_diff(a, b) for a, b in zip(got, want)), default=0.0)
-    why = [w for w in (_mismatch(a, b, rtol, atol) for a, b in zip(got, want)) if w]
+    compared = [_compare(a, b, rtol, atol) for a, b in zip(got, want)]
+    entry.max_abs_diff = max((d for _, d in compared), default=0.0)
+    why = [w for w, _ in compared if w]
     if check and why:
         raise Unsupported("its result differs from PyTorch's (%s)" % why[0])
     return function

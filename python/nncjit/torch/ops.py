@@ -7,7 +7,7 @@ import concurrent.futures
 import torch as _torch
 
 from .. import _nncjit
-from .check import _copy, _matches, _max_abs_diff, _mismatch, _signature
+from .check import _compare, _copy, _matches, _mismatch, _signature
 from .common import GroupReport, _Unsupported
 from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _kernel_text
@@ -158,8 +158,8 @@ class _OpKernel:
         self.report.kernel = text
         if self.options["check"]:
             got = fn(x)
-            self.report.max_abs_diff = _max_abs_diff(got, want)
-            why = _mismatch(got, want, self.options["rtol"], self.options["atol"])
+            why, self.report.max_abs_diff = _compare(got, want, self.options["rtol"],
+                                                     self.options["atol"])
             if why:
                 self.report.reason = ("input %s: its result differs from PyTorch's "
                                       "(%s)" % (list(x.shape), why))
