@@ -63,6 +63,19 @@ def test_oracle_compares_special_values():
     assert "differs by 0.5" in bridge_fuzz.difference(torch.tensor([1.5, -inf, nan]), want)
     assert "is None" in bridge_fuzz.difference((want, None), (want, want))
     assert "2 outputs" in bridge_fuzz.difference((want, want), want)
+    # A finite difference beyond the tolerance, refereed by float64: the
+    # result passes within the tolerance of it, or no farther from it
+    # than twice eager's plus the tolerance's atol.
+    eager, got = torch.tensor([1.0, 2.0]), torch.tensor([1.001, 2.0])
+    assert "differs by" in bridge_fuzz.difference(got, eager)
+    assert bridge_fuzz.difference(got, eager, lambda: torch.tensor([1.0009, 2.0]).double()) is None
+    assert "differs by" in bridge_fuzz.difference(got, eager, lambda: eager.double())
+    assert "NaN" in bridge_fuzz.difference(torch.tensor([float("nan"), 2.0]), eager,
+                                           lambda: got.double())
+
+    def no_float64():
+        raise RuntimeError("no kernel for Double")
+    assert "differs by" in bridge_fuzz.difference(got, eager, no_float64)
 
 
 def test_fuzzer_reports_each_kind_of_failure(monkeypatch):

@@ -147,6 +147,38 @@ def test_check_compares_special_values():
         "max abs diff 6e+38"
 
 
+class _LinearAndConstant(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+        self.proj = torch.randn(2, 2)  # neither a parameter nor a buffer
+
+    def forward(self, x):
+        return self.linear(x) @ self.proj  # raises where the dtypes differ
+
+
+def test_check_referees_a_difference_with_float64():
+    # got is farther from want than the tolerance; the float64 result
+    # decides: within the tolerance of it, or no farther from it than twice
+    # want plus atol, passes. Special values are never refereed.
+    want = torch.tensor([1.0, 2.0])
+    got = torch.tensor([1.001, 2.0])
+    assert check._verdict([got], [want], 1e-4, 1e-5)[0].startswith("max abs diff 0.001")
+    closer = lambda: [torch.tensor([1.0009, 2.0], dtype=torch.float64)]  # noqa: E731
+    assert check._verdict([got], [want], 1e-4, 1e-5, closer) == (None, check._compare(
+        got, want, 1e-4, 1e-5)[1])
+    exact = lambda: [torch.tensor([1.0, 2.0], dtype=torch.float64)]  # noqa: E731
+    assert check._verdict([got], [want], 1e-4, 1e-5, exact)[0].startswith("max abs diff")
+    assert check._verdict([got], [want], 1e-4, 1e-5, lambda: None)[0].startswith("max abs")
+    nan = torch.tensor([float("nan"), 2.0])
+    assert check._verdict([nan], [want], 1e-4, 1e-5, closer)[0] == "NaN in other positions"
+    # The float64 run of a module: its parameters, buffers and plain tensor
+    # attributes (a traced graph's constants) in float64.
+    [out] = check._in_double(_LinearAndConstant(), [torch.randn(4, 3)])
+    assert out.dtype == torch.float64 and out.shape == (4, 2)
+    assert check._in_double(torch.nn.Linear(3, 2), [torch.randn(4, 5)]) is None
+
+
 def test_masked_softmax_with_rows_of_minus_infinity():
     # A row masked in full is NaN in PyTorch's softmax, and log gives -inf
     # elsewhere: the group (mul log add) has both special values and is

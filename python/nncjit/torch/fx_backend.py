@@ -9,7 +9,7 @@ import operator
 import torch as _torch
 
 from .. import _nncjit
-from .check import _compare, _copy as _copy_strided
+from .check import _copy as _copy_strided, _in_double, _verdict
 from .common import GroupReport
 from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
@@ -163,11 +163,12 @@ class _RegionCall(_torch.nn.Module):
         return (r,) if self.n_outputs == 1 else tuple(r)
 
 
-def _compile_region(region, inputs, want, fuse_attention, compile_options, check, rtol,
-                    atol, entry):
+def _compile_region(region, inputs, want, fallback, fuse_attention, compile_options, check,
+                    rtol, atol, entry):
     """The kernel of region (compile_kernel's), checked on inputs against
-    want (PyTorch's outputs); sets entry's kernel text and max_abs_diff.
-    Raises Unsupported or nncjit.Error where it cannot be."""
+    want (PyTorch's outputs, by fallback: the region's GraphModule, which
+    also runs in float64 where they differ); sets entry's kernel text and
+    max_abs_diff. Raises Unsupported or nncjit.Error where it cannot be."""
     # One name for every region's kernel: regions of the same ops and
     # shapes (a transformer's blocks) then have the same text, and the
     # kernel cache compiles it once (swin_t: 23 texts of 32 regions).
@@ -176,11 +177,10 @@ def _compile_region(region, inputs, want, fuse_attention, compile_options, check
     function = compile_kernel(entry.kernel, compile_options, writer.constants)
     got = function(*_kernel_args(inputs))
     got = [got] if len(region.outputs) == 1 else list(got)
-    compared = [_compare(a, b, rtol, atol) for a, b in zip(got, want)]
-    entry.max_abs_diff = max((d for _, d in compared), default=0.0)
-    why = [w for w, _ in compared if w]
+    why, entry.max_abs_diff = _verdict(got, want, rtol, atol,
+                                       lambda: _in_double(fallback, inputs))
     if check and why:
-        raise Unsupported("its result differs from PyTorch's (%s)" % why[0])
+        raise Unsupported("its result differs from PyTorch's (%s)" % why)
     return function
 
 
@@ -283,8 +283,9 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
                 inputs[p] = inputs[p].contiguous()
                 v.stride = tuple(inputs[p].stride())
         try:
+            fallback = _fallback_module(gm, region, input_nodes)
             want = [interp.values[v.producer.node] for v in region.outputs]
-            function = _compile_region(region, inputs, want, *settings, entry)
+            function = _compile_region(region, inputs, want, fallback, *settings, entry)
         except (Unsupported, _nncjit.Error) as e:
             entry.reason = str(e).split("\n")[0]
             continue
@@ -294,7 +295,7 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
         entry.on_nncjit = True
         name = "nncjit_region%d" % index
         calls[index] = _RegionCall(
-            function, _fallback_module(gm, region, input_nodes), len(region.outputs),
+            function, fallback, len(region.outputs),
             [p for p, t in enumerate(inputs) if t.dtype == _torch.bool])
         gm.add_submodule(name, calls[index])
         replaced.update(_replace(gm, region, input_nodes, name))
@@ -339,7 +340,7 @@ def _settle(gm, calls, regions, report, example_inputs, settings, rounds=8):
                 try:
                     with _torch.no_grad():
                         want = list(c.fallback(*[_copy(t) for t in inputs]))
-                    c.function = _compile_region(region, inputs, want, *settings,
+                    c.function = _compile_region(region, inputs, want, c.fallback, *settings,
                                                  report[index])
                 except (Unsupported, _nncjit.Error) as e:
                     given_up[index] = str(e).split("\n")[0]
