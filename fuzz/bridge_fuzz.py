@@ -390,8 +390,8 @@ def difference(got, want, exact=None):
     is farther from eager's than the tolerance, exact() (if given: the
     model in float64) referees: the result passes if it is within the
     tolerance of float64's, or no farther from it than twice eager's is
-    plus ATOL (the model amplifies float32 rounding, as a layer norm over values
-    that differ by less than its eps does). Written apart from the
+    plus ATOL (the model amplifies float32 rounding, as a layer norm over
+    values that differ by less than its eps does). Written apart from the
     bridge's own check (nncjit.torch.check) on purpose: the oracle must
     not share the code it judges."""
     why = _difference(got, want)

@@ -54,10 +54,11 @@ def _verdict(got, want, rtol, atol, exact=None):
     exact() decides if given: the same computation in float64 (or None
     where it cannot run so). The outputs then pass if each is within the
     tolerance of the float64 result, or no farther from it than twice
-    PyTorch's own result is, plus atol. That is where the computation amplifies
-    rounding (a layer norm over one element, or over values that differ
-    by less than its eps): both results are float32 rounding, and
-    nnc-jit's was 2.6x closer to float64 on the case the fuzzer found."""
+    PyTorch's own result is, plus atol. That is where the computation
+    amplifies rounding (a layer norm over one element, or over values
+    that differ by less than its eps): both results are float32 rounding,
+    and nnc-jit's was 2.6x closer to float64 on the case the fuzzer
+    found."""
     compared = [_compare(a, b, rtol, atol) for a, b in zip(got, want)]
     diff = max((d for _, d in compared), default=0.0)
     why = next((w for w, _ in compared if w), None)

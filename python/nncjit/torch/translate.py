@@ -5,7 +5,7 @@ the call that checks it against PyTorch on the inputs it saw."""
 import torch as _torch
 
 from .. import _nncjit
-from .check import _compare, _copy, _matches
+from .check import _copy, _matches, _verdict
 from .common import GroupReport, _Unsupported, _scalar_type, _tensor_type
 from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
@@ -195,13 +195,11 @@ class _Group:
                 self.function = None
                 self.report.reason = "it failed on the example inputs: %s" % e
                 return
-            compared = [_compare(a, b, options["rtol"], options["atol"])
-                        for a, b in zip(got, want)]
-            self.report.max_abs_diff = max((d for _, d in compared), default=0.0)
-            why = [w for w, _ in compared if w]
+            why, self.report.max_abs_diff = _verdict(got, want, options["rtol"],
+                                                     options["atol"])
             if why:
                 self.function = None
-                self.report.reason = "its result differs from PyTorch's (%s)" % why[0]
+                self.report.reason = "its result differs from PyTorch's (%s)" % why
                 return
         self.report.on_nncjit = True
 
