@@ -179,6 +179,23 @@ def test_check_referees_a_difference_with_float64():
     assert check._in_double(torch.nn.Linear(3, 2), [torch.randn(4, 5)]) is None
 
 
+def test_group_closer_to_float64_than_pytorch_stays_on_nncjit():
+    # a * b - c with c = a * b: PyTorch rounds the product, nnc-jit's fma
+    # does not, and the cancellation times 1e4 puts them 1e-3 apart. The
+    # group's check referees with its ops in float64, which nnc-jit is
+    # within 1e-6 of (PyTorch 1e-3).
+    def f(a, b, c):
+        return (a * b - c) * 10000.0
+
+    torch.manual_seed(0)
+    a, b = torch.rand(64) + 1, torch.rand(64) + 1
+    c = a * b
+    fast = nt.optimize(torch.jit.script(f), [a, b, c], lowering=False)
+    assert len(fast.groups) == 1 and all(r.on_nncjit for r in fast.report), fast.summary()
+    exact = (a.double() * b.double() - c.double()) * 1e4
+    assert float((fast(a, b, c).double() - exact).abs().max()) < 1e-6
+
+
 def test_masked_softmax_with_rows_of_minus_infinity():
     # A row masked in full is NaN in PyTorch's softmax, and log gives -inf
     # elsewhere: the group (mul log add) has both special values and is

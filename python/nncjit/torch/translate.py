@@ -135,6 +135,28 @@ class _Group:
             r = self.fallback(*inputs)
         return [r] if isinstance(r, _torch.Tensor) else list(r)
 
+    def run_in_double(self, inputs):
+        """The group's ops run in float64 (a copy of its graph with its
+        constant tensors in float64, and the floating inputs), for the
+        check's referee; None where they cannot run so (a prepacked
+        convolution's context is float32)."""
+        graph = self.subgraph.copy()
+        for node in graph.findAllNodes("prim::Constant"):
+            if isinstance(node.output().type(), _torch._C.TensorType) and \
+                    node.t("value").is_floating_point():
+                node.t_("value", node.t("value").double())
+                node.output().setType(_torch._C.TensorType.create_from_tensor(node.t("value")))
+        inputs = [x.item() if i in self.scalars else
+                  x.double() if x.is_floating_point() else x for i, x in enumerate(inputs)]
+        try:
+            fn = _torch._C._create_function_from_graph(
+                "nncjit_group_%d_double" % self.index, _one_output(graph))
+            with _torch.jit.optimized_execution(False):
+                r = fn(*inputs)
+        except Exception:  # noqa: BLE001 - an op without float64: no referee
+            return None
+        return [r] if isinstance(r, _torch.Tensor) else list(r)
+
     def guarded(self, inputs):
         """A call without the graph's type check in front: inputs the kernel
         was not compiled for run the fallback."""
@@ -195,8 +217,8 @@ class _Group:
                 self.function = None
                 self.report.reason = "it failed on the example inputs: %s" % e
                 return
-            why, self.report.max_abs_diff = _verdict(got, want, options["rtol"],
-                                                     options["atol"])
+            why, self.report.max_abs_diff = _verdict(
+                got, want, options["rtol"], options["atol"], lambda: self.run_in_double(inputs))
             if why:
                 self.function = None
                 self.report.reason = "its result differs from PyTorch's (%s)" % why
