@@ -7,6 +7,8 @@ a grammar of the ops the bridge supports: convolutions (any groups, stride,
 padding, dilation, with or without bias), linear layers and matmuls,
 pooling, add/mul/cat/split/reshape/transpose/permute, activations, softmax,
 layer and batch norm, masks with -inf, channel shuffle, squeeze-excite,
+attention written out, torch's encoder layer and multi-head attention,
+gated units (chunk), slices, where and means over rows,
 several outputs in tuples with None among them, NCHW and channels-last
 inputs, batch 1 and larger. The model is scripted or traced, optimized, and
 run on the example inputs and on fresh ones of the same shape; its outputs
@@ -275,13 +277,60 @@ class ModelWriter:
         return self._emit("seq", v.shape, "%s.reshape(%d, %d, 2, %d).permute(0, 1, 3, 2)"
                                           ".reshape(%d, %d, %d)" % (v.name, n, t, d // 2, n, t, d))
 
+    def encoder_layer(self, v):
+        """torch's encoder layer (its fused fast path in eval, which the
+        lowering decomposes), post- or pre-norm, ReLU or GELU."""
+        n, t, d = v.shape
+        m = self._module("nn.TransformerEncoderLayer(%d, %d, %d, dropout=0.0, activation=%r, "
+                         "batch_first=True, norm_first=%s)" % (
+                             d, self.r.choice([1, 2, 4]), self.r.choice([d, 2 * d]),
+                             self.r.choice(["relu", "gelu"]), self.r.random() < 0.5))
+        return self._emit("seq", v.shape, "%s(%s)" % (m, v.name))
+
+    def multihead(self, v):
+        """nn.MultiheadAttention on a sequence, with its weights or not."""
+        n, t, d = v.shape
+        m = self._module("nn.MultiheadAttention(%d, %d, batch_first=True)" % (
+            d, self.r.choice([1, 2, 4])))
+        need = self.r.random() < 0.3
+        return self._emit("seq", v.shape, "%s(%s, %s, %s, need_weights=%s)[0]" % (
+            m, v.name, v.name, v.name, need))
+
+    def gate(self, v):
+        """A gated unit: the halves of the last dim by chunk, one times the
+        sigmoid or GELU of the other, and a linear layer back to the width."""
+        d = v.shape[-1]
+        if d % 2:
+            return self.activation(v)
+        halves = self._fresh("h")
+        self.body.append("%s = %s.chunk(2, -1)" % (halves, v.name))
+        fn = self.r.choice(["torch.sigmoid", "F.gelu", "F.silu"])
+        g = self._emit(v.kind, v.shape[:-1] + (d // 2,), "%s[0] * %s(%s[1])" % (
+            halves, fn, halves))
+        m = self._module("nn.Linear(%d, %d)" % (d // 2, d))
+        return self._emit(v.kind, v.shape, "%s(%s)" % (m, g.name))
+
+    def rows(self, v):
+        """Slices, a where, and a mean over the last dim."""
+        choice = self.r.choice(["roll", "where", "center", "gelu_tanh"])
+        if choice == "roll" and v.shape[1] > 1:
+            expr = "torch.cat([%s[:, 1:], %s[:, :1]], 1)" % (v.name, v.name)
+        elif choice == "where":
+            expr = "torch.where(%s > 0.5, %s, %s * 0.25)" % (v.name, v.name, v.name)
+        elif choice == "center":
+            expr = "%s - %s.mean(-1, keepdim=True)" % (v.name, v.name)
+        else:
+            expr = "F.gelu(%s, approximate='tanh')" % v.name
+        return self._emit(v.kind, v.shape, expr)
+
     IMG_OPS = [("conv", 6), ("batchnorm", 2), ("activation", 4), ("pool", 2),
                ("binary", 3), ("cat", 1), ("split", 1), ("shuffle", 1),
                ("squeeze_excite", 1), ("channel_norm", 1), ("transpose_hw", 1),
                ("img_softmax", 1), ("masked", 1), ("flatten", 1)]
     VEC_OPS = [("linear", 3), ("matmul", 1), ("activation", 2), ("layer_norm", 1),
-               ("softmax", 1), ("binary", 1)]
-    SEQ_OPS = VEC_OPS + [("attention", 2), ("seq_reshape", 1)]
+               ("softmax", 1), ("binary", 1), ("gate", 1), ("rows", 1)]
+    SEQ_OPS = VEC_OPS + [("attention", 2), ("seq_reshape", 1), ("encoder_layer", 1),
+                         ("multihead", 1)]
 
     def write(self):
         r = self.r
@@ -460,7 +509,10 @@ def check(source, threads=2, stats=None):
     model, xs = ns["model"](), ns["inputs"]()
     eager = copy.deepcopy(model)
     try:
-        with torch.no_grad():
+        # torch warns of its own modules' scripting (TransformerEncoderLayer's
+        # batch_first constant): not the bridge's concern.
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             given = (torch.jit.trace(model, xs) if ns["MODE"] == "trace"
                      else torch.jit.script(model))
     except Exception as e:  # noqa: BLE001 - a model PyTorch rejects is the generator's bug

@@ -45,7 +45,11 @@ def test_generator_covers_the_grammar():
                    "torch.cat(", "torch.split(", ".transpose(1, 2).reshape(", ".permute(0, 2, 3, 1)",
                    "nn.BatchNorm2d(", "nn.LayerNorm(", "torch.softmax(", "torch.log_softmax(",
                    "float('-inf')", "triu(1)", "F.hardsigmoid(", "F.gelu(", "F.silu(", "None,",
-                   "channels_last", "MODE = 'trace'", "MODE = 'script'"]:
+                   "channels_last", "MODE = 'trace'", "MODE = 'script'",
+                   "nn.TransformerEncoderLayer(", "norm_first=True", "activation='gelu'",
+                   "nn.MultiheadAttention(", "need_weights=True", ".chunk(2, -1)",
+                   "torch.where(", "[:, 1:]", ".mean(-1, keepdim=True)",
+                   "approximate='tanh'"]:
         assert needle in text, needle
     # Depthwise convolutions: groups equal to the input channels.
     assert any("groups=%d," % c in text for c in (3, 4, 6, 8, 12, 16))
