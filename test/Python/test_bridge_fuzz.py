@@ -5,6 +5,7 @@ import glob
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -107,6 +108,14 @@ def test_fuzzer_reports_each_kind_of_failure(monkeypatch):
         return fast
     monkeypatch.setattr(nt, "optimize", refusing)
     assert "a test's reason" in bridge_fuzz.check(source)
+
+    def lowering_refused(*a, **k):
+        warnings.warn("nncjit: the lowering cannot take the model (a test's reason): its "
+                      "fusion groups run on nnc-jit instead")
+        return optimize(*a, **k)
+    monkeypatch.setattr(nt, "optimize", lowering_refused)
+    assert bridge_fuzz.check(source).startswith(
+        "nncjit: the lowering cannot take the model (a test's reason)")
 
     def raising(*a, **k):
         raise ValueError("a test's exception")

@@ -172,6 +172,7 @@ def test_check_referees_a_difference_with_float64():
     assert check._verdict([got], [want], 1e-4, 1e-5, lambda: None)[0].startswith("max abs")
     nan = torch.tensor([float("nan"), 2.0])
     assert check._verdict([nan], [want], 1e-4, 1e-5, closer)[0] == "NaN in other positions"
+    assert check._verdict([got], [want], 0, 0, closer)[0].startswith("max abs diff")
     # The float64 run of a module: its parameters, buffers and plain tensor
     # attributes (a traced graph's constants) in float64.
     [out] = check._in_double(_LinearAndConstant(), [torch.randn(4, 3)])
@@ -744,6 +745,42 @@ def test_lowering_off_keeps_the_fusion_groups():
     fast = nt.optimize(m, [x], threads=2, lowering=False)
     assert isinstance(fast, nt.OptimizedModule)
     torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+
+
+class TracedAttention(torch.nn.Module):
+    """Scores scaled by a Python number (a tensor constant once traced),
+    then nn.MultiheadAttention (the head's width computed as tensors from
+    sizes once traced, or the fused op under no_grad)."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+        self.mha = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+
+    def forward(self, x):
+        a = torch.softmax(torch.matmul(self.q(x), self.k(x).transpose(1, 2)) * 0.25, -1)
+        y = torch.matmul(a, x)
+        return self.mha(y, y, y, need_weights=False)[0]
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_traced_transformer_on_the_lowering(grad):
+    # make_fx 1.13 could not trace these graphs (a tensor constant used as
+    # a number, scalars computed as tensors): optimize fell back to the
+    # fusion groups, the attention in PyTorch.
+    torch.manual_seed(0)
+    m, x = TracedAttention().eval(), torch.randn(2, 6, 16)
+    with torch.set_grad_enabled(grad):
+        traced = torch.jit.trace(m, [x], check_trace=False)  # torch re-traces with no_grad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a refusal warns
+        fast = nt.optimize(traced, [x], threads=2)
+    assert isinstance(fast, nt.LoweredModule), fast.summary()
+    assert fast.report and all(r.on_nncjit for r in fast.report), fast.summary()
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+        y = torch.randn(3, 4, 16)  # other sizes: the module runs
+        torch.testing.assert_close(fast(y), m(y), rtol=1e-4, atol=1e-5)
 
 
 class CausalDecoder(torch.nn.Module):

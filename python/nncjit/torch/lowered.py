@@ -109,8 +109,10 @@ def lower(sm, example_inputs, options, defaults):
     inputs = [_copy(x) if isinstance(x, _torch.Tensor) else x for x in example_inputs]
     results = []
 
+    call = _traceable(sm, inputs) or sm
+
     def traced(*xs):
-        out = sm(*xs)
+        out = call(*xs)
         results.append(_skeleton(out))
         return _plain(out)
     def trace():
@@ -148,6 +150,68 @@ def lower(sm, example_inputs, options, defaults):
     if why:
         return None, "the traced model's result differs from the module's (%s)" % why
     return model, None
+
+
+def _traceable(sm, inputs):
+    """sm's forward as make_fx 1.13 can trace it, from a copy of its graph:
+    - Where the graph computes scalars from tensors (prim::NumToTensor: a
+      traced graph computes a head's width as size, NumToTensor, div and
+      Int in nn.MultiheadAttention), the sizes it reads (aten::size) are
+      the example's, and the arithmetic on them is folded. The lowering is
+      guarded on the example's sizes, so they may be constants.
+    - A one-element tensor constant that an arithmetic op takes as its
+      other operand (a traced `x * 0.35`, or a folded size) is a Python
+      number: make_fx turns such a constant into a number and then reads
+      it as a tensor (_local_scalar_dense fails).
+    None where the example does not run on the copy."""
+    graph = sm.graph.copy()
+    args = [] if isinstance(sm, _torch.jit.ScriptFunction) else [sm._c]
+    sizes = [n for n in graph.nodes() if n.kind() == "aten::size"]
+    if graph.findAllNodes("prim::NumToTensor") and sizes:
+        # Run once with the sizes as outputs too, then make them constants.
+        [out] = list(graph.outputs())
+        probe = graph.create("prim::TupleConstruct", [out] + [n.output() for n in sizes])
+        probe.output().setType(_torch._C.TupleType(
+            [out.type()] + [n.output().type() for n in sizes]))
+        graph.appendNode(probe)
+        graph.eraseOutput(0)
+        graph.registerOutput(probe.output())
+        try:
+            fn = _torch._C._create_function_from_graph("nncjit_sizes", graph)
+            with _torch.no_grad():
+                values = fn(*args, *inputs)[1:]
+        except Exception:  # noqa: BLE001 (make_fx then says what fails)
+            return None
+        graph.eraseOutput(0)
+        graph.registerOutput(out)
+        probe.destroy()
+        for node, value in zip(sizes, values):
+            graph.setInsertPoint(node)
+            node.output().replaceAllUsesWith(graph.insertConstant(value))
+        # The insert point must outlive the nodes destroyed.
+        graph.setInsertPoint(graph.return_node())
+        for node in sizes:
+            node.destroy()
+        _torch._C._jit_pass_constant_propagation(graph)
+    for node in graph.findAllNodes("prim::Constant"):
+        out = node.output()
+        if not isinstance(out.type(), _torch._C.TensorType) or node.t("value").dim() != 0:
+            continue
+        uses = [u for u in out.uses() if u.user.kind() in _SCALAR_OPS and u.offset == 1]
+        if uses:
+            graph.setInsertPoint(node)
+            number = graph.insertConstant(node.t("value").item())
+            for u in uses:
+                u.user.replaceInput(1, number)
+    graph.setInsertPoint(graph.return_node())
+    _torch._C._jit_pass_dce(graph)
+    fn = _torch._C._create_function_from_graph("nncjit_forward", graph)
+    return lambda *xs: fn(*args, *xs)
+
+
+# Arithmetic whose other operand may be a Python number (its Scalar
+# overload).
+_SCALAR_OPS = ("aten::div", "aten::mul", "aten::add", "aten::sub")
 
 
 def _skeleton(out):
