@@ -170,6 +170,30 @@ def test_weights_to_channels_last_copies_only_where_the_order_changes():
     assert shared == [True, False, True]
 
 
+class ConvComputedFirst(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 48, 1, groups=16)
+
+    def forward(self, x):
+        y = self.conv(x) - 2.0
+        return torch.nn.functional.silu(y), y, torch.nn.functional.gelu(torch.nn.functional.relu6(x))
+
+
+def test_outputs_matched_by_name_where_nnc_computes_out_of_order():
+    # NNC computes the prepacked convolution's call before the GELU on x,
+    # which comes first in the group's graph: the outputs must be matched
+    # to the buffers by their names (the bridge fuzzer's seed 308690).
+    x = torch.randn(3, 16, 11, 11).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        traced = torch.jit.trace(ConvComputedFirst().eval(), [x])
+    groups = groups_of(traced, [x], channels_last=True)
+    assert any("aten::gelu" in g.ops and any("conv" in op for op in g.ops) for g in groups), \
+        [g.ops for g in groups]
+    for g in groups:
+        check_against_pytorch(g)
+
+
 class SqueezeExcite(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -81,9 +81,10 @@ def _match_outputs(graph, written):
     outputs, it copies each output whose strides are not those it computed
     into a buffer `output_1` (`output_1_1`, ...): the outputs not
     contiguous, or, where that does not count them, the outputs neither
-    contiguous nor channels-last. So the other buffers, in the order they
-    are first written, are the other outputs sorted by their nodes'
-    positions. The check against PyTorch stands behind it."""
+    contiguous nor channels-last. The other buffers are the other
+    outputs: by name where an op's outputs have as many buffers of its
+    name, else in the order they are first written, the outputs sorted by
+    their nodes' positions. The check against PyTorch stands behind it."""
     outs = list(graph.outputs())
     types = [_tensor_type(v) for v in outs]
     strides = [list(t[2]) for t in types]
@@ -99,7 +100,27 @@ def _match_outputs(graph, written):
     computed = sorted((i for i in range(len(outs)) if i not in restrided),
                       key=lambda i: position[outs[i].node()])
     chosen = [None] * len(outs)
-    for i, b in zip(restrided + computed, copied + [b for b in written if b not in copied]):
+    for i, b in zip(restrided, copied):
+        chosen[i] = b
+    # NNC names a buffer after its op (`aten_silu`, then `aten_silu_1`, in
+    # the order of its nodes), but may compute them in another order (a
+    # prepacked convolution's call first). Outputs whose op names as many
+    # buffers take them by name; the others by the order of writing.
+    buffers = [b for b in written if b not in copied]
+    by_stem, wanted = {}, {}
+    for b in buffers:
+        stem, _, n = b.rpartition("_")
+        stem, n = (stem, int(n)) if n.isdigit() and stem else (b, 0)
+        by_stem.setdefault(stem, []).append((n, b))
+    for i in computed:
+        wanted.setdefault("aten_" + outs[i].node().kind().split("::")[-1], []).append(i)
+    for stem, indices in wanted.items():
+        named = sorted(by_stem.get(stem, []))
+        if len(named) == len(indices):
+            for i, (_, b) in zip(indices, named):
+                chosen[i] = b
+    rest = [b for b in buffers if b not in chosen]
+    for i, b in zip([i for i in computed if chosen[i] is None], rest):
         chosen[i] = b
     return chosen
 
