@@ -115,6 +115,7 @@ def lower(sm, example_inputs, options, defaults):
         out = call(*xs)
         results.append(_skeleton(out))
         return _plain(out)
+
     def trace():
         with _torch.no_grad():
             return make_fx(traced)(*inputs)
