@@ -411,6 +411,24 @@ def test_cat_expand_and_t():
     run(f, torch.randn(6, 3), torch.randn(6, 2))
 
 
+def test_cat_of_slices_read_through_a_product_of_its_index():
+    # A roll (cat of two slices) of a linear layer's output, read through a
+    # reshape and a strided slice that multiply the index: the second
+    # piece's index `i - 11` must be a product's operand in parentheses
+    # (the bridge fuzzer's seed 400352 read mm[i - 11 * 3 + j]).
+    class Roll(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = self.lin(x.transpose(0, 1)).transpose(0, 1)
+            z = torch.cat([y[:, 1:], y[:, :1]], 1)
+            return (torch.softmax(z.reshape(3, 96)[:, ::2], -1),
+                    z.permute(1, 0, 2).reshape(12, 24))
+    run(Roll().eval(), torch.randn(3, 12, 8))
+
+
 @pytest.mark.parametrize("dims,keepdim", [(-1, False), ((0, 2), True), (None, False)])
 @pytest.mark.parametrize("mean", [False, True])
 def test_sum_and_mean(dims, keepdim, mean):

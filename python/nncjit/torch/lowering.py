@@ -24,6 +24,7 @@ block of 512 keys at a time (online softmax), and each output is the
 weighted sum divided by the row's sum at the end (docs/python.md)."""
 
 import math
+import re
 
 import torch as _torch
 
@@ -60,9 +61,18 @@ def _contiguous_strides(shape):
     return _dense_strides(shape)[0]
 
 
+def _operand(e):
+    """e as an operand of a product: in parentheses unless a name or a
+    number (a cat's `i - 11ll` times a stride is `(i - 11ll) * 3ll`)."""
+    return e if _ATOM.fullmatch(e) else "(%s)" % e
+
+
+_ATOM = re.compile(r"[\w.]+")
+
+
 def _flat(idx, shape):
     """The row-major offset of idx in shape, as an i64 expression."""
-    terms = ["%s * %s" % (i, _ll(st)) if st != 1 else i
+    terms = ["%s * %s" % (_operand(i), _ll(st)) if st != 1 else i
              for i, s, st in zip(idx, shape, _contiguous_strides(shape)) if s != 1]
     return " + ".join("(%s)" % t for t in terms) if terms else "0ll"
 
@@ -391,7 +401,7 @@ class KernelWriter:
                 else:
                     _, start, step = d
                     e = next(it)
-                    e = e if step == 1 else "%s * %s" % (e, _ll(step))
+                    e = e if step == 1 else "%s * %s" % (_operand(e), _ll(step))
                     src.append(e if start == 0 else "%s + %s" % (_ll(start), e))
             return self.load(op.inputs[0], src)
         if k == "expand":
@@ -466,9 +476,9 @@ class KernelWriter:
         terms = []
         for i in range(a["kernel"][0]):
             for j in range(a["kernel"][1]):
-                h = "%s * %s + %s" % (idx[2], _ll(a["stride"][0]),
+                h = "%s * %s + %s" % (_operand(idx[2]), _ll(a["stride"][0]),
                                       _ll(i * a["dilation"][0] - a["padding"][0]))
-                w = "%s * %s + %s" % (idx[3], _ll(a["stride"][1]),
+                w = "%s * %s + %s" % (_operand(idx[3]), _ll(a["stride"][1]),
                                       _ll(j * a["dilation"][1] - a["padding"][1]))
                 e = self.load(x, idx[:2] + [h, w])
                 guards = ["(%s>=0ll ? 1 : 0) & (%s<%s ? 1 : 0)" % (p, p, _ll(n))
