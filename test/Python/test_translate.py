@@ -194,6 +194,30 @@ def test_outputs_matched_by_name_where_nnc_computes_out_of_order():
         check_against_pytorch(g)
 
 
+class ExciteThenDepthwise(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.reduce = torch.nn.Conv2d(3, 1, 1)
+        self.expand = torch.nn.Conv2d(1, 3, 1)
+        self.depthwise = torch.nn.Conv2d(3, 3, 3, stride=2, groups=3)
+
+    def forward(self, x):
+        s = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        return self.depthwise(x * torch.sigmoid(self.expand(torch.relu(self.reduce(s)))))
+
+
+def test_group_with_one_convolution_prepacked_and_one_lowered_by_nnc():
+    # NNC prepacks the squeeze-excite's 1x1 convolution and lowers the
+    # depthwise one itself: the prepacked run is paired with its
+    # convolution by weight (the bridge fuzzer's seed 402774 was refused:
+    # "1 conv2d_run nodes for 2 convolutions").
+    torch.manual_seed(0)
+    groups = groups_of(ExciteThenDepthwise().eval(), [torch.randn(2, 3, 12, 8)])
+    assert any(sum("conv" in op for op in g.ops) == 2 for g in groups), [g.ops for g in groups]
+    for g in groups:
+        check_against_pytorch(g)
+
+
 class SqueezeExcite(torch.nn.Module):
     def __init__(self):
         super().__init__()

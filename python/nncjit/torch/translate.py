@@ -341,9 +341,12 @@ class _Group:
         runs = post.findAllNodes("mkldnn_prepacked::conv2d_run")
         if not runs:
             return [], []
+        # NNC may prepack some of the group's convolutions and lower the
+        # others itself (a depthwise one after a squeeze-excite's): each run
+        # is paired with its convolution by weight.
         convs = [n for n in pre.nodes()
                  if n.kind() in ("aten::conv2d", "aten::_convolution")]
-        if len(runs) != len(convs):
+        if len(runs) > len(convs):
             raise _Unsupported("%d conv2d_run nodes for %d convolutions" %
                                (len(runs), len(convs)))
         states = [run.inputsAt(1).toIValue().__getstate__()[0] for run in runs]
