@@ -277,13 +277,17 @@ class ModelWriter:
         return self._emit("seq", v.shape, "%s.reshape(%d, %d, 2, %d).permute(0, 1, 3, 2)"
                                           ".reshape(%d, %d, %d)" % (v.name, n, t, d // 2, n, t, d))
 
+    def _heads(self, d):
+        """A head count that divides the width d (torch requires it)."""
+        return self.r.choice([h for h in (1, 2, 4) if d % h == 0])
+
     def encoder_layer(self, v):
         """torch's encoder layer (its fused fast path in eval, which the
         lowering decomposes), post- or pre-norm, ReLU or GELU."""
         n, t, d = v.shape
         m = self._module("nn.TransformerEncoderLayer(%d, %d, %d, dropout=0.0, activation=%r, "
                          "batch_first=True, norm_first=%s)" % (
-                             d, self.r.choice([1, 2, 4]), self.r.choice([d, 2 * d]),
+                             d, self._heads(d), self.r.choice([d, 2 * d]),
                              self.r.choice(["relu", "gelu"]), self.r.random() < 0.5))
         return self._emit("seq", v.shape, "%s(%s)" % (m, v.name))
 
@@ -291,7 +295,7 @@ class ModelWriter:
         """nn.MultiheadAttention on a sequence, with its weights or not."""
         n, t, d = v.shape
         m = self._module("nn.MultiheadAttention(%d, %d, batch_first=True)" % (
-            d, self.r.choice([1, 2, 4])))
+            d, self._heads(d)))
         need = self.r.random() < 0.3
         return self._emit("seq", v.shape, "%s(%s, %s, %s, need_weights=%s)[0]" % (
             m, v.name, v.name, v.name, need))
@@ -506,7 +510,10 @@ def check(source, threads=2, stats=None):
     stats, a dict, counts the groups and ops that ran on nnc-jit."""
     import nncjit.torch as nt
     ns = load(source)
-    model, xs = ns["model"](), ns["inputs"]()
+    try:
+        model, xs = ns["model"](), ns["inputs"]()
+    except Exception as e:  # noqa: BLE001 - a model torch rejects is the generator's bug
+        return "generator: PyTorch cannot make the model: %s" % e
     eager = copy.deepcopy(model)
     try:
         # torch warns of its own modules' scripting (TransformerEncoderLayer's

@@ -58,6 +58,15 @@ def test_generator_covers_the_grammar():
     assert any("(3, " in s.split("for s in [")[1] for s in sources)  # and larger
 
 
+def test_generator_heads_divide_the_width_and_a_model_torch_refuses_is_reported():
+    w = bridge_fuzz.ModelWriter(0)
+    assert all(d % w._heads(d) == 0 for d in range(1, 40) for _ in range(5))
+    source = bridge_fuzz.ModelWriter(3).write().replace(
+        "    return Model().eval()", "    return torch.nn.MultiheadAttention(6, 4)")
+    assert bridge_fuzz.check(source).startswith(
+        "generator: PyTorch cannot make the model: embed_dim must be divisible by num_heads")
+
+
 def test_oracle_compares_special_values():
     inf, nan = float("inf"), float("nan")
     want = torch.tensor([1.0, -inf, nan])
