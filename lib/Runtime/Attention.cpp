@@ -4,9 +4,8 @@
 // memory, as FlashAttention computes it. The work is split into tasks of one
 // (batch, head, block of query rows), run by nnc_parallel_for. A task walks
 // the keys in blocks: it computes the block's scores into a tile of its
-// thread (oneDNN's sgemm, on one thread inside the parallel loop), adds the
-// mask, and folds the block into the rows' running maximum m, sum l and
-// weighted sum acc (online softmax):
+// thread, adds the mask, and folds the block into the rows' running maximum
+// m, sum l and weighted sum acc (online softmax):
 //
 //   m' = max(m, max_j s_j)   p_j = exp(s_j - m')   c = exp(m - m')
 //   l' = c * l + sum_j p_j    acc' = c * acc + p @ v_block
@@ -15,14 +14,24 @@
 // acc = 0, so it is NaN (0 / 0), as PyTorch's softmax gives; a NaN score makes
 // its row NaN. Tiles are sized to stay in the core's L2 cache.
 //
+// Two ways to run a task, by the loops of the vector ISA (AttentionLoops.h):
+// - tiled: the ISA's own register-blocked loops compute both products, with
+//   the scores transposed (a query to a vector lane), so that the softmax
+//   runs down the lanes and nothing is packed but the block's queries. It
+//   takes a value matrix whose rows are contiguous, a width the vectors
+//   divide, and a mask that is the same for every query (or none);
+// - by rows: oneDNN's sgemm (on one thread inside the parallel loop) writes
+//   a query's scores to a row, and the row loops fold them. Everything else,
+//   and the baseline ISA, runs this way.
+//
 //===----------------------------------------------------------------------===//
+#include "AttentionLoops.h"
 #include "OneDNNCommon.h"
-#include "SoftmaxRows.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -30,10 +39,10 @@
 
 namespace nnc::onednn {
 
-using detail::SoftmaxRows;
-using detail::SoftmaxRowsAVX2;
-using detail::SoftmaxRowsAVX512;
-using detail::SoftmaxRowsBase;
+using detail::AttentionLoops;
+using detail::AttentionLoopsAVX2;
+using detail::AttentionLoopsAVX512;
+using detail::AttentionLoopsBase;
 using detail::sizes;
 
 namespace {
@@ -41,12 +50,15 @@ namespace {
 /// Keys per block: a block's scores are QueryBlock x MaxKeyBlock floats,
 /// which stay in L2 with the block's keys and values. (Smaller blocks cost
 /// more than they save: 128 keys took 13.2 ms against 10.7 ms for 512 on a
-/// Zen 4 core at seq 512; the keys a mask leaves out are skipped anyway.)
+/// Zen 4 core at seq 512 by rows; tiled on a Zen 5 core, 64 keys took
+/// 4.5-4.6 ms against 4.1-4.5 ms for 128 to 512. The keys a mask leaves out
+/// are skipped anyway.)
 constexpr int64_t MaxKeyBlock = 512;
 
 /// Rows of queries per task, at most: 128 where L2 holds the scores of a
 /// block (256 KiB) twice over, else 64. (Zen 4, 1 MiB of L2, seq 512: 128
-/// rows took 9.7-10.5 ms a core against 10.6-11.2 ms for 64.) Fewer rows
+/// rows took 9.7-10.5 ms a core against 10.6-11.2 ms for 64 by rows; tiled
+/// on Zen 5, 64 and 128 rows are within noise, 256 slower.) Fewer rows
 /// where there would be too few tasks for the threads.
 int64_t maxQueryBlock() {
   static const int64_t N = [] {
@@ -81,11 +93,14 @@ struct Problem {
   float Scale;
   int64_t H, Sq, Sk, D, Dv, QueryBlock, QueryBlocks, KeyBlock;
   GemmMatrix QM, KM, VM;
+  bool Tiled;
 };
 
-/// The tiles of the calling thread, reused from task to task.
+/// The tiles of the calling thread, reused from task to task. Tiled tasks
+/// also use Qt (the block's queries transposed), Max (each lane's new
+/// maximum) and C (its rescale).
 struct Tiles {
-  std::vector<float> S, Acc, M, L;
+  std::vector<float> S, Acc, M, L, Qt, Max, C;
 };
 
 float *at(const Tensor &T, int64_t B, int64_t H, int64_t I, int64_t J) {
@@ -128,9 +143,9 @@ __attribute__((always_inline)) inline bool anyKept(const float *Row) {
 /// Each row is scanned from both ends, Lanes entries at a time, to its
 /// first entry that is not -inf: the cost is that of the keys left out,
 /// whose products are saved.
-__attribute__((always_inline)) inline void
-keptKeys(const MaskBlock &MB, int64_t Rows, int64_t Cols, int64_t &Lo,
-         int64_t &Hi) {
+__attribute__((always_inline)) inline void keptKeys(const MaskBlock &MB,
+                                                    int64_t Rows, int64_t Cols,
+                                                    int64_t &Lo, int64_t &Hi) {
   int64_t L = Cols, H = 0;
   for (int64_t I = 0; I < Rows; ++I) {
     const float *Row = MB.Base + I * MB.RS;
@@ -157,9 +172,10 @@ keptKeys(const MaskBlock &MB, int64_t Rows, int64_t Cols, int64_t &Lo,
 
 /// Applies the mask to a block of scores: adds it, and where it is -inf
 /// the score is -inf whatever it was (as masked_fill leaves a score out).
-__attribute__((always_inline)) inline void
-applyMask(const MaskBlock &MB, float *S, int64_t Ld, int64_t Rows,
-          int64_t Cols) {
+__attribute__((always_inline)) inline void applyMask(const MaskBlock &MB,
+                                                     float *S, int64_t Ld,
+                                                     int64_t Rows,
+                                                     int64_t Cols) {
   for (int64_t I = 0; I < Rows; ++I) {
     const float *Row = MB.Base + I * MB.RS;
     float *SR = S + I * Ld;
@@ -180,7 +196,7 @@ applyMask(const MaskBlock &MB, float *S, int64_t Ld, int64_t Rows,
 /// statistics: S becomes exp(s - m'), Acc is rescaled by exp(m - m')
 /// (First: Acc holds nothing yet), and M and L become m' and l'.
 __attribute__((always_inline)) inline void
-foldBlock(const SoftmaxRows &K, float *S, int64_t Ld, float *Acc, float *M,
+foldBlock(const AttentionLoops &K, float *S, int64_t Ld, float *Acc, float *M,
           float *L, int64_t Rows, int64_t Cols, int64_t Dv, bool First) {
   for (int64_t I = 0; I < Rows; ++I) {
     float *SR = S + I * Ld;
@@ -204,11 +220,37 @@ foldBlock(const SoftmaxRows &K, float *S, int64_t Ld, float *Acc, float *M,
   }
 }
 
+/// The end of a task: its rows of out = acc / l. (First: every key was
+/// left out, so l = 0 and acc = 0.)
+__attribute__((always_inline)) inline std::string
+finishTask(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
+           int64_t Rows, bool First) {
+  if (First) {
+    std::fill_n(T.Acc.begin(), Rows * P.Dv, 0.f);
+    std::fill_n(T.L.begin(), Rows, 0.f);
+  }
+  const Tensor &O = *P.Out;
+  for (int64_t I = 0; I < Rows; ++I) {
+    float *OR = at(O, B, H, I0 + I, 0);
+    const float *AR = T.Acc.data() + I * P.Dv;
+    float L = T.L[I];
+    if (O.Strides[3] == 1) {
+#pragma omp simd
+      for (int64_t E = 0; E < P.Dv; ++E)
+        OR[E] = AR[E] / L;
+    } else {
+      for (int64_t E = 0; E < P.Dv; ++E)
+        OR[E * O.Strides[3]] = AR[E] / L;
+    }
+  }
+  return {};
+}
+
 /// One task: rows [I0, I0 + Rows) of head H of batch B, with the row loops
 /// of K. Its own loops are compiled for each vector level (runTaskOn picks
 /// one).
 __attribute__((always_inline)) inline std::string
-runTaskBody(const Problem &P, const SoftmaxRows &K, Tiles &T, int64_t B,
+runTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
             int64_t H, int64_t I0, int64_t Rows) {
   const float *QP = at(*P.Q, B, H, I0, 0);
   const int64_t Ld = P.KeyBlock;
@@ -245,25 +287,47 @@ runTaskBody(const Problem &P, const SoftmaxRows &K, Tiles &T, int64_t B,
       return "oneDNN's sgemm failed on the values";
     First = false;
   }
-  if (First) { // Every key left out: l = 0, acc = 0.
-    std::fill_n(T.Acc.begin(), Rows * P.Dv, 0.f);
-    std::fill_n(T.L.begin(), Rows, 0.f);
-  }
-  const Tensor &O = *P.Out;
-  for (int64_t I = 0; I < Rows; ++I) {
-    float *OR = at(O, B, H, I0 + I, 0);
-    const float *AR = T.Acc.data() + I * P.Dv;
-    float L = T.L[I];
-    if (O.Strides[3] == 1) {
-#pragma omp simd
-      for (int64_t E = 0; E < P.Dv; ++E)
-        OR[E] = AR[E] / L;
-    } else {
-      for (int64_t E = 0; E < P.Dv; ++E)
-        OR[E * O.Strides[3]] = AR[E] / L;
+  return finishTask(P, T, B, H, I0, Rows, First);
+}
+
+/// A tiled task (see the file comment): rows [I0, I0 + Rows) of head H of
+/// batch B, with the tile loops of K.
+__attribute__((always_inline)) inline std::string
+runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
+                 int64_t H, int64_t I0, int64_t Rows) {
+  // The queries transposed, their lanes rounded up to whole vectors; the
+  // lanes past Rows hold 0 and their results are never read.
+  const int64_t Lanes = (Rows + K.Width - 1) / K.Width * K.Width;
+  const Tensor &Q = *P.Q;
+  K.PackQueries(at(Q, B, H, I0, 0), Q.Strides[2], Q.Strides[3], Rows, P.D,
+                Lanes, T.Qt.data());
+  const Tensor &KT = *P.K, &VT = *P.V;
+  bool First = true;
+  for (int64_t Block = 0; Block < P.Sk; Block += P.KeyBlock) {
+    int64_t J0 = Block, Cols = std::min(P.KeyBlock, P.Sk - Block);
+    MaskBlock MB{};
+    if (P.Mask) {
+      int64_t Lo, Hi;
+      keptKeys(maskBlock(P, B, H, I0, J0), 1, Cols, Lo, Hi);
+      if (Lo == Hi)
+        continue;
+      J0 += Lo;
+      Cols = Hi - Lo;
+      MB = maskBlock(P, B, H, I0, J0);
     }
+    float *St = T.S.data(), *Max = T.Max.data();
+    std::fill_n(Max, Lanes, -INFINITY);
+    if (!First)
+      std::copy_n(T.M.data(), Lanes, Max);
+    K.Scores(T.Qt.data(), P.D, Lanes, at(KT, B, H, J0, 0), KT.Strides[2],
+             KT.Strides[3], Cols, P.Scale, P.Mask ? MB.Base : nullptr, MB.CS,
+             St, Max);
+    K.Fold(St, Lanes, Cols, Max, T.M.data(), T.L.data(), T.C.data(), First);
+    K.Values(St, Lanes, at(VT, B, H, J0, 0), VT.Strides[2], Cols, Rows, P.Dv,
+             T.C.data(), T.Acc.data(), First);
+    First = false;
   }
-  return {};
+  return finishTask(P, T, B, H, I0, Rows, First);
 }
 
 using TaskFn = std::string (*)(const Problem &, Tiles &, int64_t, int64_t,
@@ -272,26 +336,34 @@ using TaskFn = std::string (*)(const Problem &, Tiles &, int64_t, int64_t,
 __attribute__((target("arch=x86-64-v4"))) std::string
 runTaskV4(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
           int64_t Rows) {
-  return runTaskBody(P, SoftmaxRowsAVX512, T, B, H, I0, Rows);
+  return P.Tiled ? runTiledTaskBody(P, AttentionLoopsAVX512, T, B, H, I0, Rows)
+                 : runTaskBody(P, AttentionLoopsAVX512, T, B, H, I0, Rows);
 }
 
 __attribute__((target("arch=x86-64-v3"))) std::string
 runTaskV3(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
           int64_t Rows) {
-  return runTaskBody(P, SoftmaxRowsAVX2, T, B, H, I0, Rows);
+  return P.Tiled ? runTiledTaskBody(P, AttentionLoopsAVX2, T, B, H, I0, Rows)
+                 : runTaskBody(P, AttentionLoopsAVX2, T, B, H, I0, Rows);
 }
 
 std::string runTaskBase(const Problem &P, Tiles &T, int64_t B, int64_t H,
                         int64_t I0, int64_t Rows) {
-  return runTaskBody(P, SoftmaxRowsBase, T, B, H, I0, Rows);
+  return runTaskBody(P, AttentionLoopsBase, T, B, H, I0, Rows);
 }
+
+/// A vector ISA's task function and loops.
+struct Path {
+  TaskFn Run;
+  const AttentionLoops *Loops;
+};
 
 /// The widest vectors the CPU has (x86-64-v4: AVX-512; v3: AVX2 and FMA),
 /// no wider than ONEDNN_MAX_CPU_ISA allows oneDNN (AVX2 or older names cap
 /// it at v3 or the baseline), so that one variable selects a whole ISA path.
 /// Found once per process.
-TaskFn runTaskOn() {
-  static const TaskFn Fn = [] {
+const Path &pathOn() {
+  static const Path On = [] {
     std::string Cap;
     if (const char *E = std::getenv("ONEDNN_MAX_CPU_ISA"))
       for (const char *C = E; *C; ++C)
@@ -299,12 +371,12 @@ TaskFn runTaskOn() {
     bool CapV3 = Cap.rfind("AVX2", 0) == 0;
     bool CapBase = Cap.rfind("SSE", 0) == 0 || Cap == "AVX";
     if (!CapV3 && !CapBase && __builtin_cpu_supports("x86-64-v4"))
-      return &runTaskV4;
+      return Path{&runTaskV4, &AttentionLoopsAVX512};
     if (!CapBase && __builtin_cpu_supports("x86-64-v3"))
-      return &runTaskV3;
-    return &runTaskBase;
+      return Path{&runTaskV3, &AttentionLoopsAVX2};
+    return Path{&runTaskBase, &AttentionLoopsBase};
   }();
-  return Fn;
+  return On;
 }
 
 struct TaskEnv {
@@ -316,15 +388,23 @@ int32_t runTasks(int64_t Begin, int64_t End, void *Env) {
   auto &E = *static_cast<TaskEnv *>(Env);
   const Problem &P = *E.P;
   thread_local Tiles T;
-  T.S.resize(static_cast<size_t>(P.QueryBlock * P.KeyBlock));
+  // Room for a tiled task's lanes: whole vectors of 16 floats at most.
+  const auto Lanes = static_cast<size_t>((P.QueryBlock + 15) / 16 * 16);
+  T.S.resize(Lanes * static_cast<size_t>(P.KeyBlock));
   T.Acc.resize(static_cast<size_t>(P.QueryBlock * P.Dv));
-  T.M.resize(static_cast<size_t>(P.QueryBlock));
-  T.L.resize(static_cast<size_t>(P.QueryBlock));
+  T.M.resize(Lanes);
+  T.L.resize(Lanes);
+  if (P.Tiled) {
+    T.Qt.resize(Lanes * static_cast<size_t>(P.D));
+    T.Max.resize(Lanes);
+    T.C.resize(Lanes);
+  }
+  const TaskFn Run = pathOn().Run;
   for (int64_t Task = Begin; Task < End; ++Task) {
     int64_t Block = Task % P.QueryBlocks, BH = Task / P.QueryBlocks;
     int64_t I0 = Block * P.QueryBlock;
-    std::string Err = runTaskOn()(P, T, BH / P.H, BH % P.H, I0,
-                                  std::min(P.QueryBlock, P.Sq - I0));
+    std::string Err =
+        Run(P, T, BH / P.H, BH % P.H, I0, std::min(P.QueryBlock, P.Sq - I0));
     if (!Err.empty()) {
       // Tasks stop at the first failure; which message wins is immaterial.
 #pragma omp critical(nnc_attention_error)
@@ -340,8 +420,9 @@ int32_t runTasks(int64_t Begin, int64_t End, void *Env) {
 int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
                   const Tensor &V, const Tensor *Mask, float Scale,
                   std::string &Err) {
-  Problem P{&Out, &Q, &K, &V, Mask, Scale, Q.Sizes[1], Q.Sizes[2], K.Sizes[2],
-            Q.Sizes[3], V.Sizes[3], 0, 0, 0, {}, {}, {}};
+  Problem P{&Out,       &Q,         &K,         &V,         Mask,       Scale,
+            Q.Sizes[1], Q.Sizes[2], K.Sizes[2], Q.Sizes[3], V.Sizes[3], 0,
+            0,          0,          {},         {},         {},         false};
   if (!gemmMatrix(Q.Strides[2], Q.Strides[3], P.Sq, P.D, P.QM) ||
       !gemmMatrix(K.Strides[2], K.Strides[3], P.Sk, P.D, P.KM) ||
       !gemmMatrix(V.Strides[2], V.Strides[3], P.Sk, P.Dv, P.VM)) {
@@ -370,6 +451,11 @@ int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
   P.QueryBlock = std::min(P.QueryBlock, P.Sq);
   P.QueryBlocks = (P.Sq + P.QueryBlock - 1) / P.QueryBlock;
   P.KeyBlock = std::min(MaxKeyBlock, P.Sk);
+  // Tiled where the ISA has tile loops and the operands suit them (see the
+  // file comment).
+  const AttentionLoops &Loops = *pathOn().Loops;
+  P.Tiled = Loops.Scores && V.Strides[3] == 1 && P.Dv % Loops.Width == 0 &&
+            (!Mask || Mask->Sizes[2] == 1);
   TaskEnv Env{&P, {}};
   if (nnc_parallel_for(runTasks, 0, Heads * P.QueryBlocks, 1, &Env) != 0) {
     Err = Env.Err.empty() ? nnc_runtime_last_error() : Env.Err;

@@ -264,6 +264,33 @@ def test_attention_is_one_call(case):
     assert _attention_calls(opt) == 1, opt.report[0].kernel
 
 
+@pytest.mark.parametrize("case", ["plain", "padding by batch", "a whole batch masked",
+                                  "two key blocks", "strided heads"])
+def test_attention_on_the_tile_loops(case):
+    # Widths of whole vectors (32) and masks the same for every query: the
+    # tile loops of AVX2 and AVX-512 (docs/Runtime.md), queries that are not
+    # whole vectors (37); the batch masked entirely is NaN in both.
+    b, h, n, d = 2, 3, 37, 32
+    if case == "two key blocks":
+        b, n = 1, 600
+    pad = torch.zeros(b, 1, 1, n)
+    pad[-1, ..., n // 3:] = float("-inf")
+    if case == "a whole batch masked":
+        pad[0] = float("-inf")
+    scores = (lambda m, s: s * 0.2 + m.b0, pad) if case in (
+        "padding by batch", "a whole batch masked", "two key blocks") else (lambda m, s: s * 0.2, )
+    if case == "strided heads":
+        x = torch.randn(b, n, 3 * h * d)
+        q, k, v = (t.view(b, n, h, d).transpose(1, 2) for t in x.split(h * d, dim=-1))
+    else:
+        q, k, v = (torch.randn(b, h, n, d) for _ in range(3))
+    opt = run(_QKV(*scores), q, k, v)
+    assert _attention_calls(opt) == 1, opt.report[0].kernel
+    if case == "a whole batch masked":
+        out = opt(q, k, v)
+        assert out[0].isnan().all() and out[1].isfinite().all()
+
+
 def test_attention_with_nan_keys_under_a_causal_fill():
     # A NaN key: rows that see it are NaN, rows whose fill leaves it out are
     # not (masked_fill replaces the NaN score), as in PyTorch.

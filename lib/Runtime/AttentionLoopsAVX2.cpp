@@ -1,10 +1,10 @@
-//===- SoftmaxRowsAVX2.cpp - Softmax row loops for AVX2 and FMA -----------===//
+//===- AttentionLoopsAVX2.cpp - Attention's loops for AVX2 and FMA --------===//
 //
 // Compiled with -march=x86-64-v3 (CMakeLists.txt); run only where the CPU
 // has it (Attention.cpp checks).
 //
 //===----------------------------------------------------------------------===//
-#include "SoftmaxRows.h"
+#include "AttentionLoops.h"
 
 #include <immintrin.h>
 
@@ -14,12 +14,20 @@ namespace {
 using Vec = __m256;
 constexpr int64_t W = 8;
 constexpr float Low = -126.f;
+// 12 accumulators of the 16 registers, with the loads and a broadcast.
+constexpr int ScoreVecs = 2, ScoreKeys = 6;
+constexpr int ValueRows = 6, ValueVecs = 2;
 
 inline Vec load(const float *P) { return _mm256_loadu_ps(P); }
 inline void store(float *P, Vec A) { _mm256_storeu_ps(P, A); }
 inline Vec splat(float X) { return _mm256_set1_ps(X); }
 inline Vec add(Vec A, Vec B) { return _mm256_add_ps(A, B); }
 inline Vec sub(Vec A, Vec B) { return _mm256_sub_ps(A, B); }
+inline Vec mul(Vec A, Vec B) { return _mm256_mul_ps(A, B); }
+inline Vec zeroWhereNegInf(Vec A) {
+  return _mm256_andnot_ps(
+      _mm256_cmp_ps(A, splat(-__builtin_inff()), _CMP_EQ_OQ), A);
+}
 inline Vec max(Vec A, Vec B) { return _mm256_max_ps(A, B); }
 inline Vec fma(Vec A, Vec B, Vec C) { return _mm256_fmadd_ps(A, B, C); }
 inline Vec roundNearest(Vec A) {
@@ -46,8 +54,9 @@ inline float reduceAdd(Vec A) {
 
 } // namespace
 
-#include "SoftmaxRows.inc"
+#include "AttentionLoops.inc"
 
-const SoftmaxRows SoftmaxRowsAVX2 = {rowMax, rowExpSum};
+const AttentionLoops AttentionLoopsAVX2 = {
+    rowMax, rowExpSum, W, tilePackQueries, tileScores, tileFold, tileValues};
 
 } // namespace nnc::onednn::detail

@@ -1,10 +1,10 @@
-//===- SoftmaxRowsAVX512.cpp - Softmax row loops for AVX-512 --------------===//
+//===- AttentionLoopsAVX512.cpp - Attention's loops for AVX-512 -----------===//
 //
 // Compiled with -march=x86-64-v4 (CMakeLists.txt); run only where the CPU
 // has it (Attention.cpp checks).
 //
 //===----------------------------------------------------------------------===//
-#include "SoftmaxRows.h"
+#include "AttentionLoops.h"
 
 // GCC 12's AVX-512 intrinsics pass an uninitialized register as the merge
 // source they do not use (GCC bug 105593), which -Wuninitialized reports
@@ -21,12 +21,22 @@ namespace {
 using Vec = __m512;
 constexpr int64_t W = 16;
 constexpr float Low = -160.f;
+// 24 accumulators of the 32 registers: a load of 4 vectors (or 6 broadcasts
+// folded into the fmas) per 24 fmas.
+constexpr int ScoreVecs = 4, ScoreKeys = 6;
+constexpr int ValueRows = 8, ValueVecs = 2;
 
 inline Vec load(const float *P) { return _mm512_loadu_ps(P); }
 inline void store(float *P, Vec A) { _mm512_storeu_ps(P, A); }
 inline Vec splat(float X) { return _mm512_set1_ps(X); }
 inline Vec add(Vec A, Vec B) { return _mm512_add_ps(A, B); }
 inline Vec sub(Vec A, Vec B) { return _mm512_sub_ps(A, B); }
+inline Vec mul(Vec A, Vec B) { return _mm512_mul_ps(A, B); }
+inline Vec zeroWhereNegInf(Vec A) {
+  return _mm512_mask_blend_ps(
+      _mm512_cmp_ps_mask(A, splat(-__builtin_inff()), _CMP_EQ_OQ), A,
+      splat(0.f));
+}
 inline Vec max(Vec A, Vec B) { return _mm512_max_ps(A, B); }
 inline Vec fma(Vec A, Vec B, Vec C) { return _mm512_fmadd_ps(A, B, C); }
 inline Vec roundNearest(Vec A) {
@@ -39,8 +49,9 @@ inline float reduceAdd(Vec A) { return _mm512_reduce_add_ps(A); }
 
 } // namespace
 
-#include "SoftmaxRows.inc"
+#include "AttentionLoops.inc"
 
-const SoftmaxRows SoftmaxRowsAVX512 = {rowMax, rowExpSum};
+const AttentionLoops AttentionLoopsAVX512 = {
+    rowMax, rowExpSum, W, tilePackQueries, tileScores, tileFold, tileValues};
 
 } // namespace nnc::onednn::detail

@@ -1,11 +1,11 @@
-//===- SoftmaxRows.cpp - Softmax row loops for the baseline ISA -----------===//
+//===- AttentionLoops.cpp - Attention's row loops for the baseline ISA ----===//
 //
 // Written as plain loops that g++ vectorizes for x86-64's SSE2: no rounding
 // instruction and no fma there, so exp's range reduction rounds by adding
 // and subtracting 1.5 * 2^23 and splits ln 2 in two parts.
 //
 //===----------------------------------------------------------------------===//
-#include "SoftmaxRows.h"
+#include "AttentionLoops.h"
 
 #include <cmath>
 #include <cstring>
@@ -70,6 +70,7 @@ float rowExpSum(float *Row, int64_t Cols, float Shift) {
 
 } // namespace
 
-const SoftmaxRows SoftmaxRowsBase = {rowMax, rowExpSum};
+const AttentionLoops AttentionLoopsBase = {rowMax,  rowExpSum, 0,      nullptr,
+                                           nullptr, nullptr,   nullptr};
 
 } // namespace nnc::onednn::detail

@@ -1,0 +1,77 @@
+//===- AttentionLoops.h - The inner loops of attention ----------*- C++ -*-===//
+//
+// Private to lib/Runtime. The loops that nnc_aten_attention (Attention.cpp)
+// runs over a block of scores, once per vector ISA: AttentionLoops.cpp holds
+// the baseline's, AttentionLoopsAVX2.cpp and AttentionLoopsAVX512.cpp include
+// AttentionLoops.inc with their vector type and are compiled for x86-64-v3
+// and x86-64-v4. The caller picks the table the CPU runs.
+//
+// Two sets: the row loops of the softmax, for scores that oneDNN's sgemm
+// wrote a query to a row; and the tile loops, which compute the products
+// themselves, in registers, with the scores transposed (a key to a row, a
+// query to a lane), so that each query's softmax runs down its lane with no
+// reduction across lanes and the products need no packing by sgemm.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNC_LIB_RUNTIME_ATTENTIONLOOPS_H
+#define NNC_LIB_RUNTIME_ATTENTIONLOOPS_H
+
+#include <cstdint>
+
+namespace nnc::onednn::detail {
+
+struct AttentionLoops {
+  /// The largest of Row[0, Cols), NaN entries ignored; -inf where there
+  /// are none (Cols == 0, or every entry -inf or NaN).
+  float (*Max)(const float *Row, int64_t Cols);
+  /// Row[J] = exp(Row[J] - Shift) for J < Cols, where no entry is above
+  /// Shift; returns the sum of the results. -inf gives 0, NaN gives NaN,
+  /// and so does +inf less a Shift of +inf. The relative error of each
+  /// result is at most about 2e-7 plus |Shift| * 6e-8, and the second term
+  /// is the same factor for the whole row (the rounding of Shift * log2(e)),
+  /// which a softmax cancels.
+  float (*ExpSum)(float *Row, int64_t Cols, float Shift);
+
+  // The tile loops; null in the baseline's table. A tile of transposed
+  // scores St holds key J's score for query I at St[J * Lanes + I]; Lanes is
+  // a multiple of Width.
+
+  /// Floats to a vector register.
+  int64_t Width;
+  /// Qt[k * Lanes + I] = Q[I * RS + k * CS] for I < Rows, k < D, and 0 for
+  /// I in [Rows, Lanes): the queries of a block, transposed.
+  void (*PackQueries)(const float *Q, int64_t RS, int64_t CS, int64_t Rows,
+                      int64_t D, int64_t Lanes, float *Qt);
+  /// St[J * Lanes + I] = Scale * sum_k K[J * KRS + k * KCS] * Qt[k * Lanes + I]
+  /// + Bias[J * BS] for J < Keys, I < Lanes, k < D: the scores of a block of
+  /// keys, from the queries transposed (Qt, D rows of Lanes), with a bias
+  /// per key (none where Bias is null; -inf leaves the key out, whatever
+  /// its score). Max[I] becomes the largest of Max[I] and the lane's scores,
+  /// NaN ignored.
+  void (*Scores)(const float *Qt, int64_t D, int64_t Lanes, const float *K,
+                 int64_t KRS, int64_t KCS, int64_t Keys, float Scale,
+                 const float *Bias, int64_t BS, float *St, float *Max);
+  /// Folds a block of transposed scores into each lane's running maximum M
+  /// and sum L (online softmax, as AttentionLoops::Max and ExpSum do for a
+  /// row), given the new maximum Max (from Scores): St becomes
+  /// exp(St - Max), C[I] = exp(M[I] - Max[I]), L[I] = C[I] * L[I] +
+  /// sum_J St[J][I], and M = Max. A lane whose scores are all -inf so far
+  /// has Max = -inf and keeps L = 0. First: M and L hold nothing yet (C is
+  /// 0).
+  void (*Fold)(float *St, int64_t Lanes, int64_t Keys, const float *Max,
+               float *M, float *L, float *C, bool First);
+  /// O[I * Dv + E] = C[I] * O[I * Dv + E] + sum_J Pt[J * Lanes + I] *
+  /// V[J * VRS + E] for I < Rows, E < Dv (a multiple of Width), J < Keys: the
+  /// weighted sum of a block of values, rescaled. First: O is not read.
+  void (*Values)(const float *Pt, int64_t Lanes, const float *V, int64_t VRS,
+                 int64_t Keys, int64_t Rows, int64_t Dv, const float *C,
+                 float *O, bool First);
+};
+
+/// For x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the baseline.
+extern const AttentionLoops AttentionLoopsAVX512, AttentionLoopsAVX2,
+    AttentionLoopsBase;
+
+} // namespace nnc::onednn::detail
+
+#endif // NNC_LIB_RUNTIME_ATTENTIONLOOPS_H
