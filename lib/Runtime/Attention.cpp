@@ -247,7 +247,7 @@ finishTask(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
 }
 
 /// One task: rows [I0, I0 + Rows) of head H of batch B, with the row loops
-/// of K. Its own loops are compiled for each vector level (runTaskOn picks
+/// of K. Its own loops are compiled for each vector level (pathOn picks
 /// one).
 __attribute__((always_inline)) inline std::string
 runTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
@@ -316,8 +316,9 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
       MB = maskBlock(P, B, H, I0, J0);
     }
     float *St = T.S.data(), *Max = T.Max.data();
-    std::fill_n(Max, Lanes, -INFINITY);
-    if (!First)
+    if (First)
+      std::fill_n(Max, Lanes, -INFINITY);
+    else
       std::copy_n(T.M.data(), Lanes, Max);
     K.Scores(T.Qt.data(), P.D, Lanes, at(KT, B, H, J0, 0), KT.Strides[2],
              KT.Strides[3], Cols, P.Scale, P.Mask ? MB.Base : nullptr, MB.CS,
