@@ -1,5 +1,4 @@
-//===- AttentionLoopsTest.cpp - Attention's softmax row loops, each ISA's
-//----===//
+//===- AttentionLoopsTest.cpp - Attention's loops, each ISA's -----------===//
 //
 // The row maximum and exp-and-sum of every table the CPU can run, against
 // std::exp in double: row lengths around each vector width (the tails),
