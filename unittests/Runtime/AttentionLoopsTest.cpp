@@ -185,7 +185,7 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
   const float Scale = 0.37f;
   for (const Table &T : tileTables())
     for (int64_t Lanes : {T.Rows->Width, 2 * T.Rows->Width, 5 * T.Rows->Width})
-      for (int64_t Keys : {1, 5, 6, 7, 13, 30})
+      for (int64_t Keys : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 30})
         for (int64_t D : {1, 3, 64})
           for (bool Transposed : {false, true}) {
             // Keys of rows D (or stored transposed: rows of stride 1), a
@@ -322,7 +322,7 @@ TEST(AttentionLoops, FoldOfLanesWithNothingKept) {
 TEST(AttentionLoops, ValuesOfEveryExtent) {
   for (const Table &T : tileTables()) {
     int64_t W = T.Rows->Width;
-    for (int64_t Rows : {1, 5, 6, 8, 9, 17, 40})
+    for (int64_t Rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 17, 40})
       for (int64_t Dv : {W, 2 * W, 3 * W, 5 * W})
         for (int64_t Keys : {1, 7, 64})
           for (bool First : {true, false}) {
