@@ -12,7 +12,7 @@ import torchvision
 
 import nncjit
 import nncjit.torch as nt
-from nncjit.torch import check, kernels, rewrite, translate
+from nncjit.torch import check, kernels, ops, rewrite, translate
 
 
 def model_and_input(arch, channels_last):
@@ -419,6 +419,38 @@ def test_input_of_another_dtype_runs_the_fallback():
             with pytest.raises(RuntimeError):
                 fast(x)
             assert op.reason.startswith(note if not library else ""), op.reason
+
+
+@pytest.mark.parametrize("kind", ["conv2d", "linear"])
+def test_op_kernel_check_referees_with_float64(kind, monkeypatch):
+    # An op kernel's check referees a difference from PyTorch with float64,
+    # as a group's does: where PyTorch's result is the one off (here made 1%
+    # off), the kernel stays on nnc-jit; where the kernel is, it is refused.
+    torch.manual_seed(3)
+    if kind == "conv2d":
+        m, x = torch.nn.Conv2d(4, 8, 3).eval(), torch.randn(1, 4, 8, 8)
+    else:
+        m, x = torch.nn.Linear(16, 8).eval(), torch.randn(5, 16)
+
+    def op_report(fast):
+        [r] = [r for r in fast.report if r.ops == ["aten::" + kind]]
+        return r
+
+    fallback, compile_kernel = ops._OpKernel.fallback, ops.compile_kernel
+    with monkeypatch.context() as patch:
+        patch.setattr(ops._OpKernel, "fallback", lambda self, x: fallback(self, x) * 1.01)
+        r = op_report(nt.optimize(m, [x], threads=2))
+    assert r.on_nncjit and not r.reason and r.kernel, r.reason
+    assert r.max_abs_diff > 1e-3
+
+    def off(*args):
+        fn = compile_kernel(*args)
+        return lambda *xs: fn(*xs) * 1.01
+    with monkeypatch.context() as patch:
+        patch.setattr(ops, "compile_kernel", off)
+        fast = nt.optimize(m, [x], threads=2)
+    assert "its result differs from PyTorch's (max abs diff" in op_report(fast).reason
+    torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
 
 
 def test_traced_constants_with_numbered_names():

@@ -7,7 +7,7 @@ import concurrent.futures
 import torch as _torch
 
 from .. import _nncjit
-from .check import _compare, _copy, _matches, _mismatch, _signature
+from .check import _copy, _matches, _mismatch, _signature, _verdict
 from .common import GroupReport, _Unsupported
 from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _kernel_text
@@ -158,8 +158,9 @@ class _OpKernel:
         self.report.kernel = text
         if self.options["check"]:
             got = fn(x)
-            why, self.report.max_abs_diff = _compare(got, want, self.options["rtol"],
-                                                     self.options["atol"])
+            why, self.report.max_abs_diff = _verdict(
+                [got], [want], self.options["rtol"], self.options["atol"],
+                lambda: self._in_double(x))
             if why:
                 self.report.reason = ("input %s: its result differs from PyTorch's "
                                       "(%s)" % (list(x.shape), why))
