@@ -91,6 +91,21 @@ def test_convolution_merged_into_its_group_fuses_its_relu6():
         assert remarks.count("fused into the convolution") >= 2, remarks
 
 
+def test_merged_kernel_check_referees_with_float64(monkeypatch):
+    # A merged kernel's check referees with float64 too (its convolutions,
+    # then its group's ops): with PyTorch's group results made 1e-3 off
+    # (their largest magnitude is about 3e-4), the groups and the merged
+    # kernels stay on nnc-jit.
+    m, x = model_and_input("mobilenet_v2", False)
+    run_fallback = translate._Group.run_fallback
+    monkeypatch.setattr(translate._Group, "run_fallback",
+                        lambda self, inputs: [t + 1e-3 for t in run_fallback(self, inputs)])
+    fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x])
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    assert min(r.max_abs_diff for r in fast.report if r.merged) > 9e-4
+    assert len([r for r in fast.report if r.merged]) >= 5, fast.summary()
+
+
 def test_group_that_differs_is_left_to_pytorch():
     def f(a, b):
         return torch.sigmoid(a * b + 1.0) * a
