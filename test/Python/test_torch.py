@@ -143,22 +143,22 @@ def test_group_with_two_outputs():
 def test_check_compares_special_values():
     inf, nan = float("inf"), float("nan")
     want = torch.tensor([1.0, -inf, inf, nan])
-    assert check._mismatch(want.clone(), want, 1e-4, 1e-5) is None
-    assert check._mismatch(torch.tensor([1.0, -inf, inf, 0.0]), want, 1e-4, 1e-5) == \
+    assert check._compare(want.clone(), want, 1e-4, 1e-5)[0] is None
+    assert check._compare(torch.tensor([1.0, -inf, inf, 0.0]), want, 1e-4, 1e-5)[0] == \
         "NaN in other positions"
-    assert check._mismatch(torch.tensor([1.0, inf, inf, nan]), want, 1e-4, 1e-5) == \
+    assert check._compare(torch.tensor([1.0, inf, inf, nan]), want, 1e-4, 1e-5)[0] == \
         "other infinities"
-    assert check._mismatch(torch.tensor([1.5, -inf, inf, nan]), want, 1e-4, 1e-5) == \
+    assert check._compare(torch.tensor([1.5, -inf, inf, nan]), want, 1e-4, 1e-5)[0] == \
         "max abs diff 0.5"
-    assert check._mismatch(torch.full((2,), nan), torch.full((2,), nan), 0, 0) is None
-    assert check._mismatch(torch.zeros(3), torch.zeros(2), 0, 0) == "shape [3], not [2]"
+    assert check._compare(torch.full((2,), nan), torch.full((2,), nan), 0, 0)[0] is None
+    assert check._compare(torch.zeros(3), torch.zeros(2), 0, 0)[0] == "shape [3], not [2]"
     # A NaN or an infinity where PyTorch has a number, and finite results
     # whose difference overflows float32.
     ones = torch.ones(2)
-    assert check._mismatch(torch.tensor([nan, 1.0]), ones, 1e-4, 1e-5) == \
+    assert check._compare(torch.tensor([nan, 1.0]), ones, 1e-4, 1e-5)[0] == \
         "NaN in other positions"
-    assert check._mismatch(torch.tensor([1.0, -inf]), ones, 1e-4, 1e-5) == "other infinities"
-    assert check._mismatch(torch.tensor([3e38]), torch.tensor([-3e38]), 1e-4, 1e-5) == \
+    assert check._compare(torch.tensor([1.0, -inf]), ones, 1e-4, 1e-5)[0] == "other infinities"
+    assert check._compare(torch.tensor([3e38]), torch.tensor([-3e38]), 1e-4, 1e-5)[0] == \
         "max abs diff 6e+38"
 
 
@@ -230,7 +230,7 @@ def test_masked_softmax_with_rows_of_minus_infinity():
     assert fast.groups and all(r.on_nncjit for r in fast.report), fast.summary()
     got, want = fast(x, mask), f(x, mask)
     assert torch.isnan(want[3]).all() and torch.isinf(want[0, 5:]).all()
-    assert check._mismatch(got, want, 1e-4, 1e-5) is None
+    assert check._compare(got, want, 1e-4, 1e-5)[0] is None
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 8), (3, 2, 2, 8), (8,), (0, 8)],

@@ -9,7 +9,7 @@ import torch
 
 import nncjit
 from nncjit.torch import capture, ops, translate
-from nncjit.torch.check import _mismatch
+from nncjit.torch.check import _compare
 
 torch.manual_seed(0)
 
@@ -47,7 +47,7 @@ def check_against_pytorch(group):
     got = [got] if isinstance(got, torch.Tensor) else list(got)
     assert len(got) == len(want)
     for g, w in zip(got, want):
-        assert _mismatch(g, w, 1e-4, 1e-5) is None, text
+        assert _compare(g, w, 1e-4, 1e-5)[0] is None, text
     return text
 
 
@@ -83,7 +83,7 @@ def test_convolution_op_kernels(channels_last, groups, bias):
         x = x.to(memory_format=torch.channels_last)
     got, want = op(x), conv(x)
     assert op.report.on_nncjit, op.report.reason
-    assert _mismatch(got, want, 1e-4, 1e-5) is None
+    assert _compare(got, want, 1e-4, 1e-5)[0] is None
     # The output has PyTorch's layout.
     assert got.stride() == want.stride()
     text = op.report.kernel
@@ -96,7 +96,7 @@ def test_linear_op_kernel_on_a_batch_of_rows():
     linear = torch.nn.Linear(12, 5).eval()
     op = op_kernel(linear)
     x = torch.randn(2, 3, 12)
-    assert _mismatch(op(x), linear(x), 1e-4, 1e-5) is None
+    assert _compare(op(x), linear(x), 1e-4, 1e-5)[0] is None
     assert op.report.on_nncjit, op.report.reason
 
 

@@ -7,18 +7,14 @@ import math as _math
 import torch as _torch
 
 
-def _mismatch(got, want, rtol, atol):
-    """How got differs from want, or None where it is want within rtol of
-    want's largest finite magnitude, plus atol: the tolerance of a result
-    that sums many products (a convolution by another algorithm, a
-    reassociated sum), whose small elements carry the rounding of the large
-    ones. Special values must be where PyTorch has them: NaN in the same
-    positions, and infinities of the same sign."""
-    return _compare(got, want, rtol, atol)[0]
-
-
 def _compare(got, want, rtol, atol):
-    """(_mismatch, _max_abs_diff) of got and want, computed together."""
+    """(what differs or None, the largest difference) of got and want.
+    got matches where it is want within rtol of want's largest finite
+    magnitude, plus atol: the tolerance of a result that sums many products
+    (a convolution by another algorithm, a reassociated sum), whose small
+    elements carry the rounding of the large ones. Special values must be
+    where PyTorch has them: NaN in the same positions, and infinities of
+    the same sign."""
     if got.shape != want.shape:
         return "shape %s, not %s" % (list(got.shape), list(want.shape)), float("inf")
     if not want.numel():
