@@ -9,7 +9,7 @@
 //  - nnc_aten_attention on [1, 12, 512, 64] (BERT-base's heads at seq 512)
 //    against its floor: the same sgemm calls on the same tiles alone (the
 //    scores' and the values' products of 128-row blocks over 512 keys),
-//    at 1 and 2 threads.
+//    at 1 and 2 threads; and with a causal mask.
 //
 //   build/bin/nnc-bench-onednn --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true
@@ -24,6 +24,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <vector>
@@ -57,6 +58,11 @@ kernel block_relu(in x: f32[1, 64, 56, 56] channels_last, in w: f32[64, 64, 3, 3
 kernel attention(in q: f32[1, 12, 512, 64], in k: f32[1, 12, 512, 64],
                  in v: f32[1, 12, 512, 64], out o: f32[1, 12, 512, 64]) {
   o = nnc_aten_attention(buf_args={q, k, v}, args={0.125})
+}
+kernel attention_causal(in q: f32[1, 12, 512, 64], in k: f32[1, 12, 512, 64],
+                 in v: f32[1, 12, 512, 64], in m: f32[1, 1, 512, 512],
+                 out o: f32[1, 12, 512, 64]) {
+  o = nnc_aten_attention(buf_args={q, k, v, m}, args={0.125})
 }
 )";
 
@@ -121,6 +127,19 @@ void BM_Attention(benchmark::State &S) {
     C.run();
 }
 
+/// BM_Attention with a causal mask: query I keeps keys [0, I], the others
+/// are -inf.
+void BM_AttentionCausal(benchmark::State &S) {
+  nnc_runtime_set_num_threads(static_cast<int32_t>(S.range(0)));
+  BoundKernel &C = compiled("attention_causal", true);
+  auto *M = static_cast<float *>(C.Args.Buffers[3]->data());
+  for (int64_t I = 0; I < 512; ++I)
+    for (int64_t J = 0; J < 512; ++J)
+      M[I * 512 + J] = J <= I ? 0.f : -INFINITY;
+  for (auto _ : S)
+    C.run();
+}
+
 /// The matrix products of BM_Attention with oneDNN's sgemm alone, tile by
 /// tile as the call makes them by rows (one thread a task), with no softmax
 /// between them: what the tile loops are measured against.
@@ -154,6 +173,7 @@ void BM_AttentionProducts(benchmark::State &S) {
 } // namespace
 
 BENCHMARK(BM_Attention)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AttentionCausal)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_AttentionProducts)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Conv_NNC)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Conv_OneDNNDirect)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();

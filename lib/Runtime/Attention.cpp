@@ -14,12 +14,16 @@
 // acc = 0, so it is NaN (0 / 0), as PyTorch's softmax gives; a NaN score makes
 // its row NaN. Tiles are sized to stay in the core's L2 cache.
 //
+// A mask is scanned once per call (MaskRanges): the range of keys each of
+// its rows keeps, and whether it is 0 inside. Keys no row of a task keeps
+// are skipped; a mask of such ranges (causal, padding) is not read again.
+//
 // Two ways to run a task, by the loops of the vector ISA (AttentionLoops.h):
 // - tiled: the ISA's own register-blocked loops compute both products, with
 //   the scores transposed (a query to a vector lane), so that the softmax
 //   runs down the lanes and nothing is packed but the block's queries. It
-//   takes a value matrix whose rows are contiguous, a width the vectors
-//   divide, and a mask that is the same for every query (or none);
+//   takes a value matrix whose rows are contiguous and a width the vectors
+//   divide;
 // - by rows: oneDNN's sgemm (on one thread inside the parallel loop) writes
 //   a query's scores to a row, and the row loops fold them. Everything else,
 //   and the baseline ISA, runs this way.
@@ -32,9 +36,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
+#include <immintrin.h>
 #include <unistd.h>
 
 namespace nnc::onednn {
@@ -43,6 +49,7 @@ using detail::AttentionLoops;
 using detail::AttentionLoopsAVX2;
 using detail::AttentionLoopsAVX512;
 using detail::AttentionLoopsBase;
+using detail::ScoreMask;
 using detail::sizes;
 
 namespace {
@@ -88,8 +95,19 @@ bool gemmMatrix(int64_t RowStride, int64_t ColStride, int64_t Rows,
   return false;
 }
 
+/// The keys each of the mask's own rows keeps (its batch, head and query
+/// dims, of size 1 where they broadcast), found once per call: row R is -inf
+/// outside [First[R], End[R]) (First == End: every key left out). Zero:
+/// every row is 0 inside its range, so that the ranges are the whole mask
+/// (a causal or a padding mask) and tasks need not read it.
+struct MaskRanges {
+  std::vector<int64_t> First, End;
+  bool Zero = false;
+};
+
 struct Problem {
   const Tensor *Out, *Q, *K, *V, *Mask;
+  const MaskRanges *Ranges;
   float Scale;
   int64_t H, Sq, Sk, D, Dv, QueryBlock, QueryBlocks, KeyBlock;
   GemmMatrix QM, KM, VM;
@@ -98,9 +116,11 @@ struct Problem {
 
 /// The tiles of the calling thread, reused from task to task. Tiled tasks
 /// also use Qt (the block's queries transposed), Max (each lane's new
-/// maximum) and C (its rescale).
+/// maximum), C (its rescale) and, with a mask that varies by query, either
+/// Lo and Hi (each lane's range of keys) or Mt (the mask's block,
+/// transposed as the scores are).
 struct Tiles {
-  std::vector<float> S, Acc, M, L, Qt, Max, C;
+  std::vector<float> S, Acc, M, L, Qt, Max, C, Lo, Hi, Mt;
 };
 
 float *at(const Tensor &T, int64_t B, int64_t H, int64_t I, int64_t J) {
@@ -125,49 +145,109 @@ MaskBlock maskBlock(const Problem &P, int64_t B, int64_t H, int64_t I0,
           RS, CS};
 }
 
-/// Mask entries the scan below tests at a time: a fixed count, so that g++
-/// turns each test into one vector comparison (it does not vectorize the
-/// reduction written as `omp simd`).
-constexpr int64_t Lanes = 16;
-
-/// Whether Row[J, J + Lanes) holds an entry that is not -inf.
-__attribute__((always_inline)) inline bool anyKept(const float *Row) {
-  bool Any = false;
-  for (int64_t L = 0; L < Lanes; ++L)
-    Any |= Row[L] != -INFINITY;
-  return Any;
+/// Whether some entry of Row[0, 16) is not X (NaN is never X). SSE2, which
+/// every x86-64 CPU has.
+__attribute__((always_inline)) inline bool anyNot(const float *Row, __m128 X) {
+  __m128 N = _mm_or_ps(_mm_or_ps(_mm_cmpneq_ps(_mm_loadu_ps(Row), X),
+                                 _mm_cmpneq_ps(_mm_loadu_ps(Row + 4), X)),
+                       _mm_or_ps(_mm_cmpneq_ps(_mm_loadu_ps(Row + 8), X),
+                                 _mm_cmpneq_ps(_mm_loadu_ps(Row + 12), X)));
+  return _mm_movemask_ps(N) != 0;
 }
 
-/// The keys [Lo, Hi) of a mask block outside which every entry is -inf:
-/// the keys that matter to its rows (Lo == Hi: none, the block is skipped).
-/// Each row is scanned from both ends, Lanes entries at a time, to its
-/// first entry that is not -inf: the cost is that of the keys left out,
-/// whose products are saved.
-__attribute__((always_inline)) inline void keptKeys(const MaskBlock &MB,
-                                                    int64_t Rows, int64_t Cols,
-                                                    int64_t &Lo, int64_t &Hi) {
-  int64_t L = Cols, H = 0;
-  for (int64_t I = 0; I < Rows; ++I) {
-    const float *Row = MB.Base + I * MB.RS;
-    auto Kept = [&](int64_t J) { return Row[J * MB.CS] != -INFINITY; };
-    int64_t First = 0, End = Cols;
-    if (MB.CS == 1) {
-      while (First + Lanes <= Cols && !anyKept(Row + First))
-        First += Lanes;
-      while (End - Lanes >= First && !anyKept(Row + End - Lanes))
-        End -= Lanes;
-    }
-    while (First < End && !Kept(First))
-      ++First;
-    while (End > First && !Kept(End - 1))
-      --End;
-    if (First < End) {
-      L = std::min(L, First);
-      H = std::max(H, End);
+/// The keys [First, End) of a mask row (Cols entries of stride CS) outside
+/// which every entry is -inf (First == End: none); returns whether every
+/// entry inside is 0. Scanned 16 entries at a time where the row is
+/// contiguous.
+bool scanMaskRow(const float *Row, int64_t CS, int64_t Cols, int64_t &First,
+                 int64_t &End) {
+  const __m128 NegInf = _mm_set1_ps(-INFINITY), Zero = _mm_setzero_ps();
+  auto Kept = [&](int64_t J) { return Row[J * CS] != -INFINITY; };
+  int64_t F = 0, E = Cols;
+  if (CS == 1) {
+    while (F + 16 <= Cols && !anyNot(Row + F, NegInf))
+      F += 16;
+    while (E - 16 >= F && !anyNot(Row + E - 16, NegInf))
+      E -= 16;
+  }
+  while (F < E && !Kept(F))
+    ++F;
+  while (E > F && !Kept(E - 1))
+    --E;
+  First = F;
+  End = E;
+  int64_t J = F;
+  if (CS == 1)
+    for (; J + 16 <= E; J += 16)
+      if (anyNot(Row + J, Zero))
+        return false;
+  for (; J < E; ++J)
+    if (Row[J * CS] != 0.f)
+      return false;
+  return true;
+}
+
+struct RangesEnv {
+  const Tensor *Mask;
+  MaskRanges *R;
+  std::vector<char> *Zero;
+};
+
+/// Rows [Begin, End) of the mask's own rows (see MaskRanges).
+int32_t scanMaskRows(int64_t Begin, int64_t End, void *Env) {
+  auto &E = *static_cast<RangesEnv *>(Env);
+  const Tensor &M = *E.Mask;
+  for (int64_t R = Begin; R < End; ++R) {
+    int64_t I = R % M.Sizes[2], BH = R / M.Sizes[2];
+    const float *Row = at(M, BH / M.Sizes[1], BH % M.Sizes[1], I, 0);
+    (*E.Zero)[R] = scanMaskRow(Row, M.Sizes[3] == 1 ? 0 : M.Strides[3],
+                               M.Sizes[3] == 1 ? 1 : M.Sizes[3], E.R->First[R],
+                               E.R->End[R]);
+    if (M.Sizes[3] == 1 && E.R->First[R] < E.R->End[R])
+      E.R->End[R] = INT64_MAX; // One entry for every key.
+  }
+  return 0;
+}
+
+/// The mask's ranges, its rows scanned on the threads.
+bool maskRanges(const Tensor &M, MaskRanges &R) {
+  int64_t Rows = M.Sizes[0] * M.Sizes[1] * M.Sizes[2];
+  R.First.assign(static_cast<size_t>(Rows), 0);
+  R.End.assign(static_cast<size_t>(Rows), 0);
+  std::vector<char> Zero(static_cast<size_t>(Rows));
+  RangesEnv Env{&M, &R, &Zero};
+  if (nnc_parallel_for(scanMaskRows, 0, Rows, 16, &Env) != 0)
+    return false;
+  R.Zero = std::all_of(Zero.begin(), Zero.end(), [](char Z) { return Z; });
+  return true;
+}
+
+/// Index of the mask's own row for query I of head H of batch B.
+int64_t maskRow(const Problem &P, int64_t B, int64_t H, int64_t I) {
+  const Tensor &M = *P.Mask;
+  return ((M.Sizes[0] == 1 ? 0 : B) * M.Sizes[1] + (M.Sizes[1] == 1 ? 0 : H)) *
+             M.Sizes[2] +
+         (M.Sizes[2] == 1 ? 0 : I);
+}
+
+/// The keys [Lo, Hi) of the block [J0, J0 + Cols), counted from J0, that
+/// rows [I0, I0 + Rows) keep (Lo == Hi: none, the block is skipped). Only
+/// these are multiplied: below a causal mask's diagonal, before a padding
+/// mask's end.
+void keptKeys(const Problem &P, int64_t B, int64_t H, int64_t I0, int64_t Rows,
+              int64_t J0, int64_t Cols, int64_t &Lo, int64_t &Hi) {
+  int64_t L = Cols, U = 0;
+  for (int64_t I = 0; I < (P.Mask->Sizes[2] == 1 ? 1 : Rows); ++I) {
+    int64_t R = maskRow(P, B, H, I0 + I);
+    int64_t F = std::max(P.Ranges->First[R] - J0, int64_t(0));
+    int64_t E = std::min(P.Ranges->End[R] - J0, Cols);
+    if (F < E) {
+      L = std::min(L, F);
+      U = std::max(U, E);
     }
   }
   Lo = L;
-  Hi = H > L ? H : L;
+  Hi = U > L ? U : L;
 }
 
 /// Applies the mask to a block of scores: adds it, and where it is -inf
@@ -259,10 +339,8 @@ runTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
     int64_t J0 = Block, Cols = std::min(Ld, P.Sk - Block);
     MaskBlock MB{};
     if (P.Mask) {
-      // Only the keys the mask keeps for some row (below a causal mask's
-      // diagonal, before a padding mask's end) are multiplied.
       int64_t Lo, Hi;
-      keptKeys(maskBlock(P, B, H, I0, J0), Rows, Cols, Lo, Hi);
+      keptKeys(P, B, H, I0, Rows, J0, Cols, Lo, Hi);
       if (Lo == Hi)
         continue;
       J0 += Lo;
@@ -302,18 +380,44 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
   K.PackQueries(at(Q, B, H, I0, 0), Q.Strides[2], Q.Strides[3], Rows, P.D,
                 Lanes, T.Qt.data());
   const Tensor &KT = *P.K, &VT = *P.V;
+  // A mask the same for every query is a bias per key; one that varies by
+  // query is transposed, a block at a time, to a bias per key and lane.
+  const bool PerQuery = P.Mask && P.Mask->Sizes[2] != 1;
   bool First = true;
   for (int64_t Block = 0; Block < P.Sk; Block += P.KeyBlock) {
     int64_t J0 = Block, Cols = std::min(P.KeyBlock, P.Sk - Block);
-    MaskBlock MB{};
+    ScoreMask SM;
     if (P.Mask) {
       int64_t Lo, Hi;
-      keptKeys(maskBlock(P, B, H, I0, J0), 1, Cols, Lo, Hi);
+      keptKeys(P, B, H, I0, Rows, J0, Cols, Lo, Hi);
       if (Lo == Hi)
         continue;
       J0 += Lo;
       Cols = Hi - Lo;
-      MB = maskBlock(P, B, H, I0, J0);
+      if (P.Ranges->Zero) {
+        // A mask the same for every query adds nothing to the keys kept;
+        // one that varies by query is each lane's range.
+        if (PerQuery) {
+          for (int64_t I = 0; I < Lanes; ++I) {
+            int64_t F = 0, E = 0;
+            if (I < Rows) {
+              int64_t R = maskRow(P, B, H, I0 + I);
+              F = std::clamp(P.Ranges->First[R] - J0, int64_t(0), Cols);
+              E = std::clamp(P.Ranges->End[R] - J0, F, Cols);
+            }
+            T.Lo[I] = static_cast<float>(F);
+            T.Hi[I] = static_cast<float>(E);
+          }
+          SM = {ScoreMask::Range, nullptr, 0, T.Lo.data(), T.Hi.data()};
+        }
+      } else {
+        MaskBlock MB = maskBlock(P, B, H, I0, J0);
+        SM = {ScoreMask::PerKey, MB.Base, MB.CS};
+        if (PerQuery) {
+          K.PackQueries(MB.Base, MB.RS, MB.CS, Rows, Cols, Lanes, T.Mt.data());
+          SM = {ScoreMask::PerLane, T.Mt.data(), Lanes};
+        }
+      }
     }
     float *St = T.S.data(), *Max = T.Max.data();
     if (First)
@@ -321,11 +425,10 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
     else
       std::copy_n(T.M.data(), Lanes, Max);
     K.Scores(T.Qt.data(), P.D, Lanes, at(KT, B, H, J0, 0), KT.Strides[2],
-             KT.Strides[3], Cols, P.Scale, P.Mask ? MB.Base : nullptr, MB.CS,
-             St, Max);
+             KT.Strides[3], Cols, P.Scale, SM, St, Max);
     K.Fold(St, Lanes, Cols, Max, T.M.data(), T.L.data(), T.C.data(), First);
     K.Values(St, Lanes, at(VT, B, H, J0, 0), VT.Strides[2], Cols, Rows, P.Dv,
-             T.C.data(), T.Acc.data(), First);
+             T.C.data(), SM.Lo, SM.Hi, T.Acc.data(), First);
     First = false;
   }
   return finishTask(P, T, B, H, I0, Rows, First);
@@ -399,6 +502,12 @@ int32_t runTasks(int64_t Begin, int64_t End, void *Env) {
     T.Qt.resize(Lanes * static_cast<size_t>(P.D));
     T.Max.resize(Lanes);
     T.C.resize(Lanes);
+    if (P.Mask && P.Mask->Sizes[2] != 1) {
+      T.Lo.resize(Lanes);
+      T.Hi.resize(Lanes);
+      if (!P.Ranges->Zero)
+        T.Mt.resize(T.S.size());
+    }
   }
   const TaskFn Run = pathOn().Run;
   for (int64_t Task = Begin; Task < End; ++Task) {
@@ -421,9 +530,11 @@ int32_t runTasks(int64_t Begin, int64_t End, void *Env) {
 int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
                   const Tensor &V, const Tensor *Mask, float Scale,
                   std::string &Err) {
-  Problem P{&Out,       &Q,         &K,         &V,         Mask,       Scale,
-            Q.Sizes[1], Q.Sizes[2], K.Sizes[2], Q.Sizes[3], V.Sizes[3], 0,
-            0,          0,          {},         {},         {},         false};
+  MaskRanges Ranges;
+  Problem P{&Out,       &Q,         &K,         &V,         Mask,
+            &Ranges,    Scale,      Q.Sizes[1], Q.Sizes[2], K.Sizes[2],
+            Q.Sizes[3], V.Sizes[3], 0,          0,          0,
+            {},         {},         {},         false};
   if (!gemmMatrix(Q.Strides[2], Q.Strides[3], P.Sq, P.D, P.QM) ||
       !gemmMatrix(K.Strides[2], K.Strides[3], P.Sk, P.D, P.KM) ||
       !gemmMatrix(V.Strides[2], V.Strides[3], P.Sk, P.Dv, P.VM)) {
@@ -455,8 +566,11 @@ int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
   // Tiled where the ISA has tile loops and the operands suit them (see the
   // file comment).
   const AttentionLoops &Loops = *pathOn().Loops;
-  P.Tiled = Loops.Scores && V.Strides[3] == 1 && P.Dv % Loops.Width == 0 &&
-            (!Mask || Mask->Sizes[2] == 1);
+  P.Tiled = Loops.Scores && V.Strides[3] == 1 && P.Dv % Loops.Width == 0;
+  if (Mask && !maskRanges(*Mask, Ranges)) {
+    Err = nnc_runtime_last_error();
+    return 1;
+  }
   TaskEnv Env{&P, {}};
   if (nnc_parallel_for(runTasks, 0, Heads * P.QueryBlocks, 1, &Env) != 0) {
     Err = Env.Err.empty() ? nnc_runtime_last_error() : Env.Err;

@@ -20,6 +20,27 @@
 
 namespace nnc::onednn::detail {
 
+/// What AttentionLoops::Scores adds to a block's scores. A bias of -inf
+/// leaves the key out (for its lane, where the bias is per lane), whatever
+/// the score, NaN too, as masked_fill does.
+struct ScoreMask {
+  enum KindT {
+    None,
+    /// Bias[J * BS] for key J, the same for every lane.
+    PerKey,
+    /// Bias[J * BS + I] for key J and lane I: a block of a mask transposed,
+    /// as PackQueries writes it.
+    PerLane,
+    /// Lane I keeps keys [Lo[I], Hi[I]) (integral floats) with nothing
+    /// added, and leaves the others out: a mask of 0 and -inf whose rows
+    /// each keep one range of keys (causal, padding), without reading it.
+    Range,
+  } Kind = None;
+  const float *Bias = nullptr;
+  int64_t BS = 0;
+  const float *Lo = nullptr, *Hi = nullptr;
+};
+
 struct AttentionLoops {
   /// The largest of Row[0, Cols), NaN entries ignored; -inf where there
   /// are none (Cols == 0, or every entry -inf or NaN).
@@ -43,14 +64,13 @@ struct AttentionLoops {
   void (*PackQueries)(const float *Q, int64_t RS, int64_t CS, int64_t Rows,
                       int64_t D, int64_t Lanes, float *Qt);
   /// St[J * Lanes + I] = Scale * sum_k K[J * KRS + k * KCS] * Qt[k * Lanes + I]
-  /// + Bias[J * BS] for J < Keys, I < Lanes, k < D: the scores of a block of
-  /// keys, from the queries transposed (Qt, D rows of Lanes), with a bias
-  /// per key (none where Bias is null; -inf leaves the key out, whatever
-  /// its score). Max[I] becomes the largest of Max[I] and the lane's scores,
-  /// NaN ignored.
+  /// for J < Keys, I < Lanes, k < D, masked by Mask (ScoreMask): the scores
+  /// of a block of keys, from the queries transposed (Qt, D rows of Lanes).
+  /// Max[I] becomes the largest of Max[I] and the lane's scores, NaN
+  /// ignored.
   void (*Scores)(const float *Qt, int64_t D, int64_t Lanes, const float *K,
                  int64_t KRS, int64_t KCS, int64_t Keys, float Scale,
-                 const float *Bias, int64_t BS, float *St, float *Max);
+                 const ScoreMask &Mask, float *St, float *Max);
   /// Folds a block of transposed scores into each lane's running maximum M
   /// and sum L (online softmax, as AttentionLoops::Max and ExpSum do for a
   /// row), given the new maximum Max (from Scores): St becomes
@@ -63,9 +83,12 @@ struct AttentionLoops {
   /// O[I * Dv + E] = C[I] * O[I * Dv + E] + sum_J Pt[J * Lanes + I] *
   /// V[J * VRS + E] for I < Rows, E < Dv (a multiple of Width), J < Keys: the
   /// weighted sum of a block of values, rescaled. First: O is not read.
+  /// Where Lo is not null, row I's weights outside keys [Lo[I], Hi[I]) are
+  /// 0 (its scores were masked by ScoreMask::Range), and the keys no row of
+  /// a register block keeps are skipped.
   void (*Values)(const float *Pt, int64_t Lanes, const float *V, int64_t VRS,
                  int64_t Keys, int64_t Rows, int64_t Dv, const float *C,
-                 float *O, bool First);
+                 const float *Lo, const float *Hi, float *O, bool First);
 };
 
 /// For x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the baseline.

@@ -24,9 +24,14 @@ inline Vec splat(float X) { return _mm256_set1_ps(X); }
 inline Vec add(Vec A, Vec B) { return _mm256_add_ps(A, B); }
 inline Vec sub(Vec A, Vec B) { return _mm256_sub_ps(A, B); }
 inline Vec mul(Vec A, Vec B) { return _mm256_mul_ps(A, B); }
-inline Vec zeroWhereNegInf(Vec A) {
-  return _mm256_andnot_ps(
-      _mm256_cmp_ps(A, splat(-__builtin_inff()), _CMP_EQ_OQ), A);
+inline Vec whereNegInf(Vec A, Vec Then, Vec Else) {
+  return _mm256_blendv_ps(
+      Else, Then, _mm256_cmp_ps(A, splat(-__builtin_inff()), _CMP_EQ_OQ));
+}
+inline Vec negInfOutside(Vec S, Vec J, Vec Lo, Vec Hi) {
+  Vec In = _mm256_and_ps(_mm256_cmp_ps(J, Lo, _CMP_GE_OQ),
+                         _mm256_cmp_ps(J, Hi, _CMP_LT_OQ));
+  return _mm256_blendv_ps(splat(-__builtin_inff()), S, In);
 }
 inline Vec max(Vec A, Vec B) { return _mm256_max_ps(A, B); }
 inline Vec fma(Vec A, Vec B, Vec C) { return _mm256_fmadd_ps(A, B, C); }

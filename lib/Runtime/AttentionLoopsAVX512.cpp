@@ -34,10 +34,14 @@ inline Vec splat(float X) { return _mm512_set1_ps(X); }
 inline Vec add(Vec A, Vec B) { return _mm512_add_ps(A, B); }
 inline Vec sub(Vec A, Vec B) { return _mm512_sub_ps(A, B); }
 inline Vec mul(Vec A, Vec B) { return _mm512_mul_ps(A, B); }
-inline Vec zeroWhereNegInf(Vec A) {
+inline Vec whereNegInf(Vec A, Vec Then, Vec Else) {
   return _mm512_mask_blend_ps(
-      _mm512_cmp_ps_mask(A, splat(-__builtin_inff()), _CMP_EQ_OQ), A,
-      splat(0.f));
+      _mm512_cmp_ps_mask(A, splat(-__builtin_inff()), _CMP_EQ_OQ), Else, Then);
+}
+inline Vec negInfOutside(Vec S, Vec J, Vec Lo, Vec Hi) {
+  __mmask16 In = _mm512_cmp_ps_mask(J, Lo, _CMP_GE_OQ) &
+                 _mm512_cmp_ps_mask(J, Hi, _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(In, splat(-__builtin_inff()), S);
 }
 inline Vec max(Vec A, Vec B) { return _mm512_max_ps(A, B); }
 inline Vec fma(Vec A, Vec B, Vec C) { return _mm512_fmadd_ps(A, B, C); }

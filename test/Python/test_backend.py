@@ -265,20 +265,30 @@ def test_attention_is_one_call(case):
 
 
 @pytest.mark.parametrize("case", ["plain", "padding by batch", "a whole batch masked",
-                                  "two key blocks", "strided heads"])
+                                  "two key blocks", "strided heads", "causal",
+                                  "causal, two key blocks", "a whole row masked"])
 def test_attention_on_the_tile_loops(case):
-    # Widths of whole vectors (32) and masks the same for every query: the
-    # tile loops of AVX2 and AVX-512 (docs/Runtime.md), queries that are not
-    # whole vectors (37); the batch masked entirely is NaN in both.
+    # Widths of whole vectors (32): the tile loops of AVX2 and AVX-512
+    # (docs/Runtime.md), queries that are not whole vectors (37), masks the
+    # same for every query and masks that vary by query; the batch or row
+    # masked entirely is NaN in both.
     b, h, n, d = 2, 3, 37, 32
-    if case == "two key blocks":
+    if "two key blocks" in case:
         b, n = 1, 600
     pad = torch.zeros(b, 1, 1, n)
     pad[-1, ..., n // 3:] = float("-inf")
     if case == "a whole batch masked":
         pad[0] = float("-inf")
-    scores = (lambda m, s: s * 0.2 + m.b0, pad) if case in (
-        "padding by batch", "a whole batch masked", "two key blocks") else (lambda m, s: s * 0.2, )
+    whole = torch.randn(n, n)
+    whole[5] = float("-inf")
+    if case.startswith("causal"):
+        scores = (lambda m, s: (s * 0.2).masked_fill(m.b0, float("-inf")), _causal(n))
+    elif case == "a whole row masked":
+        scores = (lambda m, s: s * 0.2 + m.b0, whole)
+    elif case in ("padding by batch", "a whole batch masked", "two key blocks"):
+        scores = (lambda m, s: s * 0.2 + m.b0, pad)
+    else:
+        scores = (lambda m, s: s * 0.2, )
     if case == "strided heads":
         x = torch.randn(b, n, 3 * h * d)
         q, k, v = (t.view(b, n, h, d).transpose(1, 2) for t in x.split(h * d, dim=-1))
@@ -289,6 +299,9 @@ def test_attention_on_the_tile_loops(case):
     if case == "a whole batch masked":
         out = opt(q, k, v)
         assert out[0].isnan().all() and out[1].isfinite().all()
+    if case == "a whole row masked":
+        out = opt(q, k, v)
+        assert out[..., 5, :].isnan().all() and out[..., 4, :].isfinite().all()
 
 
 def test_attention_with_nan_keys_under_a_causal_fill():

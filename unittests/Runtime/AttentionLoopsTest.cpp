@@ -4,7 +4,8 @@
 // std::exp in double: row lengths around each vector width (the tails),
 // -inf, NaN, underflow, and a Shift of +inf. Then the tile loops of the
 // tables that have them, against the same sums in double: every extent
-// around the register blocks, strided operands, a bias per key with -inf,
+// around the register blocks, strided operands, each kind of mask (a bias
+// per key or per key and lane with -inf, a range of keys per lane),
 // NaN, lanes with nothing kept, and a whole attention over key blocks.
 //
 //===----------------------------------------------------------------------===//
@@ -188,21 +189,35 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
       for (int64_t Keys : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 30})
         for (int64_t D : {1, 3, 64})
           for (bool Transposed : {false, true}) {
-            // Keys of rows D (or stored transposed: rows of stride 1), a
-            // bias per key of stride 2 with -inf at key 2.
+            // Keys of rows D (or stored transposed: rows of stride 1); a
+            // bias per key of stride 2 with -inf at key 2, one per key and
+            // lane (rows of Lanes) with -inf at every seventh, or a range
+            // of keys per lane (some empty, some whole).
             int64_t KRS = Transposed ? 1 : D, KCS = Transposed ? Keys : 1;
             std::vector<float> Qt = randoms(D * Lanes, 5),
                                K = randoms(Keys * D, 6),
-                               Bias = randoms(2 * Keys, 7, -3.f, 3.f);
+                               Bias = randoms(2 * Keys, 7, -3.f, 3.f),
+                               LaneBias = randoms(Keys * Lanes, 10, -3.f, 3.f),
+                               Lo(Lanes), Hi(Lanes);
             if (Keys > 2)
               Bias[4] = -INFINITY;
+            for (size_t E = 3; E < LaneBias.size(); E += 7)
+              LaneBias[E] = -INFINITY;
+            for (int64_t I = 0; I < Lanes; ++I) {
+              Lo[I] = float(I * 5 % (Keys + 1));
+              Hi[I] = std::max(Lo[I], float(I * 3 % (Keys + 1)));
+            }
+            Lo[1] = 0.f;
+            Hi[1] = float(Keys);
             std::vector<float> Max = randoms(Lanes, 8, -2.f, 2.f);
             Max[0] = -INFINITY;
-            for (bool WithBias : {false, true}) {
+            using SM = ScoreMask;
+            for (SM Mask : {SM{}, SM{SM::PerKey, Bias.data(), 2},
+                            SM{SM::PerLane, LaneBias.data(), Lanes},
+                            SM{SM::Range, nullptr, 0, Lo.data(), Hi.data()}}) {
               std::vector<float> St(Keys * Lanes), M = Max;
               T.Rows->Scores(Qt.data(), D, Lanes, K.data(), KRS, KCS, Keys,
-                             Scale, WithBias ? Bias.data() : nullptr, 2,
-                             St.data(), M.data());
+                             Scale, Mask, St.data(), M.data());
               for (int64_t I = 0; I < Lanes; ++I) {
                 double WantMax = Max[I];
                 for (int64_t J = 0; J < Keys; ++J) {
@@ -210,15 +225,20 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
                   for (int64_t Kd = 0; Kd < D; ++Kd)
                     Dot += double(K[J * KRS + Kd * KCS]) * Qt[Kd * Lanes + I];
                   double Want = Scale * Dot;
-                  if (WithBias)
-                    Want = Bias[2 * J] == -INFINITY ? -INFINITY
-                                                    : Want + Bias[2 * J];
+                  float B =
+                      Mask.Kind == SM::PerKey    ? Bias[2 * J]
+                      : Mask.Kind == SM::PerLane ? LaneBias[J * Lanes + I]
+                      : Mask.Kind == SM::Range && (J < Lo[I] || J >= Hi[I])
+                          ? -INFINITY
+                          : 0.f;
+                  Want = B == -INFINITY ? -INFINITY : Want + B;
                   float Got = St[J * Lanes + I];
                   if (std::isinf(Want))
                     ASSERT_EQ(Got, Want);
                   else
                     ASSERT_NEAR(Got, Want, 1e-5 * (D + 3))
-                        << T.Name << ", " << Lanes << "x" << Keys << "x" << D;
+                        << T.Name << ", " << Lanes << "x" << Keys << "x" << D
+                        << ", mask kind " << Mask.Kind;
                   WantMax = std::max(WantMax, double(Got));
                 }
                 ASSERT_EQ(M[I], float(WantMax)) << T.Name << ", lane " << I;
@@ -234,7 +254,7 @@ TEST(AttentionLoops, ScoresIgnoreNaNInTheMaximum) {
                                            St(Keys * Lanes);
     K[3 * D] = NAN; // Key 3 is NaN for every lane.
     std::vector<float> M(Lanes, -INFINITY);
-    T.Rows->Scores(Qt.data(), D, Lanes, K.data(), D, 1, Keys, 1.f, nullptr, 0,
+    T.Rows->Scores(Qt.data(), D, Lanes, K.data(), D, 1, Keys, 1.f, {},
                    St.data(), M.data());
     float Want = -INFINITY;
     for (int64_t J = 0; J < Keys; ++J)
@@ -243,6 +263,36 @@ TEST(AttentionLoops, ScoresIgnoreNaNInTheMaximum) {
     EXPECT_TRUE(std::isnan(St[3 * Lanes])) << T.Name;
     for (int64_t I = 0; I < Lanes; ++I)
       EXPECT_EQ(M[I], Want) << T.Name;
+  }
+}
+
+TEST(AttentionLoops, ScoresLeaveOutNaNWhereTheLaneMaskDoes) {
+  // As masked_fill: a bias of -inf, or a key outside the lane's range,
+  // replaces the score, NaN too, for its lane alone.
+  for (const Table &T : tileTables()) {
+    int64_t Lanes = 2 * T.Rows->Width, D = 2, Keys = 7;
+    std::vector<float> Qt(D * Lanes, 1.f),
+        K = randoms(Keys * D, 9), Bias(Keys * Lanes, 0.f), Lo(Lanes, 0.f),
+        Hi(Lanes, 7.f);
+    K[3 * D] = NAN;
+    for (int64_t I = 0; I < Lanes; I += 2) { // Key 3 left out for even lanes.
+      Bias[3 * Lanes + I] = -INFINITY;
+      Hi[I] = 3.f;
+    }
+    using SM = ScoreMask;
+    for (SM Mask : {SM{SM::PerLane, Bias.data(), Lanes},
+                    SM{SM::Range, nullptr, 0, Lo.data(), Hi.data()}}) {
+      std::vector<float> M(Lanes, -INFINITY), St(Keys * Lanes);
+      T.Rows->Scores(Qt.data(), D, Lanes, K.data(), D, 1, Keys, 1.f, Mask,
+                     St.data(), M.data());
+      for (int64_t I = 0; I < Lanes; ++I) {
+        float Got = St[3 * Lanes + I];
+        if (I % 2 == 0)
+          EXPECT_EQ(Got, -INFINITY) << T.Name << ", lane " << I;
+        else
+          EXPECT_TRUE(std::isnan(Got)) << T.Name << ", lane " << I;
+      }
+    }
   }
 }
 
@@ -325,25 +375,42 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
     for (int64_t Rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 17, 40})
       for (int64_t Dv : {W, 2 * W, 3 * W, 5 * W})
         for (int64_t Keys : {1, 7, 64})
-          for (bool First : {true, false}) {
-            int64_t Lanes = (Rows + W - 1) / W * W, VRS = Dv + 5;
-            std::vector<float> Pt = randoms(Keys * Lanes, 12, 0.f, 1.f),
-                               V = randoms(Keys * VRS, 13),
-                               C = randoms(Lanes, 14, 0.f, 1.f),
-                               O = randoms(Rows * Dv, 15);
-            std::vector<float> Out = O;
-            T.Rows->Values(Pt.data(), Lanes, V.data(), VRS, Keys, Rows, Dv,
-                           C.data(), Out.data(), First);
-            for (int64_t I = 0; I < Rows; ++I)
-              for (int64_t E = 0; E < Dv; ++E) {
-                double Want = First ? 0 : double(C[I]) * O[I * Dv + E];
-                for (int64_t J = 0; J < Keys; ++J)
-                  Want += double(Pt[J * Lanes + I]) * V[J * VRS + E];
-                ASSERT_NEAR(Out[I * Dv + E], Want, 1e-5 * (Keys + 1))
-                    << T.Name << ", " << Rows << "x" << Dv << "x" << Keys
-                    << ", " << I << ", " << E;
+          for (bool First : {true, false})
+            for (bool Ranges : {false, true}) {
+              int64_t Lanes = (Rows + W - 1) / W * W, VRS = Dv + 5;
+              std::vector<float> Pt = randoms(Keys * Lanes, 12, 0.f, 1.f),
+                                 V = randoms(Keys * VRS, 13),
+                                 C = randoms(Lanes, 14, 0.f, 1.f),
+                                 O = randoms(Rows * Dv, 15), Lo(Lanes),
+                                 Hi(Lanes);
+              if (Ranges) {
+                // Row I keeps keys [1 + I % 3, Keys - I % 5) (some none);
+                // its weights elsewhere are 0. Key 0, which no row keeps,
+                // is NaN: skipped, it changes nothing.
+                for (int64_t I = 0; I < Lanes; ++I) {
+                  Lo[I] = float(std::min(1 + I % 3, Keys));
+                  Hi[I] = float(std::max(Keys - I % 5, int64_t(Lo[I])));
+                  for (int64_t J = 0; J < Keys; ++J)
+                    if (J < Lo[I] || J >= Hi[I])
+                      Pt[J * Lanes + I] = 0.f;
+                }
+                for (int64_t E = 0; E < Dv; ++E)
+                  V[E] = NAN;
               }
-          }
+              std::vector<float> Out = O;
+              T.Rows->Values(Pt.data(), Lanes, V.data(), VRS, Keys, Rows, Dv,
+                             C.data(), Ranges ? Lo.data() : nullptr,
+                             Ranges ? Hi.data() : nullptr, Out.data(), First);
+              for (int64_t I = 0; I < Rows; ++I)
+                for (int64_t E = 0; E < Dv; ++E) {
+                  double Want = First ? 0 : double(C[I]) * O[I * Dv + E];
+                  for (int64_t J = Ranges ? 1 : 0; J < Keys; ++J)
+                    Want += double(Pt[J * Lanes + I]) * V[J * VRS + E];
+                  ASSERT_NEAR(Out[I * Dv + E], Want, 1e-5 * (Keys + 1))
+                      << T.Name << ", " << Rows << "x" << Dv << "x" << Keys
+                      << ", " << I << ", " << E << (Ranges ? ", ranges" : "");
+                }
+            }
   }
 }
 
