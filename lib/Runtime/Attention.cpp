@@ -380,8 +380,8 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
   K.PackQueries(at(Q, B, H, I0, 0), Q.Strides[2], Q.Strides[3], Rows, P.D,
                 Lanes, T.Qt.data());
   const Tensor &KT = *P.K, &VT = *P.V;
-  // A mask the same for every query is a bias per key; one that varies by
-  // query is transposed, a block at a time, to a bias per key and lane.
+  // A mask that varies by query is each lane's range of keys, or else
+  // transposed, a block at a time, to a bias per key and lane.
   const bool PerQuery = P.Mask && P.Mask->Sizes[2] != 1;
   bool First = true;
   for (int64_t Block = 0; Block < P.Sk; Block += P.KeyBlock) {
