@@ -5,11 +5,14 @@
 //
 // Constant weights (a 2-D right operand the call marks constant, as the
 // lowering's linear layers are) may be kept in another layout, made once:
-// rows padded by 64 bytes (oneDNN 2.6's AVX2 sgemm packs a [768, 3072]
+// dense rows, where the buffer is not (a linear layer's [N, K] weight comes
+// as its transposed view, so that the model's copy is the only one unless a
+// layout is faster: oneDNN 2.6 reads the view at half speed), rows padded by
+// 64 bytes (oneDNN 2.6's AVX2 sgemm packs a [768, 3072]
 // weight, whose rows are 12 KiB apart and so fall in one L1 set, at half its
 // speed: 4.8 against 2.8 ms for [128, 768] @ [768, 3072] on a Zen 5), or the
 // layout oneDNN prefers for it (format_tag::any; its AVX-512 brgemm's
-// blocked weights). Which of the three is fastest depends on the CPU and the
+// blocked weights). Which is fastest depends on the CPU and the
 // shape (padding slows AVX-512's brgemm at 128 rows and speeds it at 1024),
 // so it is timed on the first call of each shape, on the call's data, and
 // kept for the shape; the weights in it are kept by their identity, as
@@ -53,6 +56,8 @@ std::map<std::string, MatmulWeights> &chosenLocked() {
 
 const char *layoutName(MatmulWeights W) {
   switch (W) {
+  case MatmulWeights::Dense:
+    return "dense rows";
   case MatmulWeights::Padded:
     return "rows padded by 64 bytes";
   case MatmulWeights::OneDNN:
@@ -63,7 +68,8 @@ const char *layoutName(MatmulWeights W) {
 }
 
 /// A primitive for Out = A @ B with B in layout W; null where W is not one
-/// for B (padding a 3-D operand, oneDNN's layout where it is the buffer's).
+/// for B (dense rows or padding for a 3-D operand, dense rows where the
+/// buffer has them, oneDNN's layout where it is the buffer's).
 std::shared_ptr<MatmulEntry> makeMatmul(const Tensor &Out, const Tensor &A,
                                         const Tensor &B, MatmulWeights W) {
   auto E = std::make_shared<MatmulEntry>();
@@ -72,7 +78,11 @@ std::shared_ptr<MatmulEntry> makeMatmul(const Tensor &Out, const Tensor &A,
   E->C = descOf(Out);
   memory::desc Want = E->B;
   int64_t K = B.Sizes[0], N = B.Sizes.back();
-  if (W == MatmulWeights::Padded) {
+  if (W == MatmulWeights::Dense) {
+    if (B.Sizes.size() != 2 || (B.Strides[1] == 1 && B.Strides[0] == N))
+      return nullptr;
+    Want = memory::desc({K, N}, memory::data_type::f32, {N, 1});
+  } else if (W == MatmulWeights::Padded) {
     if (B.Sizes.size() != 2)
       return nullptr;
     Want = memory::desc({K, N}, memory::data_type::f32, {N + 16, 1});
@@ -179,8 +189,8 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
         std::ostringstream Timing;
         Timing.precision(3);
         Timing << " [timed: the buffer's " << Best * 1e3 << " ms";
-        for (MatmulWeights Other :
-             {MatmulWeights::Padded, MatmulWeights::OneDNN}) {
+        for (MatmulWeights Other : {MatmulWeights::Dense, MatmulWeights::Padded,
+                                    MatmulWeights::OneDNN}) {
           std::shared_ptr<MatmulEntry> O;
           try {
             O = makeMatmul(Out, A, B, Other);

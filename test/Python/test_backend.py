@@ -4,6 +4,7 @@ inputs, sizes of 1 and 0), regions and the partition, attention with masks,
 and what is not covered (a report entry, never an exception)."""
 import math
 import operator
+import re
 
 import pytest
 import torch
@@ -148,6 +149,18 @@ def test_layer_norm_that_amplifies_rounding_stays_on_nncjit():
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear(shape, bias):
     run(torch.nn.Linear(16, 8, bias=bias).eval(), torch.randn(*shape))
+
+
+@pytest.mark.parametrize("graph", ["symbolic", "aten"])
+def test_linear_weights_are_bound_as_the_models_transposed_view(graph):
+    # No copy of the weights but the runtime's, where a layout of its own is
+    # faster: the kernel takes the [16, 8] view of the [8, 16] weight.
+    module = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(5, 16)
+    opt = run(module, x) if graph == "symbolic" else run_aten(module, x)
+    kernel = next(r.kernel for r in opt.report if r.kernel)
+    weights = re.search(r"nnc_aten_matmul\(buf_args=\{\w+, (\w+)\}", kernel).group(1)
+    assert re.search(r"in %s: f32\[16, 8\] strides \[1ll, 16ll\]" % weights, kernel), kernel
 
 
 @pytest.mark.parametrize("a,b", [((4, 6), (6, 3)), ((2, 4, 6), (2, 6, 3)),

@@ -3,6 +3,7 @@ nnc-jit does not take, and export round-tripping through the nnc-jit tool."""
 import copy
 import json
 import os
+import re
 import subprocess
 import warnings
 
@@ -250,6 +251,10 @@ def test_linear_layer_on_a_batch_of_rows(shape):
     ops = [r for r in fast.report if r.ops == ["aten::linear"]]
     assert len(ops) == 2 and all(r.on_nncjit and not r.reason for r in ops), fast.summary()
     assert shape[0] == 0 or all(r.kernel for r in ops)
+    # The weights as the model's [K, N] view: no copy but the runtime's.
+    for r in ops if shape[0] else []:
+        assert re.search(r"in weight_t: f32\[\d+, \d+\] strides \[1ll, \d+ll\]", r.kernel), \
+            r.kernel
 
 
 class Bottleneck(torch.nn.Module):

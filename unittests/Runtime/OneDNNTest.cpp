@@ -362,26 +362,37 @@ TEST(OneDNNMatmul, MatchesTheReference) {
 }
 
 // Constant weights in each layout the runtime may keep them in, and the
-// timed choice, with its note.
+// timed choice, with its note; dense or transposed (a linear layer's [N, K]
+// weight as its [K, N] view), as the lowering binds them.
 TEST(OneDNNMatmul, ConstantWeightsInEveryLayoutMatchTheReference) {
   std::mt19937 R(10);
   struct Shape {
     std::vector<int64_t> A, B, C;
+    bool Transposed;
   };
   bool Was = recordRuntimeNotes(true);
   takeRuntimeNotes();
   for (const Shape &S :
-       {Shape{{1, 7}, {7, 5}, {1, 5}}, Shape{{13, 17}, {17, 11}, {13, 11}},
-        Shape{{64, 256}, {256, 512}, {64, 512}},
-        Shape{{3, 4, 5}, {3, 5, 6}, {3, 4, 6}}}) {
+       {Shape{{1, 7}, {7, 5}, {1, 5}, false},
+        Shape{{13, 17}, {17, 11}, {13, 11}, false},
+        Shape{{13, 17}, {17, 11}, {13, 11}, true},
+        Shape{{64, 256}, {256, 512}, {64, 512}, false},
+        Shape{{64, 256}, {256, 512}, {64, 512}, true},
+        Shape{{3, 4, 5}, {3, 5, 6}, {3, 4, 6}, false}}) {
     HostBuffer A = make(S.A, false, R), B = make(S.B, false, R);
+    if (S.Transposed) {
+      B = HostBuffer(DType::F32, S.B, {1, S.B[0]});
+      std::uniform_real_distribution<float> U(-1.f, 1.f);
+      B.forEachOffset([&](int64_t Off) { B.setDouble(Off, U(R)); });
+    }
     HostBuffer Want = make(S.C, false, R);
     ASSERT_EQ(runReferenceExternal(ExternalFunc::Matmul, ref(Want),
                                    {ref(A), ref(B)}, {}, {}),
               "");
     for (onednn::MatmulWeights W :
-         {onednn::MatmulWeights::Plain, onednn::MatmulWeights::Padded,
-          onednn::MatmulWeights::OneDNN, onednn::MatmulWeights::Auto}) {
+         {onednn::MatmulWeights::Plain, onednn::MatmulWeights::Dense,
+          onednn::MatmulWeights::Padded, onednn::MatmulWeights::OneDNN,
+          onednn::MatmulWeights::Auto}) {
       HostBuffer Got = make(S.C, false, R);
       std::string Err;
       // Twice: the second call runs the kept weights.
@@ -396,13 +407,18 @@ TEST(OneDNNMatmul, ConstantWeightsInEveryLayoutMatchTheReference) {
   }
   std::vector<RuntimeNote> Notes = takeRuntimeNotes();
   recordRuntimeNotes(Was);
-  bool Timed = false;
+  // Two timed choices of [64, 256] @ [256, 512]: dense rows are a candidate
+  // of the transposed weights alone.
+  int Timed = 0, DenseTimed = 0;
   for (const RuntimeNote &N : Notes)
     if (N.Text.find("matmul [64, 256] @ [256, 512] -> [64, 512], weights in ") == 0 &&
         N.Text.find("[timed: the buffer's ") != std::string::npos &&
-        N.Text.find(", rows padded by 64 bytes ") != std::string::npos)
-      Timed = true;
-  EXPECT_TRUE(Timed) << "no note of the timed choice";
+        N.Text.find(", rows padded by 64 bytes ") != std::string::npos) {
+      ++Timed;
+      DenseTimed += N.Text.find(", dense rows ") != std::string::npos;
+    }
+  EXPECT_EQ(Timed, 2) << "no note of each timed choice";
+  EXPECT_EQ(DenseTimed, 1) << "dense rows timed for weights that have them";
 }
 
 } // namespace

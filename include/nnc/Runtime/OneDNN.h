@@ -55,10 +55,11 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                const std::vector<const float *> &Others, std::string &Err);
 
 /// How a matmul holds a constant 2-D right operand (weights): in its own
-/// buffer, in a copy whose rows are padded by 64 bytes, or in the layout
-/// oneDNN prefers for the shape. Auto times them on the first call of each
-/// shape and keeps the fastest.
-enum class MatmulWeights { Auto, Plain, Padded, OneDNN };
+/// buffer, in a copy with dense rows (where the buffer's are not: a
+/// transposed view), in a copy whose rows are padded by 64 bytes, or in the
+/// layout oneDNN prefers for the shape. Auto times them on the first call of
+/// each shape and keeps the fastest.
+enum class MatmulWeights { Auto, Plain, Dense, Padded, OneDNN };
 
 /// Out = A @ B for 2-D or batched 3-D tensors. ConstantB: B holds the same
 /// values at every call with its address (weights), so a 2-D B may be kept

@@ -580,16 +580,15 @@ class KernelWriter:
         self.stats[op] = (a, b)
 
     def matrix_product(self, op):
-        """linear or matmul as nnc_aten_matmul on contiguous operands, whose
-        result, [rows, n] or [batch, m, n], the consumers read (plus a
-        linear layer's bias)."""
+        """linear or matmul as nnc_aten_matmul on contiguous operands, or
+        constant weights transposed (a view), whose result, [rows, n] or
+        [batch, m, n], the consumers read (plus a linear layer's bias)."""
         x, y = op.inputs[:2]
         bias = op.inputs[2] if len(op.inputs) > 2 else None
         if op.kind == "linear":
-            # The weight [n, k] is bound transposed, [k, n], once.
-            wt = op.inputs[1].constant.t().contiguous()
+            # The weight [n, k] as its transposed view, [k, n].
+            wt = op.inputs[1].constant.t()
             y = Value(op.output.name + "_wt", wt.shape, wt.stride(), wt.dtype, constant=wt)
-            self.buffers[y] = self.constant(wt, "w")
         if len(y.shape) > 2:
             batch = _numel(x.shape[:-2])
             a_shape = (batch,) + tuple(x.shape[-2:])
@@ -600,7 +599,15 @@ class KernelWriter:
             b_shape = tuple(y.shape)
             c_shape = (a_shape[0], y.shape[-1])
         a = self.operand(x, a_shape)
-        b = self.operand(y, b_shape)
+        if y.constant is not None and len(b_shape) == 2 and tuple(y.shape) == b_shape and \
+                tuple(y.stride) == (1, b_shape[0]):
+            # Weights transposed, as make_fx traces a linear layer (t of its
+            # weight) too: bound as they are, the model's copy is the only
+            # one unless the runtime finds a layout of its own faster
+            # (docs/Runtime.md).
+            b = self.buffers.get(y) or self.constant(y.constant, "w")
+        else:
+            b = self.operand(y, b_shape)
         c = self.allocate("mm", c_shape)
         # args={1}: a constant right operand (weights), which the runtime
         # may keep in a faster layout (docs/Runtime.md).

@@ -211,9 +211,10 @@ class _OpKernel:
             if x.dim() != 2:
                 raise _Unsupported("a linear layer on a rank %d input" % x.dim())
             (m, _), (n, _) = x.shape, w.shape
-            # Row-major [K, N]: oneDNN's matmul reads it 2x faster than the
-            # transposed view (one copy, made once).
-            wt = w.t().contiguous()
+            # [K, N] as the transposed view: the runtime keeps a copy in
+            # a faster layout where one is (docs/Runtime.md), so that the
+            # model's is otherwise the only one.
+            wt = w.t()
             params.append(_decl("out", "y", x.dtype, [m, n], [n, 1]))
             ps, constants = _bound_params([("weight_t", wt), ("bias", b)])
             body = "  y = nnc_aten_matmul(buf_args={x, weight_t}, args={1ll})\n"
