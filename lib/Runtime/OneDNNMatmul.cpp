@@ -5,15 +5,15 @@
 //
 // Constant weights (a 2-D right operand the call marks constant, as the
 // lowering's linear layers are) may be kept in another layout, made once:
-// dense rows, where the buffer is not (a linear layer's [N, K] weight comes
-// as its transposed view, so that the model's copy is the only one unless a
-// layout is faster: oneDNN 2.6 reads the view at half speed), rows padded by
-// 64 bytes (oneDNN 2.6's AVX2 sgemm packs a [768, 3072]
-// weight, whose rows are 12 KiB apart and so fall in one L1 set, at half its
-// speed: 4.8 against 2.8 ms for [128, 768] @ [768, 3072] on a Zen 5), or the
-// layout oneDNN prefers for it (format_tag::any; its AVX-512 brgemm's
-// blocked weights). Which is fastest depends on the CPU and the
-// shape (padding slows AVX-512's brgemm at 128 rows and speeds it at 1024),
+// dense rows, where the buffer's are not (a linear layer's [N, K] weight
+// comes as its transposed view, so that the model's copy is the only one
+// unless a layout of the runtime's is faster), rows padded by 64 bytes
+// (oneDNN 2.6's AVX2 sgemm packs a [768, 3072] weight, whose rows are 12 KiB
+// apart and so fall in one L1 set, at half its speed: 4.8 against 2.8 ms for
+// [128, 768] @ [768, 3072] on a Zen 5), or the layout oneDNN prefers for it
+// (format_tag::any; its AVX-512 brgemm's blocked weights). Which is fastest
+// depends on the CPU and the shape (padding slows AVX-512's brgemm at 128
+// rows and speeds it at 1024),
 // so it is timed on the first call of each shape, on the call's data, and
 // kept for the shape; the weights in it are kept by their identity, as
 // convolutions' are.
