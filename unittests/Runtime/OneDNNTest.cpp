@@ -28,13 +28,20 @@ std::vector<int64_t> channelsLast(const std::vector<int64_t> &S) {
   return {S[1] * S[2] * S[3], 1, S[3] * S[1], S[1]};
 }
 
-HostBuffer make(std::vector<int64_t> Sizes, bool ChannelsLast,
+/// A float buffer of Sizes and Strides, uniform in [-1, 1).
+HostBuffer make(std::vector<int64_t> Sizes, std::vector<int64_t> Strides,
                 std::mt19937 &R) {
-  HostBuffer B(DType::F32, Sizes,
-               ChannelsLast ? channelsLast(Sizes) : rowMajor(Sizes));
+  HostBuffer B(DType::F32, std::move(Sizes), std::move(Strides));
   std::uniform_real_distribution<float> U(-1.f, 1.f);
   B.forEachOffset([&](int64_t Off) { B.setDouble(Off, U(R)); });
   return B;
+}
+
+HostBuffer make(std::vector<int64_t> Sizes, bool ChannelsLast,
+                std::mt19937 &R) {
+  std::vector<int64_t> Strides =
+      ChannelsLast ? channelsLast(Sizes) : rowMajor(Sizes);
+  return make(std::move(Sizes), std::move(Strides), R);
 }
 
 onednn::Tensor tensor(HostBuffer &B) {
@@ -379,12 +386,8 @@ TEST(OneDNNMatmul, ConstantWeightsInEveryLayoutMatchTheReference) {
         Shape{{64, 256}, {256, 512}, {64, 512}, false},
         Shape{{64, 256}, {256, 512}, {64, 512}, true},
         Shape{{3, 4, 5}, {3, 5, 6}, {3, 4, 6}, false}}) {
-    HostBuffer A = make(S.A, false, R), B = make(S.B, false, R);
-    if (S.Transposed) {
-      B = HostBuffer(DType::F32, S.B, {1, S.B[0]});
-      std::uniform_real_distribution<float> U(-1.f, 1.f);
-      B.forEachOffset([&](int64_t Off) { B.setDouble(Off, U(R)); });
-    }
+    HostBuffer A = make(S.A, false, R);
+    HostBuffer B = S.Transposed ? make(S.B, {1, S.B[0]}, R) : make(S.B, false, R);
     HostBuffer Want = make(S.C, false, R);
     ASSERT_EQ(runReferenceExternal(ExternalFunc::Matmul, ref(Want),
                                    {ref(A), ref(B)}, {}, {}),
