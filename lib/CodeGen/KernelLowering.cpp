@@ -157,7 +157,8 @@ std::string traceName(const Stmt &S) {
     What = E->Func;
   else if (auto *P = dyn_cast<ParallelCall>(S)) {
     auto *Loop = dyn_cast<For>(cast<Block>(P->Task->Body)->Stmts.at(0));
-    What = "parallel for " + (Loop ? Loop->Var : P->Task->Name);
+    What = (P->serial() ? "for " : "parallel for ") +
+           (Loop ? Loop->Var : P->Task->Name);
   } else if (auto *St = dyn_cast<Store>(S)) {
     What = "store " + St->Buf->Name;
   } else if (auto *A = dyn_cast<Allocate>(S)) {

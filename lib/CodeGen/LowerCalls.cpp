@@ -179,7 +179,12 @@ void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
       runtimeFn("nnc_parallel_for", B.getInt32Ty(), {P, I64, I64, I64, P});
   Value *Start = lower(Op->Start), *Stop = lower(Op->Stop);
   Value *Status;
-  if (Opts.Trace || getConstInt(Op->Grain)) {
+  if (Op->serial()) {
+    // One range, on this thread: the task's body itself (never inlined).
+    std::vector<Value *> Args = {Start, Stop};
+    Args.insert(Args.end(), Captures.begin(), Captures.end());
+    Status = B.CreateCall(TaskBodies.at(Op->Task.get()), Args);
+  } else if (Opts.Trace || getConstInt(Op->Grain)) {
     Value *Env = MakeEnv();
     Status = B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
   } else {

@@ -572,6 +572,11 @@ Stmt ParallelCall::make(std::shared_ptr<const Kernel> Task, Expr Start,
                                         std::move(Args), L);
 }
 
+bool ParallelCall::serial() const {
+  auto G = getConstInt(Grain);
+  return G && *G == kSerialGrain;
+}
+
 const Param *Kernel::findParam(std::string_view N) const {
   for (const Param &P : Params)
     if (P.Name == N)

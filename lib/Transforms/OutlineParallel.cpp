@@ -14,6 +14,15 @@
 // Parallel loops inside a task are outlined too (they run serially when
 // called from a running parallel region).
 //
+// A kernel left with more than kMaxInlineNests top-level loop nests that are
+// not parallel (a whole model's region, or any kernel compiled for one
+// thread) has each of them outlined as a serial task: a ParallelCall of
+// grain kSerialGrain, which code generation calls directly. LLVM's time on a
+// function grows faster than its size (scalar evolution and the scheduler
+// walk what comes before), so many small functions compile several times
+// faster than one huge one (docs/performance.md: vit_b_16's region at one
+// thread, 9.6 s against 2.6 s).
+//
 // Before:
 //   for (int64_t i = 0ll; i < N; i++) /* parallel */ {
 //     y[i] = x[i] * s;
@@ -135,8 +144,42 @@ protected:
     return IRMutator::mutateLet(Op, S);
   }
 
+public:
+  /// Body with its top-level loop nests (in it and in the blocks it holds)
+  /// as serial tasks, where there are more than kMaxInlineNests; called
+  /// after mutate.
+  Stmt outlineSerialNests(const Stmt &Body) {
+    return countNests(Body) > kMaxInlineNests ? serialNests(Body) : Body;
+  }
+
 private:
-  Stmt outline(const For &F) {
+  /// Top-level loop nests a kernel keeps in its own function, at most: few
+  /// enough that tiny kernels are not touched.
+  static constexpr int kMaxInlineNests = 8;
+
+  static int countNests(const Stmt &S) {
+    if (auto *B = dyn_cast<Block>(S)) {
+      int N = 0;
+      for (const Stmt &C : B->Stmts)
+        N += countNests(C);
+      return N;
+    }
+    return isa<For>(S) ? 1 : 0;
+  }
+
+  Stmt serialNests(const Stmt &S) {
+    if (auto *B = dyn_cast<Block>(S)) {
+      std::vector<Stmt> Stmts;
+      for (const Stmt &C : B->Stmts)
+        Stmts.push_back(serialNests(C));
+      return Block::make(std::move(Stmts), B->Loc);
+    }
+    if (auto *F = dyn_cast<For>(S))
+      return outline(*F, /*Serial=*/true);
+    return S;
+  }
+
+  Stmt outline(const For &F, bool Serial = false) {
     Closure C;
     C.bind(F.Var);
     C.visit(F.Body);
@@ -160,7 +203,7 @@ private:
     };
 
     auto Task = std::make_shared<Kernel>();
-    Task->Name = K.Name + "_par" + std::to_string(Count++);
+    Task->Name = K.Name + (Serial ? "_seq" : "_par") + std::to_string(Count++);
     Task->IsTask = true;
     Task->Loc = F.Loc;
     std::string Begin = Fresh("begin"), End = Fresh("end");
@@ -180,18 +223,21 @@ private:
       Expr V = Var::make(DType::I64, N, F.Loc);
       return F.VarType == DType::I64 ? V : Cast::make(F.VarType, V, F.Loc);
     };
-    LoopOptions Serial = F.Options;
-    Serial.Parallel = false;
+    LoopOptions InTask = F.Options;
+    InTask.Parallel = false;
     Task->Body = Block::make({For::make(F.Var, F.VarType, AsVar(Begin),
-                                        AsVar(End), F.Body, Serial, F.Loc)},
+                                        AsVar(End), F.Body, InTask, F.Loc)},
                              F.Loc);
     // Each range gets at least the grain of innermost iterations, counted
     // when the kernel runs if the inner trip counts are symbolic.
     auto I64 = [](const Expr &E) {
       return E->Type == DType::I64 ? E : Cast::make(DType::I64, E, E->Loc);
     };
-    return ParallelCall::make(Task, I64(F.Start), I64(F.Stop),
-                              grainExpr(F, Opts.Grain), std::move(Args), F.Loc);
+    Expr Grain = Serial ? IntImm::make(DType::I64, ParallelCall::kSerialGrain,
+                                       F.Loc)
+                        : grainExpr(F, Opts.Grain);
+    return ParallelCall::make(Task, I64(F.Start), I64(F.Stop), Grain,
+                              std::move(Args), F.Loc);
   }
 
   Kernel &K;
@@ -204,8 +250,10 @@ private:
 
 bool outlineParallelLoops(Kernel &K, const PassOptions &Opts,
                           PassDiagnostics &) {
-  if (K.Body)
-    K.Body = Outliner(K, Opts).mutate(K.Body);
+  if (K.Body) {
+    Outliner O(K, Opts);
+    K.Body = O.outlineSerialNests(O.mutate(K.Body));
+  }
   return true;
 }
 

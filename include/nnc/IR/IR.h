@@ -19,6 +19,7 @@
 #include "nnc/Support/SourceLoc.h"
 
 #include <cassert>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -607,9 +608,13 @@ struct TaskArg {
 /// task T over [S, E) split into ranges of at least G iterations, possibly
 /// concurrently; T(begin, end, args...) runs the iterations in [begin, end).
 /// Made by the outline-parallel pass from a parallel loop; the arguments are
-/// the buffers and values the loop body uses (its closure).
+/// the buffers and values the loop body uses (its closure). A grain of
+/// kSerialGrain (INT64_MAX) never splits the range: the pass's serial tasks,
+/// loop nests of a large kernel outlined so that LLVM optimizes many small
+/// functions instead of one huge one, which code generation calls directly.
 class ParallelCall final : public StmtNode {
 public:
+  static constexpr int64_t kSerialGrain = INT64_MAX;
   const std::shared_ptr<const Kernel> Task;
   const Expr Start, Stop, Grain;
   const std::vector<TaskArg> Args;
@@ -620,6 +625,8 @@ public:
         Args(std::move(Ar)) {}
   static Stmt make(std::shared_ptr<const Kernel> Task, Expr Start, Expr Stop,
                    Expr Grain, std::vector<TaskArg> Args, SourceLoc L = {});
+  /// Whether the grain is kSerialGrain: T runs once, over [S, E).
+  bool serial() const;
   static bool classof(const StmtNode *S) {
     return S->Kind == StmtKind::ParallelCall;
   }
