@@ -131,6 +131,13 @@ public:
         Types[P.Name] = P.Type;
   }
 
+  /// Body with its top-level loop nests (in it and in the blocks it holds)
+  /// as serial tasks, where there are more than kMaxInlineNests; called
+  /// after mutate.
+  Stmt outlineSerialNests(const Stmt &Body) {
+    return countNests(Body) > kMaxInlineNests ? serialNests(Body) : Body;
+  }
+
 protected:
   Stmt mutateFor(const For *Op, const Stmt &S) override {
     Types[Op->Var] = Op->VarType;
@@ -142,14 +149,6 @@ protected:
   Stmt mutateLet(const Let *Op, const Stmt &S) override {
     Types[Op->Name] = Op->Type;
     return IRMutator::mutateLet(Op, S);
-  }
-
-public:
-  /// Body with its top-level loop nests (in it and in the blocks it holds)
-  /// as serial tasks, where there are more than kMaxInlineNests; called
-  /// after mutate.
-  Stmt outlineSerialNests(const Stmt &Body) {
-    return countNests(Body) > kMaxInlineNests ? serialNests(Body) : Body;
   }
 
 private:
