@@ -178,15 +178,21 @@ void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
   FunctionCallee Run =
       runtimeFn("nnc_parallel_for", B.getInt32Ty(), {P, I64, I64, I64, P});
   Value *Start = lower(Op->Start), *Stop = lower(Op->Stop);
-  Value *Status;
-  if (Op->serial()) {
-    // One range, on this thread: the task's body itself (never inlined).
+  // The task's body itself (never inlined), on this thread, with the
+  // captures as arguments: no environment and no runtime call.
+  auto CallBody = [&]() -> Value * {
     std::vector<Value *> Args = {Start, Stop};
     Args.insert(Args.end(), Captures.begin(), Captures.end());
-    Status = B.CreateCall(TaskBodies.at(Op->Task.get()), Args);
+    return B.CreateCall(TaskBodies.at(Op->Task.get()), Args);
+  };
+  auto CallRuntime = [&]() -> Value * {
+    return B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), MakeEnv()});
+  };
+  Value *Status;
+  if (Op->serial()) {
+    Status = CallBody(); // One range, never split.
   } else if (Opts.Trace || getConstInt(Op->Grain)) {
-    Value *Env = MakeEnv();
-    Status = B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
+    Status = CallRuntime();
   } else {
     // A grain known only now: a range under two grains runs here, without
     // the runtime's call (nnc_parallel_for would run it serially too; with
@@ -210,20 +216,7 @@ void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
     Value *Small =
         B.CreateAnd(B.CreateICmpSLT(Start, Stop),
                     B.CreateAnd(B.CreateICmpSGT(N, B.getInt64(0)), Under));
-    Status = branch(
-        Small,
-        [&]() -> Value * {
-          // The task's body itself, with the captures as arguments: no
-          // environment on the way to a small kernel.
-          std::vector<Value *> Args = {Start, Stop};
-          Args.insert(Args.end(), Captures.begin(), Captures.end());
-          return B.CreateCall(TaskBodies.at(Op->Task.get()), Args);
-        },
-        [&]() -> Value * {
-          Value *Env = MakeEnv();
-          return B.CreateCall(Run, {Task, Start, Stop, lower(Op->Grain), Env});
-        },
-        "task");
+    Status = branch(Small, CallBody, CallRuntime, "task");
   }
   // A task's status is already an error site of this module: pass it on.
   Function *F = B.GetInsertBlock()->getParent();
