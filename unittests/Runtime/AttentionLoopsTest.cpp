@@ -374,9 +374,11 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
     int64_t W = T.Rows->Width;
     for (int64_t Rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 17, 40})
       for (int64_t Dv : {W, 2 * W, 3 * W, 5 * W})
-        for (int64_t Keys : {1, 7, 64})
+        // Past 128 keys the loop takes them in chunks (ValueKeys).
+        for (int64_t Keys : {0, 1, 7, 64, 129, 300})
           for (bool First : {true, false})
-            for (bool Ranges : {false, true}) {
+            for (int RangeKind : {0, 1, 2}) {
+              const bool Ranges = RangeKind != 0;
               int64_t Lanes = (Rows + W - 1) / W * W, VRS = Dv + 5;
               std::vector<float> Pt = randoms(Keys * Lanes, 12, 0.f, 1.f),
                                  V = randoms(Keys * VRS, 13),
@@ -384,17 +386,19 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
                                  O = randoms(Rows * Dv, 15), Lo(Lanes),
                                  Hi(Lanes);
               if (Ranges) {
-                // Row I keeps keys [1 + I % 3, Keys - I % 5) (some none);
-                // its weights elsewhere are 0. Key 0, which no row keeps,
-                // is NaN: skipped, it changes nothing.
+                // Row I keeps keys [1 + I % 3, Keys - I % 5) (some none),
+                // or from the second half of the keys (RangeKind 2: none
+                // in the first chunk); its weights elsewhere are 0. Key 0,
+                // which no row keeps, is NaN: skipped, it changes nothing.
+                const int64_t From = RangeKind == 1 ? 1 : Keys / 2 + 1;
                 for (int64_t I = 0; I < Lanes; ++I) {
-                  Lo[I] = float(std::min(1 + I % 3, Keys));
+                  Lo[I] = float(std::min(From + I % 3, Keys));
                   Hi[I] = float(std::max(Keys - I % 5, int64_t(Lo[I])));
                   for (int64_t J = 0; J < Keys; ++J)
                     if (J < Lo[I] || J >= Hi[I])
                       Pt[J * Lanes + I] = 0.f;
                 }
-                for (int64_t E = 0; E < Dv; ++E)
+                for (int64_t E = 0; E < Dv && Keys > 0; ++E)
                   V[E] = NAN;
               }
               std::vector<float> Out = O;
