@@ -27,6 +27,7 @@ constexpr float Low = -160.f;
 // fit; 6 by 4 left a tail of 2 rows that cost 1.3% of a call).
 constexpr int ScoreVecs = 4, ScoreKeys = 6;
 constexpr int ValueRows = 8, ValueVecs = 2;
+constexpr int FoldVecs = 4;
 
 inline Vec load(const float *P) { return _mm512_loadu_ps(P); }
 inline void store(float *P, Vec A) { _mm512_storeu_ps(P, A); }
@@ -50,6 +51,8 @@ inline Vec roundNearest(Vec A) {
 }
 /// vscalefps: P * 2^N, which underflows to 0 for N at Low.
 inline Vec scaleExp2(Vec P, Vec N, Vec) { return _mm512_scalef_ps(P, N); }
+/// vscalefps takes N as it is: unclamped, -inf would make P NaN.
+inline Vec clampExp2(Vec Y) { return max(splat(Low), Y); }
 inline float reduceMax(Vec A) { return _mm512_reduce_max_ps(A); }
 inline float reduceAdd(Vec A) { return _mm512_reduce_add_ps(A); }
 
