@@ -9,13 +9,16 @@
 //  - nnc_aten_attention on [1, 12, 512, 64] (BERT-base's heads at seq 512)
 //    against its floor: the same sgemm calls on the same tiles alone (the
 //    scores' and the values' products of 128-row blocks over 512 keys),
-//    at 1 and 2 threads; and with a causal mask.
+//    at 1 and 2 threads; and with a causal mask;
+//  - each of the call's tile loops alone on one task's tile, in cache, per
+//    ISA, against the fma peak of one core (BM_AttentionLoop, BM_FmaPeak).
 //
 //   build/bin/nnc-bench-onednn --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true
 //       --benchmark_report_aggregates_only=true
 //
 //===----------------------------------------------------------------------===//
+#include "AttentionLoops.h"
 #include "BenchUtil.h"
 #include "nnc/Runtime/OneDNN.h"
 #include "nnc/Runtime/Runtime.h"
@@ -170,8 +173,108 @@ void BM_AttentionProducts(benchmark::State &S) {
       bench::die("sgemm failed");
 }
 
+/// The tile loops of an ISA (0: AVX2, 1: AVX-512), or null (and S skipped)
+/// where the CPU lacks it.
+const onednn::detail::AttentionLoops *tileLoops(benchmark::State &S,
+                                                int64_t ISA) {
+  if (ISA ? !__builtin_cpu_supports("x86-64-v4")
+          : !__builtin_cpu_supports("x86-64-v3")) {
+    S.SkipWithError("the CPU lacks this ISA");
+    return nullptr;
+  }
+  return ISA ? &onednn::detail::AttentionLoopsAVX512
+             : &onednn::detail::AttentionLoopsAVX2;
+}
+
+/// One tile loop of nnc_aten_attention alone, on a task's tile as
+/// BM_Attention makes it (128 queries, 512 keys, width 64), its operands in
+/// cache, one thread. Arguments: the loop (0: Scores, 1: Fold, 2: Values)
+/// and the ISA (0: AVX2, 1: AVX-512). The products report FLOPS, to set
+/// beside BM_FmaPeak.
+void BM_AttentionLoop(benchmark::State &S) {
+  const onednn::detail::AttentionLoops *L = tileLoops(S, S.range(1));
+  if (!L)
+    return;
+  const int64_t Lanes = 128, Keys = 512, D = 64;
+  std::vector<float> Q(Lanes * D), K(Keys * D), V(Keys * D), Qt(Lanes * D),
+      St(Lanes * Keys), O(Lanes * D), M(Lanes), L2(Lanes), C(Lanes);
+  for (size_t I = 0; I < Q.size(); ++I)
+    Q[I] = K[I] = V[I] = static_cast<float>(I % 17) / 17.f - 0.5f;
+  for (size_t I = 0; I < St.size(); ++I)
+    St[I] = -static_cast<float>(I % 101) / 10.f;
+  // Folded again and again, scores at most 10 below the maximum 10 stay
+  // finite and normal (about e^-10).
+  std::vector<float> Max(Lanes, 10.f);
+  L->PackQueries(Q.data(), D, 1, Lanes, D, Lanes, Qt.data());
+  const onednn::detail::ScoreMask None;
+  for (auto _ : S) {
+    switch (S.range(0)) {
+    case 0:
+      L->Scores(Qt.data(), D, Lanes, K.data(), D, 1, Keys, 0.125f, None,
+                St.data(), Max.data());
+      break;
+    case 1:
+      L->Fold(St.data(), Lanes, Keys, Max.data(), M.data(), L2.data(),
+              C.data(), true);
+      break;
+    default:
+      L->Values(St.data(), Lanes, V.data(), D, Keys, Lanes, D, C.data(),
+                nullptr, nullptr, O.data(), true);
+    }
+    benchmark::ClobberMemory();
+  }
+  if (S.range(0) != 1)
+    S.counters["FLOPS"] = benchmark::Counter(
+        2.0 * Lanes * Keys * D, benchmark::Counter::kIsIterationInvariantRate,
+        benchmark::Counter::kIs1000);
+}
+
+/// One core's f32 fma peak: 12 independent chains of vfmadd231ps on ymm
+/// (ISA 0) or zmm (ISA 1) registers, enough to cover the latency on every
+/// CPU so far (4 cycles, 2 a cycle).
+void BM_FmaPeak(benchmark::State &S) {
+  if (!tileLoops(S, S.range(0)))
+    return;
+  const int64_t Steps = 1 << 20;
+  for (auto _ : S) {
+    int64_t N = Steps;
+#define NNC_FMAS(R)                                                            \
+  "vfmadd231ps %%" R "14, %%" R "15, %%" R "0\n vfmadd231ps %%" R "14, %%" R    \
+  "15, %%" R "1\n vfmadd231ps %%" R "14, %%" R "15, %%" R "2\n vfmadd231ps %%"   \
+  R "14, %%" R "15, %%" R "3\n vfmadd231ps %%" R "14, %%" R "15, %%" R          \
+  "4\n vfmadd231ps %%" R "14, %%" R "15, %%" R "5\n vfmadd231ps %%" R "14, %%"   \
+  R "15, %%" R "6\n vfmadd231ps %%" R "14, %%" R "15, %%" R "7\n vfmadd231ps %%" \
+  R "14, %%" R "15, %%" R "8\n vfmadd231ps %%" R "14, %%" R "15, %%" R          \
+  "9\n vfmadd231ps %%" R "14, %%" R "15, %%" R "10\n vfmadd231ps %%" R          \
+  "14, %%" R "15, %%" R "11\n dec %0\n jnz 1b\n"
+    if (S.range(0))
+      asm volatile("1:\n" NNC_FMAS("zmm")
+                   : "+r"(N)
+                   :
+                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+                     "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "cc");
+    else
+      asm volatile("1:\n" NNC_FMAS("ymm")
+                   : "+r"(N)
+                   :
+                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+                     "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "cc");
+#undef NNC_FMAS
+  }
+  const double Lanes = S.range(0) ? 16 : 8;
+  S.counters["FLOPS"] = benchmark::Counter(
+      12 * 2 * Lanes * Steps, benchmark::Counter::kIsIterationInvariantRate,
+      benchmark::Counter::kIs1000);
+}
+
 } // namespace
 
+BENCHMARK(BM_AttentionLoop)
+    ->ArgNames({"loop", "avx512"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_FmaPeak)->ArgName("avx512")->Arg(0)->Arg(1)->UseRealTime();
 BENCHMARK(BM_Attention)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_AttentionCausal)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_AttentionProducts)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
