@@ -10,11 +10,12 @@ interleaved round by round (docs/performance.md, "Fused attention").
 
 Also prints the bytes each variant moves through memory by the model in
 the table's notes: the separate ops write the [seq, seq] scores of each
-head and read them back; the fused call reads q, k and v and writes the
-output, k and v once per block of query rows.
+head and read them back; the fused call reads q and writes the output
+once, and reads k and v once per block of query rows.
 """
 import argparse
 import os
+import subprocess
 import sys
 import warnings
 
@@ -45,17 +46,32 @@ class Attention(torch.nn.Module):
         return torch.matmul(torch.softmax(s, -1), v)
 
 
-def traffic_mb(b, h, n, d):
+def query_block(b, h, n, threads):
+    """The rows of queries of one task of the fused call, as Attention.cpp
+    chooses them: 128 where L2 holds 1 MiB or more, else 64, halved (down to
+    16) while there would be under four tasks a thread."""
+    try:
+        l2 = int(subprocess.run(["getconf", "LEVEL2_CACHE_SIZE"], capture_output=True,
+                                text=True).stdout.strip() or 0)
+    except OSError:
+        l2 = 0
+    rows = 128 if l2 >= 1 << 20 else 64
+    while rows > 16 and b * h * -(-n // rows) < 4 * threads:
+        rows //= 2
+    return min(rows, n)
+
+
+def traffic_mb(b, h, n, d, threads):
     """(separate, fused) megabytes by the model in the module docstring:
     the separate kernel writes the scores (sgemm), reads them for the row
     maximum and the sum of exp, reads them and writes the probabilities,
     which the second sgemm reads: 6 passes over b * h * n * n floats, plus
     q, k, v and the output. The fused call reads q and writes the output
-    once, and k and v once per block of 64 query rows (from L2 or L3 where
-    they fit)."""
+    once, and k and v once per block of query rows (query_block; from L2 or
+    L3 where they fit)."""
     operands = 4 * b * h * n * d * 4
     separate = 6 * b * h * n * n * 4 + operands
-    blocks = -(-n // 64)
+    blocks = -(-n // query_block(b, h, n, threads))
     fused = 2 * b * h * n * d * 4 + blocks * 2 * b * h * n * d * 4
     return separate / 1e6, fused / 1e6
 
@@ -96,7 +112,7 @@ def main():
             best = interleaved({"eager": lambda: m(*xs),
                                 "separate": lambda: made[False](*xs),
                                 "fused": lambda: made[True](*xs)}, args.rounds, args.budget)
-        sep_mb, fused_mb = traffic_mb(b, h, n, d)
+        sep_mb, fused_mb = traffic_mb(b, h, n, d, args.threads)
         row = (case, best["eager"], best["separate"], best["fused"],
                best["separate"] / best["fused"], best["eager"] / best["fused"], sep_mb,
                fused_mb, err)
