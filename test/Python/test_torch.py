@@ -672,6 +672,22 @@ def test_bad_module():
         nt.optimize(3, [])
 
 
+def test_one_tensor_is_the_only_input(tmp_path):
+    """A tensor as example_inputs is the module's one input, as
+    torch.jit.trace takes it, not a sequence of its rows (a [1, 3, 32, 32]
+    image would have made one unbatched [3, 32, 32] input)."""
+    m, x = model_and_input("resnet18", False)
+    x = x[:, :, :32, :32].contiguous()
+    with torch.no_grad():
+        fast = nt.optimize(m, x, threads=2)
+        assert fast.groups
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-4)
+    assert nt.export(m, x, tmp_path, time_eager=False)
+    with pytest.raises(TypeError, match="example_inputs is a tensor or a list or tuple of "
+                                        "the module's inputs, not dict"):
+        nt.optimize(m, {"x": x})
+
+
 def run(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 0, " ".join(cmd) + "\n" + p.stdout + p.stderr

@@ -145,6 +145,17 @@ def _argument_defaults(sm):
     return [a.default_value if a.has_default_value() else _NO_DEFAULT for a in arguments]
 
 
+def _example_list(example_inputs):
+    """A module's example inputs as a list: one tensor is the only input
+    (as torch.jit.trace takes it), not a sequence of its rows."""
+    if isinstance(example_inputs, _torch.Tensor):
+        return [example_inputs]
+    if not isinstance(example_inputs, (list, tuple)):
+        raise TypeError("nncjit: example_inputs is a tensor or a list or tuple of the "
+                        "module's inputs, not %s" % type(example_inputs).__name__)
+    return list(example_inputs)
+
+
 def _with_defaults(inputs, defaults):
     """inputs, completed with the defaults of the arguments left out."""
     inputs = list(inputs)

@@ -9,7 +9,7 @@ import warnings
 import torch as _torch
 
 from .. import _nncjit
-from .capture import _script
+from .capture import _example_list, _script
 from .common import _Unsupported
 from .module import _build, _default_name
 
@@ -47,7 +47,7 @@ def export(module, example_inputs, directory, *, name=None,
     import numpy as np
     name = name or _default_name(module)
     os.makedirs(directory, exist_ok=True)
-    model = _build(_script(module), list(example_inputs), name, remove_mutation, {})
+    model = _build(_script(module), _example_list(example_inputs), name, remove_mutation, {})
     paths = []
     for g in model.groups:
         try:

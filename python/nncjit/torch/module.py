@@ -7,8 +7,8 @@ import warnings
 import torch as _torch
 
 from . import deploy as _deploy
-from .capture import (_argument_defaults, _capture, _is_nchw, _script, _self_args,
-                      _to_channels_last, _with_defaults)
+from .capture import (_argument_defaults, _capture, _example_list, _is_nchw, _script,
+                      _self_args, _to_channels_last, _with_defaults)
 from .kernels import default_cache_dir
 from .lowered import lower as _lower, transformer_like as _transformer_like
 from .ops import _merge_ops_into_groups, _replace_ops
@@ -154,8 +154,9 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     Returns an OptimizedModule (a LoweredModule), called like the module.
 
     example_inputs: the inputs the fuser profiles (and the groups are
-    checked) with; the groups take inputs of the same sizes, strides and
-    dtypes, and other inputs run the PyTorch fallback.
+    checked) with, a list or tuple (or one tensor, the only input); the
+    groups take inputs of the same sizes, strides and dtypes, and other
+    inputs run the PyTorch fallback.
     check: compare each group with PyTorch on the example inputs; a group
     whose result differs by more than rtol times the largest magnitude of
     PyTorch's, plus atol, is left to PyTorch.
@@ -191,7 +192,7 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
                "atol": atol, "ops": ops, "channels_last": channels_last}
     sm = _script(module)
     defaults = _argument_defaults(sm)
-    example_inputs = _with_defaults(example_inputs, defaults)
+    example_inputs = _with_defaults(_example_list(example_inputs), defaults)
     if lowering is None:
         lowering = _transformer_like(sm)
     if lowering:
