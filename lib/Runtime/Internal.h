@@ -9,6 +9,13 @@ namespace nnc {
 /// Sets the calling thread's nnc_runtime_last_error().
 void setLastError(std::string Msg);
 
+namespace onednn::detail {
+/// Empties the caches of oneDNN primitives and their reordered weights
+/// (OneDNNCommon.h); releaseMemoryCaches calls it when the last compiled
+/// kernel goes.
+void clearPrimitiveCaches();
+} // namespace onednn::detail
+
 } // namespace nnc
 
 #endif // NNC_LIB_RUNTIME_INTERNAL_H

@@ -289,11 +289,16 @@ void retainMemoryCaches() {
 }
 
 void releaseMemoryCaches() {
-  std::lock_guard<std::mutex> L(registry().Mu);
-  if (--registry().Users > 0)
-    return;
-  for (ThreadCache *C : registry().Caches)
-    C->trim();
+  {
+    std::lock_guard<std::mutex> L(registry().Mu);
+    if (--registry().Users > 0)
+      return;
+    for (ThreadCache *C : registry().Caches)
+      C->trim();
+  }
+  // The primitives' reordered weights too: their keys name weights by
+  // address, which the kernels gone may have freed.
+  onednn::detail::clearPrimitiveCaches();
 }
 
 int64_t cachedBytes() {

@@ -213,6 +213,17 @@ CacheStats &statsLocked() {
   return Stats;
 }
 
+std::vector<ClearableCache *> &cachesLocked() {
+  static auto *Caches = new std::vector<ClearableCache *>;
+  return *Caches;
+}
+
+void clearPrimitiveCaches() {
+  std::lock_guard<std::mutex> L(cacheMutex());
+  for (ClearableCache *C : cachesLocked())
+    C->clearLocked();
+}
+
 } // namespace detail
 
 using namespace detail;

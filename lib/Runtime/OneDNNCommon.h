@@ -67,11 +67,28 @@ std::string opList(const std::vector<PostOp> &Ops, size_t Begin, size_t End,
 void runWith(dnnl::primitive &P, std::unordered_map<int, memory> &Args,
              const memory::desc &Scratch);
 
+/// What clearPrimitiveCaches empties: every PrimitiveCache.
+class ClearableCache {
+public:
+  /// Drops every entry; called with cacheMutex() held.
+  virtual void clearLocked() = 0;
+
+protected:
+  ~ClearableCache() = default;
+};
+
 /// The primitives made so far, by key (shapes, strides, parameters, post-ops,
 /// thread count and the weights' identity). Thread-safe; every cache counts
-/// its hits and misses into cacheStats().
-template <class Entry> class PrimitiveCache {
+/// its hits and misses into cacheStats(). The entries hold reordered copies
+/// of the weights, and their keys name the weights by address, so they are
+/// kept only while some compiled kernel lives: when the last one goes,
+/// releaseMemoryCaches empties every cache (clearPrimitiveCaches), and the
+/// weights of the models gone go with them. A cache must never be destroyed
+/// (make it with new), since a kernel may go after static destructors ran.
+template <class Entry> class PrimitiveCache : public ClearableCache {
 public:
+  PrimitiveCache();
+  void clearLocked() override { Map.clear(); }
   /// Key's entry, or null.
   std::shared_ptr<Entry> find(const std::string &Key);
   /// Keeps E under Key; Record(Stats) notes what the new primitive is.
@@ -85,6 +102,13 @@ private:
 /// The lock and the statistics of every PrimitiveCache.
 std::mutex &cacheMutex();
 CacheStats &statsLocked();
+/// Every PrimitiveCache, under cacheMutex().
+std::vector<ClearableCache *> &cachesLocked();
+
+template <class Entry> PrimitiveCache<Entry>::PrimitiveCache() {
+  std::lock_guard<std::mutex> L(cacheMutex());
+  cachesLocked().push_back(this);
+}
 
 template <class Entry>
 std::shared_ptr<Entry> PrimitiveCache<Entry>::find(const std::string &Key) {

@@ -81,7 +81,11 @@ int sumCandidate(const std::vector<PostOp> &Ops, const Tensor &Out) {
   return Elems == Span ? At : -1;
 }
 
-PrimitiveCache<ConvEntry> ConvCache;
+/// Never destroyed (PrimitiveCache).
+PrimitiveCache<ConvEntry> &convCache() {
+  static auto *Cache = new PrimitiveCache<ConvEntry>;
+  return *Cache;
+}
 
 /// A block of the size-class cache for the length of a call.
 struct Temp {
@@ -470,7 +474,7 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
     // oneDNN fixes a primitive's thread count when it is created.
     << " threads=" << omp_get_max_threads() << (Winograd ? " winograd" : "");
   try {
-    std::shared_ptr<ConvEntry> E = ConvCache.find(K.str());
+    std::shared_ptr<ConvEntry> E = convCache().find(K.str());
     if (!E) {
       try {
         E = makeConv(Out, X, W, Bias, P, Ops,
@@ -546,7 +550,7 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                                  "instead, much slower");
       else
         addRuntimeNote(false, E->Decision + Timing);
-      ConvCache.insert(K.str(), E, [&](CacheStats &S) {
+      convCache().insert(K.str(), E, [&](CacheStats &S) {
         S.LastImpl = E->Impl;
         S.LastAloneImpl = E->AloneImpl;
         S.LastFused = E->Fused;

@@ -45,7 +45,11 @@ struct MatmulEntry {
   std::unique_ptr<float, void (*)(void *)> Weights{nullptr, std::free};
 };
 
-PrimitiveCache<MatmulEntry> MatmulCache;
+/// Never destroyed (PrimitiveCache).
+PrimitiveCache<MatmulEntry> &matmulCache() {
+  static auto *Cache = new PrimitiveCache<MatmulEntry>;
+  return *Cache;
+}
 
 /// The layout chosen for constant weights of each shape (without their
 /// identity), so that each shape is timed once.
@@ -164,7 +168,7 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
     K += " weights " + identity(B) + " " +
          std::to_string(static_cast<int>(Force));
   try {
-    std::shared_ptr<MatmulEntry> E = MatmulCache.find(K);
+    std::shared_ptr<MatmulEntry> E = matmulCache().find(K);
     if (!E) {
       std::string Note = "matmul " + sizes(A) + " @ " + sizes(B) + " -> " +
                          sizes(Out);
@@ -214,7 +218,7 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
         Note += ", weights in " + std::string(layoutName(W));
       }
       addRuntimeNote(false, Note + ": " + E->Impl);
-      MatmulCache.insert(K, E, [&](CacheStats &S) { S.LastImpl = E->Impl; });
+      matmulCache().insert(K, E, [&](CacheStats &S) { S.LastImpl = E->Impl; });
     }
     runMatmul(*E, Out, A, B);
     return 0;

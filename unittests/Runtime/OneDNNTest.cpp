@@ -134,6 +134,36 @@ TEST(OneDNNConv, ChannelsLastUsesAJitKernelAndCachesThePrimitive) {
   EXPECT_EQ(After.Hits, Mid.Hits + 1);
 }
 
+// The cache's entries hold reordered weights, named by address: they go
+// when the last compiled kernel does (this binary compiles none, so a
+// retain and a release stand for one kernel's life).
+TEST(OneDNNConv, CacheIsEmptiedWhenTheLastKernelGoes) {
+  std::mt19937 R(2);
+  HostBuffer X = make({1, 16, 8, 8}, true, R);
+  HostBuffer Wt = make({16, 16, 3, 3}, true, R);
+  HostBuffer Y = make({1, 16, 8, 8}, true, R);
+  Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
+  std::string Err;
+  auto Run = [&] {
+    ASSERT_EQ(onednn::conv2d(tensor(Y), tensor(X), tensor(Wt), nullptr, P,
+                             {}, {}, Err),
+              0)
+        << Err;
+  };
+  retainMemoryCaches();
+  Run();
+  auto Made = onednn::cacheStats();
+  retainMemoryCaches(); // A second kernel comes and goes: nothing changes.
+  releaseMemoryCaches();
+  Run();
+  EXPECT_EQ(onednn::cacheStats().Misses, Made.Misses) << "kept for the first";
+  EXPECT_EQ(onednn::cacheStats().Hits, Made.Hits + 1);
+  releaseMemoryCaches(); // The last kernel goes.
+  Run();
+  EXPECT_EQ(onednn::cacheStats().Misses, Made.Misses + 1)
+      << "made again after the cache was emptied";
+}
+
 // Every post-op kind, alone and after a residual add (in the output's layout,
 // which can be oneDNN's `sum`, and in another, which cannot), on the
 // convolutions of ResNet and MobileNet blocks (3x3, 3x3 stride 2, 1x1 and

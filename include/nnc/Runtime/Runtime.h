@@ -123,7 +123,8 @@ constexpr int64_t kCachedMinBytes = 16 << 10;
 constexpr int64_t kMaxCachedBytesPerThread = int64_t(256) << 20;
 
 /// The compiled kernels that use the memory caches: when the last one goes
-/// (releaseMemoryCaches makes the count 0), every thread's cache is freed.
+/// (releaseMemoryCaches makes the count 0), every thread's cache is freed,
+/// and so are the cached oneDNN primitives with their reordered weights.
 void retainMemoryCaches();
 void releaseMemoryCaches();
 /// Bytes held by the size-class caches of all threads, not in use.
