@@ -219,7 +219,7 @@ void BM_AttentionLoop(benchmark::State &S) {
       break;
     default:
       L->Values(St.data(), Lanes, V.data(), D, Keys, Lanes, D, C.data(),
-                nullptr, nullptr, O.data(), true);
+                nullptr, nullptr, O.data(), true, {});
     }
     benchmark::ClobberMemory();
   }

@@ -50,6 +50,7 @@ using detail::AttentionLoopsAVX2;
 using detail::AttentionLoopsAVX512;
 using detail::AttentionLoopsBase;
 using detail::ScoreMask;
+using detail::ValueOutput;
 using detail::sizes;
 
 namespace {
@@ -116,11 +117,12 @@ struct Problem {
 
 /// The tiles of the calling thread, reused from task to task. Tiled tasks
 /// also use Qt (the block's queries transposed), Max (each lane's new
-/// maximum), C (its rescale) and, with a mask that varies by query, either
+/// maximum), C (its rescale), R (1 / l, for the last block's values to
+/// write the output) and, with a mask that varies by query, either
 /// Lo and Hi (each lane's range of keys) or Mt (the mask's block,
 /// transposed as the scores are).
 struct Tiles {
-  std::vector<float> S, Acc, M, L, Qt, Max, C, Lo, Hi, Mt;
+  std::vector<float> S, Acc, M, L, Qt, Max, C, R, Lo, Hi, Mt;
 };
 
 float *at(const Tensor &T, int64_t B, int64_t H, int64_t I, int64_t J) {
@@ -300,8 +302,8 @@ foldBlock(const AttentionLoops &K, float *S, int64_t Ld, float *Acc, float *M,
   }
 }
 
-/// The end of a task: its rows of out = acc / l. (First: every key was
-/// left out, so l = 0 and acc = 0.)
+/// The end of a task: its rows of out = acc * (1 / l). (First: every key
+/// was left out, so l = 0 and acc = 0: NaN, as PyTorch gives.)
 __attribute__((always_inline)) inline std::string
 finishTask(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
            int64_t Rows, bool First) {
@@ -313,14 +315,14 @@ finishTask(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
   for (int64_t I = 0; I < Rows; ++I) {
     float *OR = at(O, B, H, I0 + I, 0);
     const float *AR = T.Acc.data() + I * P.Dv;
-    float L = T.L[I];
+    float R = 1.f / T.L[I];
     if (O.Strides[3] == 1) {
 #pragma omp simd
       for (int64_t E = 0; E < P.Dv; ++E)
-        OR[E] = AR[E] / L;
+        OR[E] = AR[E] * R;
     } else {
       for (int64_t E = 0; E < P.Dv; ++E)
-        OR[E * O.Strides[3]] = AR[E] / L;
+        OR[E * O.Strides[3]] = AR[E] * R;
     }
   }
   return {};
@@ -379,7 +381,7 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
   const Tensor &Q = *P.Q;
   K.PackQueries(at(Q, B, H, I0, 0), Q.Strides[2], Q.Strides[3], Rows, P.D,
                 Lanes, T.Qt.data());
-  const Tensor &KT = *P.K, &VT = *P.V;
+  const Tensor &KT = *P.K, &VT = *P.V, &O = *P.Out;
   // A mask that varies by query is each lane's range of keys, or else
   // transposed, a block at a time, to a bias per key and lane.
   const bool PerQuery = P.Mask && P.Mask->Sizes[2] != 1;
@@ -427,10 +429,21 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
     K.Scores(T.Qt.data(), P.D, Lanes, at(KT, B, H, J0, 0), KT.Strides[2],
              KT.Strides[3], Cols, P.Scale, SM, St, Max);
     K.Fold(St, Lanes, Cols, Max, T.M.data(), T.L.data(), T.C.data(), First);
+    // The last block's values write the output, times 1 / l, as
+    // finishTask would, without the pass over acc.
+    ValueOutput Final;
+    if (Block + P.KeyBlock >= P.Sk && O.Strides[3] == 1) {
+      for (int64_t I = 0; I < Rows; ++I)
+        T.R[I] = 1.f / T.L[I];
+      Final = {at(O, B, H, I0, 0), O.Strides[2], T.R.data()};
+    }
     K.Values(St, Lanes, at(VT, B, H, J0, 0), VT.Strides[2], Cols, Rows, P.Dv,
-             T.C.data(), SM.Lo, SM.Hi, T.Acc.data(), First);
+             T.C.data(), SM.Lo, SM.Hi, T.Acc.data(), First, Final);
+    if (Final.Data)
+      return {};
     First = false;
   }
+  // The last block had no key kept, or the output's rows are strided.
   return finishTask(P, T, B, H, I0, Rows, First);
 }
 
@@ -502,6 +515,7 @@ int32_t runTasks(int64_t Begin, int64_t End, void *Env) {
     T.Qt.resize(Lanes * static_cast<size_t>(P.D));
     T.Max.resize(Lanes);
     T.C.resize(Lanes);
+    T.R.resize(Lanes);
     if (P.Mask && P.Mask->Sizes[2] != 1) {
       T.Lo.resize(Lanes);
       T.Hi.resize(Lanes);

@@ -41,6 +41,15 @@ struct ScoreMask {
   const float *Lo = nullptr, *Hi = nullptr;
 };
 
+/// Where AttentionLoops::Values writes a task's last weighted sums: row I
+/// times Scale[I] (1 / l) to Data[I * RS + E], in place of O. Data null:
+/// into O.
+struct ValueOutput {
+  float *Data = nullptr;
+  int64_t RS = 0;
+  const float *Scale = nullptr;
+};
+
 struct AttentionLoops {
   /// The largest of Row[0, Cols), NaN entries ignored; -inf where there
   /// are none (Cols == 0, or every entry -inf or NaN).
@@ -85,10 +94,12 @@ struct AttentionLoops {
   /// weighted sum of a block of values, rescaled. First: O is not read.
   /// Where Lo is not null, row I's weights outside keys [Lo[I], Hi[I]) are
   /// 0 (its scores were masked by ScoreMask::Range), and the keys no row of
-  /// a register block keeps are skipped.
+  /// a register block keeps are skipped. Where Out.Data is not null, the
+  /// sums go there instead, scaled (ValueOutput), and O is scratch.
   void (*Values)(const float *Pt, int64_t Lanes, const float *V, int64_t VRS,
                  int64_t Keys, int64_t Rows, int64_t Dv, const float *C,
-                 const float *Lo, const float *Hi, float *O, bool First);
+                 const float *Lo, const float *Hi, float *O, bool First,
+                 const ValueOutput &Out);
 };
 
 /// For x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the baseline.

@@ -382,6 +382,9 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
           for (bool First : {true, false})
             for (int RangeKind : {0, 1, 2}) {
               const bool Ranges = RangeKind != 0;
+              // With an output (every other case), the sums go there, row
+              // I times its scale, and O is scratch.
+              const bool ToOut = (Rows + Keys + RangeKind + First) % 2;
               int64_t Lanes = (Rows + W - 1) / W * W, VRS = Dv + 5;
               std::vector<float> Pt = randoms(Keys * Lanes, 12, 0.f, 1.f),
                                  V = randoms(Keys * VRS, 13),
@@ -404,19 +407,34 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
                 for (int64_t E = 0; E < Dv && Keys > 0; ++E)
                   V[E] = NAN;
               }
-              std::vector<float> Out = O;
+              std::vector<float> Acc = O, Scale = randoms(Lanes, 16),
+                                 Final(Rows * (Dv + 3), NAN);
+              ValueOutput Out;
+              if (ToOut)
+                Out = {Final.data(), Dv + 3, Scale.data()};
               T.Rows->Values(Pt.data(), Lanes, V.data(), VRS, Keys, Rows, Dv,
                              C.data(), Ranges ? Lo.data() : nullptr,
-                             Ranges ? Hi.data() : nullptr, Out.data(), First);
+                             Ranges ? Hi.data() : nullptr, Acc.data(), First,
+                             Out);
               for (int64_t I = 0; I < Rows; ++I)
                 for (int64_t E = 0; E < Dv; ++E) {
                   double Want = First ? 0 : double(C[I]) * O[I * Dv + E];
                   for (int64_t J = Ranges ? 1 : 0; J < Keys; ++J)
                     Want += double(Pt[J * Lanes + I]) * V[J * VRS + E];
-                  ASSERT_NEAR(Out[I * Dv + E], Want, 1e-5 * (Keys + 1))
+                  float Got = Acc[I * Dv + E];
+                  if (ToOut) {
+                    Want *= Scale[I];
+                    Got = Final[I * (Dv + 3) + E];
+                  }
+                  ASSERT_NEAR(Got, Want, 1e-5 * (Keys + 1))
                       << T.Name << ", " << Rows << "x" << Dv << "x" << Keys
-                      << ", " << I << ", " << E << (Ranges ? ", ranges" : "");
+                      << ", " << I << ", " << E << (Ranges ? ", ranges" : "")
+                      << (ToOut ? ", to the output" : "");
                 }
+              // Nothing past a row's width is written.
+              for (int64_t I = 0; I < Rows; ++I)
+                for (int64_t E = Dv; E < Dv + 3; ++E)
+                  ASSERT_TRUE(std::isnan(Final[I * (Dv + 3) + E])) << T.Name;
             }
   }
 }
