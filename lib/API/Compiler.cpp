@@ -91,9 +91,27 @@ private:
   int32_t Previous = 0;
 };
 
+/// Makes Owner the calling thread's cache owner for the duration of a call
+/// (setCacheOwner).
+class CacheOwnerScope {
+public:
+  explicit CacheOwnerScope(const void *Owner)
+      : Previous(setCacheOwner(Owner)) {}
+  ~CacheOwnerScope() { setCacheOwner(Previous); }
+
+private:
+  const void *Previous;
+};
+
 } // namespace
 
 struct Function::State {
+  /// The oneDNN primitives this function's calls made or reused, with their
+  /// reordered weights, go with it (unless another function uses them). It
+  /// is the owner, not the kernel, since functions compiled from the same
+  /// text share one kernel, each with weights of its own.
+  ~State() { releaseCacheOwner(this); }
+
   Kernel K;
   Kernel Lowered;
   CompileOptions Opts;
@@ -112,6 +130,7 @@ const std::string &Function::name() const { return S->K.Name; }
 int32_t Function::callRaw(void **Args) const {
   ThreadScope Threads(S->Opts.Threads);
   WinogradScope Winograd(S->Opts.Winograd);
+  CacheOwnerScope Owner(S.get());
   if (!S->Opts.OnDiagnostic)
     return S->CK->callRaw(Args);
   // The runtime's notes of this call (made when a primitive is created),

@@ -224,6 +224,11 @@ void clearPrimitiveCaches() {
     C->clearLocked();
 }
 
+/// setCacheOwner's, for each thread.
+thread_local const void *CacheOwner = nullptr;
+
+const void *currentCacheOwner() { return CacheOwner; }
+
 } // namespace detail
 
 using namespace detail;
@@ -271,3 +276,20 @@ CacheStats cacheStats() {
 }
 
 } // namespace nnc::onednn
+
+namespace nnc {
+
+const void *setCacheOwner(const void *Owner) {
+  const void *Previous = onednn::detail::CacheOwner;
+  onednn::detail::CacheOwner = Owner;
+  return Previous;
+}
+
+void releaseCacheOwner(const void *Owner) {
+  using namespace onednn::detail;
+  std::lock_guard<std::mutex> L(cacheMutex());
+  for (ClearableCache *C : cachesLocked())
+    C->releaseOwnerLocked(Owner);
+}
+
+} // namespace nnc

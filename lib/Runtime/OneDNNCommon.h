@@ -13,6 +13,7 @@
 
 #include "oneapi/dnnl/dnnl.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,28 +68,39 @@ std::string opList(const std::vector<PostOp> &Ops, size_t Begin, size_t End,
 void runWith(dnnl::primitive &P, std::unordered_map<int, memory> &Args,
              const memory::desc &Scratch);
 
-/// What clearPrimitiveCaches empties: every PrimitiveCache.
+/// What clearPrimitiveCaches and releaseCacheOwner see of a PrimitiveCache.
 class ClearableCache {
 public:
   /// Drops every entry; called with cacheMutex() held.
   virtual void clearLocked() = 0;
+  /// Drops Owner from the owners of every entry, and the entries it was
+  /// the last owner of; called with cacheMutex() held.
+  virtual void releaseOwnerLocked(const void *Owner) = 0;
 
 protected:
   ~ClearableCache() = default;
 };
 
+/// The owner of the calling thread's calls (setCacheOwner), or null.
+const void *currentCacheOwner();
+
 /// The primitives made so far, by key (shapes, strides, parameters, post-ops,
 /// thread count and the weights' identity). Thread-safe; every cache counts
 /// its hits and misses into cacheStats(). The entries hold reordered copies
-/// of the weights, and their keys name the weights by address, so they are
-/// kept only while some compiled kernel lives: when the last one goes,
-/// releaseMemoryCaches empties every cache (clearPrimitiveCaches), and the
-/// weights of the models gone go with them. A cache must never be destroyed
-/// (make it with new), since a kernel may go after static destructors ran.
+/// of the weights, and their keys name the weights by address, so an entry
+/// lives only while an owner that made or found it does (a function of the
+/// API, whose weights they are): each entry lists those owners
+/// (currentCacheOwner), and when one goes (releaseCacheOwner) the entries
+/// no other owner lists go with it. An entry made or found without an
+/// owner is pinned: it stays until the last compiled kernel goes, when
+/// releaseMemoryCaches empties every cache (clearPrimitiveCaches). A cache
+/// must never be destroyed (make it with new), since a kernel may go after
+/// static destructors ran.
 template <class Entry> class PrimitiveCache : public ClearableCache {
 public:
   PrimitiveCache();
   void clearLocked() override { Map.clear(); }
+  void releaseOwnerLocked(const void *Owner) override;
   /// Key's entry, or null.
   std::shared_ptr<Entry> find(const std::string &Key);
   /// Keeps E under Key; Record(Stats) notes what the new primitive is.
@@ -96,7 +108,14 @@ public:
   void insert(const std::string &Key, std::shared_ptr<Entry> E, Fn Record);
 
 private:
-  std::map<std::string, std::shared_ptr<Entry>> Map;
+  struct Slot {
+    std::shared_ptr<Entry> E;
+    std::vector<const void *> Owners;
+    bool Pinned = false;
+  };
+  /// Notes the calling thread's kernel as an owner of S.
+  static void useLocked(Slot &S);
+  std::map<std::string, Slot> Map;
 };
 
 /// The lock and the statistics of every PrimitiveCache.
@@ -110,6 +129,31 @@ template <class Entry> PrimitiveCache<Entry>::PrimitiveCache() {
   cachesLocked().push_back(this);
 }
 
+template <class Entry> void PrimitiveCache<Entry>::useLocked(Slot &S) {
+  const void *Owner = currentCacheOwner();
+  if (!Owner)
+    S.Pinned = true;
+  else if (std::find(S.Owners.begin(), S.Owners.end(), Owner) ==
+           S.Owners.end())
+    S.Owners.push_back(Owner);
+}
+
+template <class Entry>
+void PrimitiveCache<Entry>::releaseOwnerLocked(const void *Owner) {
+  for (auto It = Map.begin(); It != Map.end();) {
+    std::vector<const void *> &O = It->second.Owners;
+    auto At = std::find(O.begin(), O.end(), Owner);
+    if (At != O.end()) {
+      O.erase(At);
+      if (O.empty() && !It->second.Pinned) {
+        It = Map.erase(It);
+        continue;
+      }
+    }
+    ++It;
+  }
+}
+
 template <class Entry>
 std::shared_ptr<Entry> PrimitiveCache<Entry>::find(const std::string &Key) {
   std::lock_guard<std::mutex> L(cacheMutex());
@@ -117,7 +161,8 @@ std::shared_ptr<Entry> PrimitiveCache<Entry>::find(const std::string &Key) {
   if (It == Map.end())
     return nullptr;
   ++statsLocked().Hits;
-  return It->second;
+  useLocked(It->second);
+  return It->second.E;
 }
 
 template <class Entry>
@@ -125,7 +170,9 @@ template <class Fn>
 void PrimitiveCache<Entry>::insert(const std::string &Key,
                                    std::shared_ptr<Entry> E, Fn Record) {
   std::lock_guard<std::mutex> L(cacheMutex());
-  Map.emplace(Key, std::move(E));
+  // Another thread may have made the same entry meanwhile: the first stays,
+  // and this thread's kernel owns it too.
+  useLocked(Map.emplace(Key, Slot{std::move(E), {}, false}).first->second);
   CacheStats &S = statsLocked();
   ++S.Misses;
   Record(S);

@@ -1,6 +1,7 @@
 //===- CompilerTest.cpp - Compiling and calling kernels --------------------===//
 #include "APITestUtil.h"
 
+#include "nnc/Runtime/OneDNN.h"
 #include "nnc/Runtime/Runtime.h"
 
 #include <fstream>
@@ -419,6 +420,40 @@ kernel k(in x: f32[1, 8, 6, 6], in w: f32[8, 8, 3, 3], out y: f32[1, 8, 6, 6], o
   // Without a consumer, nothing is recorded.
   EXPECT_FALSE(recordingRuntimeNotes());
   EXPECT_TRUE(takeRuntimeNotes().empty());
+}
+
+// Functions compiled from the same text share one kernel, each called with
+// weights of its own: the primitives a function's calls cached, with its
+// reordered weights, go with the function, while the kernel lives on in the
+// other (a process that keeps one model and loads and drops others).
+TEST(Compiler, CachedPrimitivesGoWithTheirFunction) {
+  const char *Text = R"(
+kernel k(in x: f32[1, 8, 6, 6], in w: f32[8, 8, 3, 3], out y: f32[1, 8, 6, 6]) {
+  y = nnc_aten_conv2d(buf_args={x, w}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll})
+}
+)";
+  std::vector<float> X(288, 0.5f), Y(288), Kept(576, 0.25f), Gone(576, 0.75f);
+  auto Call = [&](const Function &F, std::vector<float> &W) {
+    ASSERT_FALSE(!!F.call({BufferArg::of(X.data(), {1, 8, 6, 6}),
+                           BufferArg::of(W.data(), {8, 8, 3, 3}),
+                           BufferArg::of(Y.data(), {1, 8, 6, 6})}));
+  };
+  auto Misses = [] { return onednn::cacheStats().Misses; };
+  Compiler C;
+  auto F = C.compile(kernelOf(Text));
+  auto G = C.compile(kernelOf(Text));
+  ASSERT_TRUE(F && G);
+  Call(*F, Kept);
+  Call(*G, Gone);
+  const uint64_t Made = Misses();
+  Call(*F, Kept);
+  Call(*G, Gone);
+  EXPECT_EQ(Misses(), Made) << "both found";
+  G = Function(*F); // G's function goes; F's stays, and so does the kernel.
+  Call(*F, Kept);
+  EXPECT_EQ(Misses(), Made) << "F's primitive stays";
+  Call(*F, Gone);
+  EXPECT_EQ(Misses(), Made + 1) << "G's went with G";
 }
 
 TEST(Compiler, PlannedTemporariesFromManyThreads) {

@@ -164,6 +164,55 @@ TEST(OneDNNConv, CacheIsEmptiedWhenTheLastKernelGoes) {
       << "made again after the cache was emptied";
 }
 
+// While kernels live, an entry goes with the last of its owners (the
+// functions whose calls made or found it); one made without an owner stays
+// until the last kernel goes.
+TEST(OneDNNConv, CacheEntriesGoWithTheirLastOwner) {
+  std::mt19937 R(3);
+  HostBuffer X = make({1, 16, 8, 8}, true, R);
+  HostBuffer W1 = make({16, 16, 3, 3}, true, R);
+  HostBuffer W2 = make({16, 16, 3, 3}, true, R);
+  HostBuffer Y = make({1, 16, 8, 8}, true, R);
+  Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
+  std::string Err;
+  int A, B, C; // Owners are addresses.
+  auto Run = [&](const void *Owner, HostBuffer &W) {
+    const void *Previous = setCacheOwner(Owner);
+    ASSERT_EQ(onednn::conv2d(tensor(Y), tensor(X), tensor(W), nullptr, P, {},
+                             {}, Err),
+              0)
+        << Err;
+    EXPECT_EQ(setCacheOwner(Previous), Owner);
+  };
+  auto Misses = [] { return onednn::cacheStats().Misses; };
+  retainMemoryCaches(); // A kernel lives throughout.
+  Run(&A, W1);
+  Run(&B, W1); // Found: B owns it too.
+  Run(&B, W2);
+  const uint64_t Made = Misses();
+  releaseCacheOwner(&A);
+  Run(&C, W1);
+  EXPECT_EQ(Misses(), Made) << "B still owns W1's entry";
+  releaseCacheOwner(&B);
+  releaseCacheOwner(&C);
+  Run(&A, W1);
+  Run(&A, W2);
+  EXPECT_EQ(Misses(), Made + 2) << "both went with their last owner";
+  releaseCacheOwner(&A);
+  Run(nullptr, W1); // Pinned.
+  releaseCacheOwner(nullptr);
+  Run(&B, W1);
+  EXPECT_EQ(Misses(), Made + 3) << "a pinned entry stays";
+  releaseCacheOwner(&B);
+  Run(&C, W1);
+  EXPECT_EQ(Misses(), Made + 3) << "pinned, whoever else owned it";
+  releaseCacheOwner(&C);
+  releaseMemoryCaches(); // The last kernel goes, and the pinned entry.
+  Run(&A, W1);
+  EXPECT_EQ(Misses(), Made + 4);
+  releaseCacheOwner(&A);
+}
+
 // Every post-op kind, alone and after a residual add (in the output's layout,
 // which can be oneDNN's `sum`, and in another, which cannot), on the
 // convolutions of ResNet and MobileNet blocks (3x3, 3x3 stride 2, 1x1 and

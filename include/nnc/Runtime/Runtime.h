@@ -127,6 +127,17 @@ constexpr int64_t kMaxCachedBytesPerThread = int64_t(256) << 20;
 /// and so are the cached oneDNN primitives with their reordered weights.
 void retainMemoryCaches();
 void releaseMemoryCaches();
+
+/// What the calling thread's kernel calls run for (null: nothing in
+/// particular); returns the previous owner. nnc::Function::callRaw makes
+/// the function its calls' owner. The oneDNN calls note the owner of each
+/// cached primitive they make or reuse, and releaseCacheOwner (when the
+/// function goes) drops the entries no other owner has, with their
+/// reordered weights: a process that keeps one model and loads and drops
+/// others does not keep the others' weights. Entries made without an owner
+/// stay until the last compiled kernel goes (releaseMemoryCaches).
+const void *setCacheOwner(const void *Owner);
+void releaseCacheOwner(const void *Owner);
 /// Bytes held by the size-class caches of all threads, not in use.
 int64_t cachedBytes();
 
