@@ -14,6 +14,8 @@ namespace onednn::detail {
 /// (OneDNNCommon.h); releaseMemoryCaches calls it when the last compiled
 /// kernel goes.
 void clearPrimitiveCaches();
+/// The owner of the calling thread's calls (setCacheOwner), or null.
+const void *currentCacheOwner();
 } // namespace onednn::detail
 
 } // namespace nnc

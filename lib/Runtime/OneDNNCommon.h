@@ -10,6 +10,7 @@
 #define NNC_LIB_RUNTIME_ONEDNNCOMMON_H
 
 #include "nnc/Runtime/OneDNN.h"
+#include "Internal.h"
 
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -81,9 +82,6 @@ protected:
   ~ClearableCache() = default;
 };
 
-/// The owner of the calling thread's calls (setCacheOwner), or null.
-const void *currentCacheOwner();
-
 /// The primitives made so far, by key (shapes, strides, parameters, post-ops,
 /// thread count and the weights' identity). Thread-safe; every cache counts
 /// its hits and misses into cacheStats(). The entries hold reordered copies
@@ -113,7 +111,7 @@ private:
     std::vector<const void *> Owners;
     bool Pinned = false;
   };
-  /// Notes the calling thread's kernel as an owner of S.
+  /// Notes the calling thread's owner as an owner of S (none: pins it).
   static void useLocked(Slot &S);
   std::map<std::string, Slot> Map;
 };

@@ -393,8 +393,12 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
     Cursors[T].End = Chunks * (T + 1) / Threads;
   }
   CallerInRegion = true;
+  // The workers' oneDNN calls cache their primitives for the caller's
+  // owner too.
+  const void *Owner = nnc::onednn::detail::currentCacheOwner();
 #pragma omp parallel num_threads(Threads)
   {
+    const void *WorkerOwner = nnc::setCacheOwner(Owner);
     int32_t Me = omp_get_thread_num();
     for (int32_t K = 0; K < Threads; ++K) {
       Cursor &Cur = Cursors[(Me + K) % Threads];
@@ -406,6 +410,7 @@ int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
            C = Cur.Next.fetch_add(1, std::memory_order_relaxed))
         RunChunk(C);
     }
+    nnc::setCacheOwner(WorkerOwner);
   }
   CallerInRegion = false;
   int32_t Status = First.load();

@@ -61,6 +61,44 @@ TEST(ParallelFor, UsesTheRequestedThreads) {
   nnc_runtime_set_num_threads(0);
 }
 
+/// The cache owner (nnc::setCacheOwner) each chunk ran for, and where.
+struct OwnerLog {
+  std::mutex Mu;
+  std::set<const void *> Owners;
+  std::set<std::thread::id> Threads;
+};
+
+int32_t ownerBody(int64_t, int64_t, void *Env) {
+  const void *Mine = nnc::setCacheOwner(nullptr);
+  nnc::setCacheOwner(Mine);
+  // Long enough that every thread takes a chunk.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto *L = static_cast<OwnerLog *>(Env);
+  std::lock_guard<std::mutex> G(L->Mu);
+  L->Owners.insert(Mine);
+  L->Threads.insert(std::this_thread::get_id());
+  return 0;
+}
+
+// A oneDNN call in a parallel loop caches its primitive for the owner of
+// the call that started the loop, on any thread; the workers' own owner is
+// back after the region.
+TEST(ParallelFor, WorkersCacheForTheCallersOwner) {
+  nnc_runtime_set_num_threads(2);
+  int Owner;
+  const void *Before = nnc::setCacheOwner(&Owner);
+  OwnerLog Log;
+  EXPECT_EQ(nnc_parallel_for(ownerBody, 0, 8, 1, &Log), 0);
+  EXPECT_EQ(Log.Threads.size(), 2u);
+  EXPECT_EQ(Log.Owners, std::set<const void *>{&Owner});
+  nnc::setCacheOwner(nullptr);
+  OwnerLog None;
+  EXPECT_EQ(nnc_parallel_for(ownerBody, 0, 8, 1, &None), 0);
+  EXPECT_EQ(None.Owners, std::set<const void *>{nullptr});
+  nnc::setCacheOwner(Before);
+  nnc_runtime_set_num_threads(0);
+}
+
 int32_t failingBody(int64_t B, int64_t E, void *) {
   for (int64_t I = B; I < E; ++I)
     if (I == 777)

@@ -130,7 +130,8 @@ void releaseMemoryCaches();
 
 /// What the calling thread's kernel calls run for (null: nothing in
 /// particular); returns the previous owner. nnc::Function::callRaw makes
-/// the function its calls' owner. The oneDNN calls note the owner of each
+/// the function its calls' owner, and nnc_parallel_for gives the caller's
+/// owner to the threads of its region. The oneDNN calls note the owner of each
 /// cached primitive they make or reuse, and releaseCacheOwner (when the
 /// function goes) drops the entries no other owner has, with their
 /// reordered weights: a process that keeps one model and loads and drops
