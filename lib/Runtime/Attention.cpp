@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "AttentionLoops.h"
+#include "Internal.h"
 #include "OneDNNCommon.h"
 #include "nnc/Runtime/Runtime.h"
 
@@ -586,7 +587,11 @@ int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
     return 1;
   }
   TaskEnv Env{&P, {}};
-  if (nnc_parallel_for(runTasks, 0, Heads * P.QueryBlocks, 1, &Env) != 0) {
+  // A chunk a task: a task is long (about 0.2 ms at [128, 512] x 64), so
+  // handing each out on its own costs nothing, and a thread that a
+  // neighbour slows holds up the call by at most one task.
+  const int64_t Tasks = Heads * P.QueryBlocks;
+  if (nnc::detail::parallelFor(runTasks, 0, Tasks, 1, &Env, Tasks) != 0) {
     Err = Env.Err.empty() ? nnc_runtime_last_error() : Env.Err;
     return 1;
   }

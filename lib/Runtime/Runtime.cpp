@@ -266,6 +266,103 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
 
 } // namespace
 
+int32_t nnc::detail::parallelFor(nnc_task_fn Body, int64_t Start, int64_t Stop,
+                                 int64_t Grain, void *Env,
+                                 int64_t ChunksPerThread) {
+  if (Stop <= Start)
+    return 0;
+  int64_t N;
+  Grain = std::max<int64_t>(Grain, 1);
+  int32_t Threads = nnc_runtime_num_threads();
+  // Serial when the range is under two grains (N / 2 < Grain: 2 * Grain
+  // may overflow), or wider than an int64_t can count. The trace says so:
+  // the grain may have been computed from sizes known only now.
+  const char *Serial = nullptr;
+  if (Threads <= 1)
+    Serial = "one thread";
+  else if (__builtin_sub_overflow(Stop, Start, &N))
+    Serial = "range too wide";
+  else if (N / 2 < Grain)
+    Serial = "under two grains";
+  else if (omp_in_parallel() || CallerInRegion)
+    Serial = "inside a parallel region";
+  if (Serial) {
+    if (!Tracing.load(std::memory_order_relaxed))
+      return Body(Start, Stop, Env);
+    int64_t T0 = nowNs();
+    int32_t Status = Body(Start, Stop, Env);
+    record("serial [" + std::to_string(Start) + ", " + std::to_string(Stop) +
+               "): " + Serial + " (grain " + std::to_string(Grain) + ")",
+           T0);
+    return Status;
+  }
+  // Up to ChunksPerThread chunks per thread, each at least the grain (and
+  // never more chunks than iterations: no product to overflow).
+  ChunksPerThread = std::clamp<int64_t>(ChunksPerThread, 1, N);
+  int64_t Chunks = std::min<int64_t>(N / Grain, N / Threads >= ChunksPerThread
+                                                    ? Threads * ChunksPerThread
+                                                    : N);
+  int64_t Size = (N + Chunks - 1) / Chunks;
+  Chunks = (N + Size - 1) / Size;
+  std::atomic<int32_t> First{0};
+  std::mutex Mu;
+  std::string Why;
+  bool Trace = Tracing.load(std::memory_order_relaxed);
+  auto RunChunk = [&](int64_t C) {
+    int64_t B = Start + C * Size, E = std::min(Stop, B + Size);
+    int64_t T0 = Trace ? nowNs() : 0;
+    int32_t Status = Body(B, E, Env);
+    if (Trace)
+      record("chunk [" + std::to_string(B) + ", " + std::to_string(E) + ")",
+             T0);
+    if (Status != 0) {
+      int32_t Expected = 0;
+      if (First.compare_exchange_strong(Expected, Status)) {
+        std::lock_guard<std::mutex> L(Mu);
+        Why = LastError; // The worker's message travels to the caller.
+      }
+    }
+  };
+  // Thread t owns a contiguous range of chunks and runs it in order, so each
+  // thread touches the same part of the buffers on every call and finds its
+  // lines in its own cache. A thread done with its range takes the next
+  // chunks of the others' ranges: a descheduled thread holds up at most the
+  // chunk it is in. The cursors are the calling thread's, kept from one
+  // region to the next (a region takes microseconds; an allocation shows).
+  if (CallerCursors.size() < static_cast<size_t>(Threads))
+    CallerCursors = std::vector<Cursor>(Threads);
+  Cursor *Cursors = CallerCursors.data();
+  for (int32_t T = 0; T < Threads; ++T) {
+    Cursors[T].Next = Chunks * T / Threads;
+    Cursors[T].End = Chunks * (T + 1) / Threads;
+  }
+  CallerInRegion = true;
+  // The workers' oneDNN calls cache their primitives for the caller's
+  // owner too.
+  const void *Owner = nnc::onednn::detail::currentCacheOwner();
+#pragma omp parallel num_threads(Threads)
+  {
+    const void *WorkerOwner = nnc::setCacheOwner(Owner);
+    int32_t Me = omp_get_thread_num();
+    for (int32_t K = 0; K < Threads; ++K) {
+      Cursor &Cur = Cursors[(Me + K) % Threads];
+      // Look before taking: a finished range costs no write to its line.
+      if (K && Cur.Next.load(std::memory_order_relaxed) >= Cur.End)
+        continue;
+      for (int64_t C = Cur.Next.fetch_add(1, std::memory_order_relaxed);
+           C < Cur.End && First.load(std::memory_order_relaxed) == 0;
+           C = Cur.Next.fetch_add(1, std::memory_order_relaxed))
+        RunChunk(C);
+    }
+    nnc::setCacheOwner(WorkerOwner);
+  }
+  CallerInRegion = false;
+  int32_t Status = First.load();
+  if (Status != 0)
+    LastError = Why;
+  return Status;
+}
+
 extern "C" {
 
 const char *nnc_runtime_last_error() { return LastError.c_str(); }
@@ -329,94 +426,8 @@ int32_t nnc_runtime_num_threads() {
 
 int32_t nnc_parallel_for(nnc_task_fn Body, int64_t Start, int64_t Stop,
                          int64_t Grain, void *Env) {
-  if (Stop <= Start)
-    return 0;
-  int64_t N;
-  Grain = std::max<int64_t>(Grain, 1);
-  int32_t Threads = nnc_runtime_num_threads();
-  // Serial when the range is under two grains (N / 2 < Grain: 2 * Grain
-  // may overflow), or wider than an int64_t can count. The trace says so:
-  // the grain may have been computed from sizes known only now.
-  const char *Serial = nullptr;
-  if (Threads <= 1)
-    Serial = "one thread";
-  else if (__builtin_sub_overflow(Stop, Start, &N))
-    Serial = "range too wide";
-  else if (N / 2 < Grain)
-    Serial = "under two grains";
-  else if (omp_in_parallel() || CallerInRegion)
-    Serial = "inside a parallel region";
-  if (Serial) {
-    if (!Tracing.load(std::memory_order_relaxed))
-      return Body(Start, Stop, Env);
-    int64_t T0 = nowNs();
-    int32_t Status = Body(Start, Stop, Env);
-    record("serial [" + std::to_string(Start) + ", " + std::to_string(Stop) +
-               "): " + Serial + " (grain " + std::to_string(Grain) + ")",
-           T0);
-    return Status;
-  }
-  // Up to kChunksPerThread chunks per thread, each at least the grain.
-  int64_t Chunks = std::min<int64_t>(N / Grain, int64_t(Threads) * kChunksPerThread);
-  int64_t Size = (N + Chunks - 1) / Chunks;
-  Chunks = (N + Size - 1) / Size;
-  std::atomic<int32_t> First{0};
-  std::mutex Mu;
-  std::string Why;
-  bool Trace = Tracing.load(std::memory_order_relaxed);
-  auto RunChunk = [&](int64_t C) {
-    int64_t B = Start + C * Size, E = std::min(Stop, B + Size);
-    int64_t T0 = Trace ? nowNs() : 0;
-    int32_t Status = Body(B, E, Env);
-    if (Trace)
-      record("chunk [" + std::to_string(B) + ", " + std::to_string(E) + ")",
-             T0);
-    if (Status != 0) {
-      int32_t Expected = 0;
-      if (First.compare_exchange_strong(Expected, Status)) {
-        std::lock_guard<std::mutex> L(Mu);
-        Why = LastError; // The worker's message travels to the caller.
-      }
-    }
-  };
-  // Thread t owns a contiguous range of chunks and runs it in order, so each
-  // thread touches the same part of the buffers on every call and finds its
-  // lines in its own cache. A thread done with its range takes the next
-  // chunks of the others' ranges: a descheduled thread holds up at most the
-  // chunk it is in. The cursors are the calling thread's, kept from one
-  // region to the next (a region takes microseconds; an allocation shows).
-  if (CallerCursors.size() < static_cast<size_t>(Threads))
-    CallerCursors = std::vector<Cursor>(Threads);
-  Cursor *Cursors = CallerCursors.data();
-  for (int32_t T = 0; T < Threads; ++T) {
-    Cursors[T].Next = Chunks * T / Threads;
-    Cursors[T].End = Chunks * (T + 1) / Threads;
-  }
-  CallerInRegion = true;
-  // The workers' oneDNN calls cache their primitives for the caller's
-  // owner too.
-  const void *Owner = nnc::onednn::detail::currentCacheOwner();
-#pragma omp parallel num_threads(Threads)
-  {
-    const void *WorkerOwner = nnc::setCacheOwner(Owner);
-    int32_t Me = omp_get_thread_num();
-    for (int32_t K = 0; K < Threads; ++K) {
-      Cursor &Cur = Cursors[(Me + K) % Threads];
-      // Look before taking: a finished range costs no write to its line.
-      if (K && Cur.Next.load(std::memory_order_relaxed) >= Cur.End)
-        continue;
-      for (int64_t C = Cur.Next.fetch_add(1, std::memory_order_relaxed);
-           C < Cur.End && First.load(std::memory_order_relaxed) == 0;
-           C = Cur.Next.fetch_add(1, std::memory_order_relaxed))
-        RunChunk(C);
-    }
-    nnc::setCacheOwner(WorkerOwner);
-  }
-  CallerInRegion = false;
-  int32_t Status = First.load();
-  if (Status != 0)
-    LastError = Why;
-  return Status;
+  return nnc::detail::parallelFor(Body, Start, Stop, Grain, Env,
+                                  kChunksPerThread);
 }
 
 int32_t nnc_aten_attention(int64_t BufsNum, void **BufData, int64_t *BufRanks,

@@ -1,5 +1,6 @@
 //===- RuntimeTest.cpp - The parallel runtime and the OpenMP library ------===//
 #include "nnc/Runtime/Runtime.h"
+#include "Internal.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -183,6 +184,35 @@ TEST(ParallelFor, AStalledThreadHoldsUpOneChunk) {
   for (const auto &[Id, N] : S.Chunks)
     Total += N;
   EXPECT_EQ(Total, 4);
+  nnc_runtime_set_num_threads(0);
+}
+
+TEST(ParallelFor, ChunksPerThreadSetsTheChunks) {
+  nnc_runtime_set_num_threads(2);
+  // {chunks a thread asked, chunks run} over 64 iterations: at least one
+  // a thread, at most one an iteration, with no overflow on the way.
+  for (auto [Asked, Runs] :
+       {std::pair<int64_t, int>{0, 2}, {1, 2}, {2, 4}, {5, 10}, {32, 64},
+        {64, 64}, {INT64_MAX, 64}}) {
+    Counter C;
+    EXPECT_EQ(nnc::detail::parallelFor(sumBody, 0, 64, 1, &C, Asked), 0);
+    EXPECT_EQ(C.Sum.load(), 64 * 63 / 2) << Asked;
+    EXPECT_EQ(C.Calls.load(), Runs) << Asked;
+  }
+  nnc_runtime_set_num_threads(0);
+}
+
+TEST(ParallelFor, AStalledThreadHoldsUpOneIterationWithAChunkEach) {
+  // Eight chunks of one: the caller runs its four and the stalled thread's
+  // last three, where two a thread would leave it two.
+  nnc_runtime_set_num_threads(2);
+  Stalls S;
+  EXPECT_EQ(nnc::detail::parallelFor(stallingBody, 0, 8, 1, &S, 8), 0);
+  EXPECT_GE(S.Chunks[S.Caller], 7);
+  int Total = 0;
+  for (const auto &[Id, N] : S.Chunks)
+    Total += N;
+  EXPECT_EQ(Total, 8);
   nnc_runtime_set_num_threads(0);
 }
 
