@@ -119,8 +119,22 @@ std::string identity(const Tensor &T) {
     H = (H ^ Bits) * 1099511628211ull;
   }
   std::ostringstream OS;
-  OS << static_cast<const void *>(T.Data) << '/' << N << '/' << std::hex << H;
+  OS << static_cast<const void *>(T.Data) << '/' << N << ContentMark
+     << std::hex << H << ContentEnd;
   return OS.str();
+}
+
+std::string siteOf(const std::string &Key) {
+  std::string Site;
+  size_t From = 0;
+  for (size_t Mark; (Mark = Key.find(ContentMark, From)) != std::string::npos;) {
+    size_t End = Key.find(ContentEnd, Mark);
+    if (End == std::string::npos)
+      break;
+    Site.append(Key, From, Mark - From);
+    From = End + 1;
+  }
+  return Site.append(Key, From, std::string::npos);
 }
 
 dnnl::algorithm eltwiseAlgorithm(PostOpKind K) {
@@ -272,7 +286,10 @@ int32_t reorder(const Tensor &From, const Tensor &To, std::string &Err) {
 
 CacheStats cacheStats() {
   std::lock_guard<std::mutex> L(cacheMutex());
-  return statsLocked();
+  CacheStats S = statsLocked();
+  for (const ClearableCache *C : cachesLocked())
+    S.Entries += C->sizeLocked();
+  return S;
 }
 
 } // namespace nnc::onednn

@@ -44,8 +44,14 @@ std::string sizes(const Tensor &T);
 /// Sizes and strides (or "blocked"), for cache keys.
 std::string shape(const Tensor &T);
 
-/// Address, element count and a checksum of up to 64 evenly spaced values.
+/// Address, element count and, between ContentMark and ContentEnd, a
+/// checksum of up to 64 evenly spaced values.
 std::string identity(const Tensor &T);
+constexpr char ContentMark = '#', ContentEnd = ';';
+
+/// Key without the checksums of its identities: what a cache entry is for
+/// (which weights' address, shapes, parameters), whatever the weights hold.
+std::string siteOf(const std::string &Key);
 
 /// oneDNN's algorithm of an elementwise post-op.
 dnnl::algorithm eltwiseAlgorithm(PostOpKind K);
@@ -74,6 +80,8 @@ class ClearableCache {
 public:
   /// Drops every entry; called with cacheMutex() held.
   virtual void clearLocked() = 0;
+  /// The entries held; called with cacheMutex() held.
+  virtual size_t sizeLocked() const = 0;
   /// Drops Owner from the owners of every entry, and the entries it was
   /// the last owner of; called with cacheMutex() held.
   virtual void releaseOwnerLocked(const void *Owner) = 0;
@@ -91,13 +99,17 @@ protected:
 /// (currentCacheOwner), and when one goes (releaseCacheOwner) the entries
 /// no other owner lists go with it. An entry made or found without an
 /// owner is pinned: it stays until the last compiled kernel goes, when
-/// releaseMemoryCaches empties every cache (clearPrimitiveCaches). A cache
+/// releaseMemoryCaches empties every cache (clearPrimitiveCaches). An entry
+/// whose weights changed in place goes at the next miss for the same
+/// address, shapes and parameters (siteOf): memory holds one content at an
+/// address at a time, so the old entry can never be found again. A cache
 /// must never be destroyed (make it with new), since a kernel may go after
 /// static destructors ran.
 template <class Entry> class PrimitiveCache : public ClearableCache {
 public:
   PrimitiveCache();
   void clearLocked() override { Map.clear(); }
+  size_t sizeLocked() const override { return Map.size(); }
   void releaseOwnerLocked(const void *Owner) override;
   /// Key's entry, or null.
   std::shared_ptr<Entry> find(const std::string &Key);
@@ -168,10 +180,22 @@ template <class Fn>
 void PrimitiveCache<Entry>::insert(const std::string &Key,
                                    std::shared_ptr<Entry> E, Fn Record) {
   std::lock_guard<std::mutex> L(cacheMutex());
+  CacheStats &S = statsLocked();
   // Another thread may have made the same entry meanwhile: the first stays,
   // and this thread's kernel owns it too.
-  useLocked(Map.emplace(Key, Slot{std::move(E), {}, false}).first->second);
-  CacheStats &S = statsLocked();
+  auto [At, New] = Map.emplace(Key, Slot{std::move(E), {}, false});
+  useLocked(At->second);
+  // The entries for what the weights at the same address held before.
+  const std::string Site = siteOf(Key);
+  if (New && Site != Key)
+    for (auto It = Map.begin(); It != Map.end();) {
+      if (It != At && siteOf(It->first) == Site) {
+        It = Map.erase(It);
+        ++S.Replaced;
+      } else {
+        ++It;
+      }
+    }
   ++S.Misses;
   Record(S);
 }

@@ -79,6 +79,10 @@ int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
 
 struct CacheStats {
   uint64_t Hits = 0, Misses = 0;
+  /// Entries dropped because the weights at their address changed (a miss
+  /// with the same weights' address, shapes and parameters), and the
+  /// entries held now.
+  uint64_t Replaced = 0, Entries = 0;
   /// Of the last new primitive: oneDNN's implementation.
   std::string LastImpl;
   /// Convolutions: the implementation oneDNN has for the convolution without
