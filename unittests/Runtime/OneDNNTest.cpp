@@ -166,6 +166,18 @@ TEST(OneDNNConv, CacheIsEmptiedWhenTheLastKernelGoes) {
       << "made again after the cache was emptied";
 }
 
+/// A 3x3 convolution of stride 1 and padding 1, Out = X * W, as a call of
+/// Owner's (setCacheOwner; null: no owner).
+void convAs(const void *Owner, HostBuffer &Out, HostBuffer &X, HostBuffer &W) {
+  std::string Err;
+  const void *Previous = setCacheOwner(Owner);
+  EXPECT_EQ(onednn::conv2d(tensor(Out), tensor(X), tensor(W), nullptr,
+                           Conv2dParams{1, 1, 1, 1, 1, 1, 1}, {}, {}, Err),
+            0)
+      << Err;
+  EXPECT_EQ(setCacheOwner(Previous), Owner);
+}
+
 // While kernels live, an entry goes with the last of its owners (the
 // functions whose calls made or found it); one made without an owner stays
 // until the last kernel goes.
@@ -175,16 +187,9 @@ TEST(OneDNNConv, CacheEntriesGoWithTheirLastOwner) {
   HostBuffer W1 = make({16, 16, 3, 3}, true, R);
   HostBuffer W2 = make({16, 16, 3, 3}, true, R);
   HostBuffer Y = make({1, 16, 8, 8}, true, R);
-  Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
-  std::string Err;
   int A, B, C; // Owners are addresses.
   auto Run = [&](const void *Owner, HostBuffer &W) {
-    const void *Previous = setCacheOwner(Owner);
-    ASSERT_EQ(onednn::conv2d(tensor(Y), tensor(X), tensor(W), nullptr, P, {},
-                             {}, Err),
-              0)
-        << Err;
-    EXPECT_EQ(setCacheOwner(Previous), Owner);
+    convAs(Owner, Y, X, W);
   };
   auto Misses = [] { return onednn::cacheStats().Misses; };
   retainMemoryCaches(); // A kernel lives throughout.
@@ -241,16 +246,9 @@ TEST(OneDNNConv, WeightsChangedInPlaceReplaceTheirEntry) {
   HostBuffer Other = make({16, 16, 3, 3}, true, R);
   HostBuffer Y = make({1, 16, 8, 8}, true, R);
   HostBuffer Want = make({1, 16, 8, 8}, true, R);
-  Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
-  std::string Err;
   int Owner;
   auto Run = [&](HostBuffer &Out, HostBuffer &Wt) {
-    const void *Previous = setCacheOwner(&Owner);
-    ASSERT_EQ(onednn::conv2d(tensor(Out), tensor(X), tensor(Wt), nullptr, P,
-                             {}, {}, Err),
-              0)
-        << Err;
-    setCacheOwner(Previous);
+    convAs(&Owner, Out, X, Wt);
   };
   retainMemoryCaches();
   Run(Y, W);
