@@ -265,6 +265,33 @@ def test_scalar_inputs_are_scalar_parameters():
     assert [role for _, role in params_of(text)] == ["in", "scalar", "out"]
 
 
+class BoxCenters(torch.nn.Module):
+    """Box decoding as torchvision's detection models write it: the group's
+    inputs are columns of a [N, 4] tensor, rank-1 views of stride 4."""
+
+    def forward(self, boxes):
+        widths = boxes[:, 2] - boxes[:, 0]
+        return boxes[:, 0] + 0.5 * widths, widths
+
+
+def test_rank1_strided_inputs_are_indexed_by_dimension():
+    """NNC indexes a rank-1 input of stride 4 at 4 * i, an element offset;
+    the kernel divides it back to the dimension's index, which .nnc reads
+    (it failed the bounds check: seen on fasterrcnn_mobilenet_v3_large_320_fpn)."""
+    [g] = groups_of(torch.jit.script(BoxCenters()), [torch.rand(300, 4)])
+    text = check_against_pytorch(g)
+    assert [st for _, st, _ in g.signature] == [(4,), (4,)]
+    assert text.count(" / 4ll]") == 5, text
+
+
+def test_rank1_offsets_as_indices():
+    rewrite = translate._rank1_offsets_as_indices
+    assert rewrite("a[4ll * i] + ab[2ll * i] + b[a[4ll * i]]", {"a": 4}) == \
+        "a[(4ll * i) / 4ll] + ab[2ll * i] + b[a[(4ll * i) / 4ll]]"
+    assert rewrite("a[a[2ll * j]]", {"a": 2}) == "a[(a[(2ll * j) / 2ll]) / 2ll]"
+    assert rewrite("xa[i] = a(x)", {"a": 3}) == "xa[i] = a(x)"
+
+
 def test_kernels_are_plain_nnc():
     """NNC's prepacked convolutions become nnc_aten_conv2d on the unpacked
     weights, a folded ReLU a post-op, and the temporaries they write keep

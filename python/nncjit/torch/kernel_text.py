@@ -55,6 +55,43 @@ def _decl(role, name, dtype, sizes, strides):
                                 _layout(sizes, strides))
 
 
+def _rank1_offsets_as_indices(body, strides):
+    """NNC's statement indexes every buffer by a flat element offset, but
+    the .nnc format reads the one index of a rank-1 buffer as its
+    dimension's, times the stride (docs/LanguageReference.md): body with
+    the index of each rank-1 buffer in strides (name -> its stride, not 0
+    or 1) divided by its stride. NNC's offset there is stride * i."""
+    if not strides:
+        return body
+    out, i, n = [], 0, len(body)
+    while i < n:
+        c = body[i]
+        if not (c.isalpha() or c == "_") or (i and (body[i - 1].isalnum() or body[i - 1] == "_")):
+            out.append(c)
+            i += 1
+            continue
+        j = i
+        while j < n and (body[j].isalnum() or body[j] == "_"):
+            j += 1
+        name = body[i:j]
+        out.append(name)
+        i = j
+        if name not in strides or i >= n or body[i] != "[":
+            continue
+        depth, k = 0, i
+        while k < n:
+            depth += {"[": 1, "]": -1}.get(body[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        if k == n:
+            raise _Unsupported("NNC's statement has an unmatched '[' after %s" % name)
+        inner = _rank1_offsets_as_indices(body[i + 1:k], strides)
+        out.append("[(%s) / %dll]" % (inner, strides[name]))
+        i = k + 1
+    return "".join(out)
+
+
 def _bound_params(named):
     """`in` declarations and the bound constants for (name, tensor) pairs;
     a None tensor (no bias) is left out."""
