@@ -8,7 +8,8 @@ padding, dilation, with or without bias), linear layers and matmuls,
 pooling, add/mul/cat/split/reshape/transpose/permute, activations, softmax,
 layer and batch norm, masks with -inf, channel shuffle, squeeze-excite,
 attention written out, torch's encoder layer and multi-head attention,
-gated units (chunk), slices, where and means over rows,
+gated units (chunk), slices, where and means over rows, box decoding
+(columns and strided slices of the last dimension),
 several outputs in tuples with None among them, NCHW and channels-last
 inputs, batch 1 and larger. The model is scripted or traced, optimized, and
 run on the example inputs and on fresh ones of the same shape; its outputs
@@ -270,6 +271,25 @@ class ModelWriter:
         p = self._emit("seq", scores.shape, "torch.softmax(%s, -1)" % scores.name)
         return self._emit("seq", (n, t, d), "torch.matmul(%s, %s)" % (p.name, v.name))
 
+    def boxes(self, v):
+        """Box decoding as detection models write it, on the last dimension's
+        first four entries: columns (of a vector, rank-1 views of stride f),
+        or every step-th entry scaled by a width."""
+        f = v.shape[-1]
+        if f < 4:
+            return self.activation(v)
+        x = v.name
+        w = "(%s[..., 2] - %s[..., 0])" % (x, x)
+        h = "(%s[..., 3] - %s[..., 1])" % (x, x)
+        if self.r.random() < 0.5:
+            return self._emit(v.kind, v.shape[:-1] + (3,),
+                              "torch.stack([%s[..., 0] + 0.5 * %s, %s[..., 1] + 0.5 * %s, "
+                              "%s * %s], -1)" % (x, w, x, h, w, h))
+        step = self.r.choice([2, 4])
+        return self._emit(v.kind, v.shape[:-1] + ((f + step - 1) // step,),
+                          "%s[..., 0::%d] * %s.unsqueeze(-1) + %s[..., 0].unsqueeze(-1)"
+                          % (x, step, w, x))
+
     def seq_reshape(self, v):
         n, t, d = v.shape
         if d % 2:
@@ -332,7 +352,7 @@ class ModelWriter:
                ("squeeze_excite", 1), ("channel_norm", 1), ("transpose_hw", 1),
                ("img_softmax", 1), ("masked", 1), ("flatten", 1)]
     VEC_OPS = [("linear", 3), ("matmul", 1), ("activation", 2), ("layer_norm", 1),
-               ("softmax", 1), ("binary", 1), ("gate", 1), ("rows", 1)]
+               ("softmax", 1), ("binary", 1), ("gate", 1), ("rows", 1), ("boxes", 1)]
     SEQ_OPS = VEC_OPS + [("attention", 2), ("seq_reshape", 1), ("encoder_layer", 1),
                          ("multihead", 1)]
 
