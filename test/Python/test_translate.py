@@ -284,6 +284,18 @@ def test_rank1_strided_inputs_are_indexed_by_dimension():
     assert text.count(" / 4ll]") == 5, text
 
 
+def test_group_with_empty_outputs_is_refused_with_its_reason():
+    """NNC writes no loop for outputs with no elements (a detection model's
+    boxes where the example has none): the group stays in PyTorch, saying
+    so."""
+    def f(x, y):
+        return (x - y >= 0) & (x * 2 - y >= 1)
+    [g] = groups_of(torch.jit.script(f), [torch.randn(0, 4), torch.randn(0, 4)])
+    with pytest.raises(translate._Unsupported,
+                       match="its outputs have no elements on the example inputs"):
+        g.write()
+
+
 def test_rank1_offsets_as_indices():
     rewrite = translate._rank1_offsets_as_indices
     assert rewrite("a[4ll * i] + ab[2ll * i] + b[a[4ll * i]]", {"a": 4}) == \

@@ -289,6 +289,10 @@ class _Group:
         # The outputs: the buffers written that the signature does not
         # declare, matched to the graph's outputs.
         outs = [_tensor_type(v) for v in pre.outputs()]
+        if not first.written and outs and all(0 in sizes for _, sizes, _ in outs):
+            # NNC writes no loop for an empty output (a detection model's
+            # boxes where the example has none).
+            raise _Unsupported("its outputs have no elements on the example inputs")
         if len(first.written) != len(outs):
             raise _Unsupported("%d buffers are written for %d outputs" %
                                (len(first.written), len(outs)))
