@@ -302,6 +302,8 @@ def test_rank1_offsets_as_indices():
         "a[(4ll * i) / 4ll] + ab[2ll * i] + b[a[(4ll * i) / 4ll]]"
     assert rewrite("a[a[2ll * j]]", {"a": 2}) == "a[(a[(2ll * j) / 2ll]) / 2ll]"
     assert rewrite("xa[i] = a(x)", {"a": 3}) == "xa[i] = a(x)"
+    with pytest.raises(translate._Unsupported, match=r"unmatched '\[' after a"):
+        rewrite("b[i] + a[4ll * i", {"a": 4})
 
 
 def test_kernels_are_plain_nnc():

@@ -2,6 +2,8 @@
 bound parameters and the kernel's text."""
 
 
+import re
+
 from .common import _DTYPES, _Unsupported
 
 
@@ -55,41 +57,32 @@ def _decl(role, name, dtype, sizes, strides):
                                 _layout(sizes, strides))
 
 
+_NAME = re.compile(r"\b[A-Za-z_]\w*")
+
+
 def _rank1_offsets_as_indices(body, strides):
     """NNC's statement indexes every buffer by a flat element offset, but
     the .nnc format reads the one index of a rank-1 buffer as its
     dimension's, times the stride (docs/LanguageReference.md): body with
     the index of each rank-1 buffer in strides (name -> its stride, not 0
     or 1) divided by its stride. NNC's offset there is stride * i."""
-    if not strides:
-        return body
-    out, i, n = [], 0, len(body)
-    while i < n:
-        c = body[i]
-        if not (c.isalpha() or c == "_") or (i and (body[i - 1].isalnum() or body[i - 1] == "_")):
-            out.append(c)
-            i += 1
+    out, i = [], 0
+    for m in _NAME.finditer(body):
+        if m.start() < i or m.group() not in strides or not body.startswith("[", m.end()):
             continue
-        j = i
-        while j < n and (body[j].isalnum() or body[j] == "_"):
-            j += 1
-        name = body[i:j]
-        out.append(name)
-        i = j
-        if name not in strides or i >= n or body[i] != "[":
-            continue
-        depth, k = 0, i
-        while k < n:
+        # The index: up to the matching ']', rewritten too (an index may
+        # load from the same buffer).
+        depth, k = 0, m.end()
+        for k in range(m.end(), len(body)):
             depth += {"[": 1, "]": -1}.get(body[k], 0)
             if depth == 0:
                 break
-            k += 1
-        if k == n:
-            raise _Unsupported("NNC's statement has an unmatched '[' after %s" % name)
-        inner = _rank1_offsets_as_indices(body[i + 1:k], strides)
-        out.append("[(%s) / %dll]" % (inner, strides[name]))
+        else:
+            raise _Unsupported("NNC's statement has an unmatched '[' after %s" % m.group())
+        inner = _rank1_offsets_as_indices(body[m.end() + 1:k], strides)
+        out.append("%s[(%s) / %dll]" % (body[i:m.end()], inner, strides[m.group()]))
         i = k + 1
-    return "".join(out)
+    return "".join(out) + body[i:]
 
 
 def _bound_params(named):
