@@ -954,7 +954,7 @@ private:
     Buffer B = Undecl ? nullptr : lookupBuffer(NameTok);
     std::vector<Expr> Idx;
     if (consumeIf(TokKind::LBracket)) {
-      Idx = parseIndices();
+      Idx = nncIndices(B, parseIndices());
     }
     expect(TokKind::Assign, "'=' in the store");
     Expr V = parseExpr();
@@ -968,6 +968,21 @@ private:
     V = adaptTo(V, B->Type);
     expect(TokKind::Semi, "';' after the store");
     return Store::make(B, std::move(Idx), V, Loc);
+  }
+
+  /// NNC's statement indexes every buffer by one flat element offset, where
+  /// .nnc reads the one index of a rank-1 buffer as its dimension's, times
+  /// the stride: there, NNC's offset (stride * i) becomes the index (a
+  /// column `boxes[:, 0]` of a [N, 4] tensor is read at 4 * i).
+  std::vector<Expr> nncIndices(const Buffer &B, std::vector<Expr> Idx) {
+    if (!Undeclared || !B || Idx.size() != 1 || B->Dims.size() != 1)
+      return Idx;
+    std::optional<int64_t> S = getConstInt(B->Strides[0]);
+    if (S && *S != 0 && *S != 1)
+      Idx[0] = Binary::make(BinOp::Div, Idx[0],
+                            IntImm::make(Idx[0]->Type, *S, Idx[0]->Loc),
+                            Idx[0]->Loc);
+    return Idx;
   }
 
   std::vector<Expr> parseIndices() {
@@ -1196,7 +1211,7 @@ private:
                      didYouMean(N, valueNames()));
     std::vector<Expr> Idx;
     if (consumeIf(TokKind::LBracket))
-      Idx = parseIndices();
+      Idx = nncIndices(B->second, parseIndices());
     return checkDepth(Load::make(B->second, std::move(Idx), Loc));
   }
 

@@ -127,3 +127,26 @@ def test_a_complete_statement_is_verified():
         "  for (int64_t i = 0ll; i < 4ll; i++) {\n    y[i] = x[i] * 3.f;\n  }\n}").kernel
     y = nncjit.compile(k)(np.arange(4, dtype=np.float32))
     assert y.tolist() == [0.0, 3.0, 6.0, 9.0]
+
+
+def test_rank1_offsets_become_indices():
+    """NNC indexes a rank-1 buffer of stride s at s * i, an element offset;
+    .nnc reads the one index as the dimension's, so it is divided by s
+    (strides 0 and 1, and buffers of other ranks, keep NNC's index), in
+    stores, loads and an index that loads from the same buffer; the .nnc
+    parser, outside NNC's statement, reads it as written."""
+    text = """kernel g(in a: f32[4] strides [3], in c: f32[4], in z: f32[4] strides [0],
+                    in m: f32[4, 2] strides [6, 3], in j: i64[4] strides [2],
+                    out y: f32[4] strides [2]) {
+      for (int64_t i = 0ll; i < 4ll; i++) {
+        y[2ll * i] = a[3ll * i] + c[i] + z[0ll] + m[6ll * i + 3ll] + a[3ll * j[2ll * i]];
+      }
+    }"""
+    [stmt] = nncjit.parse_nnc_statement(text).kernel.statements
+    assert "y[2ll * i / 2ll] = " in stmt
+    assert "a[3ll * i / 3ll] + c[i] + z[0ll] + m[6ll * i + 3ll]" in stmt
+    assert "a[3ll * j[2ll * i / 2ll] / 3ll]" in stmt
+    plain = "kernel p(in a: f32[4] strides [3], out y: f32[4]) {" \
+        " for (int64_t i = 0ll; i < 4ll; i++) { y[i] = a[i]; } }"
+    [stmt] = nncjit.parse(plain).kernel("p").statements
+    assert "y[i] = a[i];" in stmt

@@ -296,16 +296,6 @@ def test_group_with_empty_outputs_is_refused_with_its_reason():
         g.write()
 
 
-def test_rank1_offsets_as_indices():
-    rewrite = translate._rank1_offsets_as_indices
-    assert rewrite("a[4ll * i] + ab[2ll * i] + b[a[4ll * i]]", {"a": 4}) == \
-        "a[(4ll * i) / 4ll] + ab[2ll * i] + b[a[(4ll * i) / 4ll]]"
-    assert rewrite("a[a[2ll * j]]", {"a": 2}) == "a[(a[(2ll * j) / 2ll]) / 2ll]"
-    assert rewrite("xa[i] = a(x)", {"a": 3}) == "xa[i] = a(x)"
-    with pytest.raises(translate._Unsupported, match=r"unmatched '\[' after a"):
-        rewrite("b[i] + a[4ll * i", {"a": 4})
-
-
 def test_kernels_are_plain_nnc():
     """NNC's prepacked convolutions become nnc_aten_conv2d on the unpacked
     weights, a folded ReLU a post-op, and the temporaries they write keep

@@ -46,6 +46,9 @@ struct UndeclaredBuffers {
 ///    the dtype and dims of temporary b (NNC's memory planner chose b at
 ///    least as large) and freed at the end of the block;
 ///  - `FreeExt(...)` is dropped: its buffers are outputs, or aliases;
+///  - the one index of a rank-1 buffer of constant stride s (not 0 or 1) is
+///    NNC's element offset, s * i: it becomes that divided by s, the index
+///    .nnc reads;
 ///  - a buffer written but not declared is declared there as an output, its
 ///    dtype the stored value's or the call's description (a store's dims are
 ///    unknown: 0s), and recorded in Undeclared.Written; an undescribed

@@ -2,8 +2,6 @@
 bound parameters and the kernel's text."""
 
 
-import re
-
 from .common import _DTYPES, _Unsupported
 
 
@@ -55,34 +53,6 @@ def _decl(role, name, dtype, sizes, strides):
     return "%s %s: %s[%s]%s" % (role, name, _DTYPES[dtype],
                                 ", ".join(str(s) for s in sizes),
                                 _layout(sizes, strides))
-
-
-_NAME = re.compile(r"\b[A-Za-z_]\w*")
-
-
-def _rank1_offsets_as_indices(body, strides):
-    """NNC's statement indexes every buffer by a flat element offset, but
-    the .nnc format reads the one index of a rank-1 buffer as its
-    dimension's, times the stride (docs/LanguageReference.md): body with
-    the index of each rank-1 buffer in strides (name -> its stride, not 0
-    or 1) divided by its stride. NNC's offset there is stride * i."""
-    out, i = [], 0
-    for m in _NAME.finditer(body):
-        if m.start() < i or m.group() not in strides or not body.startswith("[", m.end()):
-            continue
-        # The index: up to the matching ']', rewritten too (an index may
-        # load from the same buffer).
-        depth, k = 0, m.end()
-        for k in range(m.end(), len(body)):
-            depth += {"[": 1, "]": -1}.get(body[k], 0)
-            if depth == 0:
-                break
-        else:
-            raise _Unsupported("NNC's statement has an unmatched '[' after %s" % m.group())
-        inner = _rank1_offsets_as_indices(body[m.end() + 1:k], strides)
-        out.append("%s[(%s) / %dll]" % (body[i:m.end()], inner, strides[m.group()]))
-        i = k + 1
-    return "".join(out) + body[i:]
 
 
 def _bound_params(named):

@@ -8,8 +8,7 @@ from .. import _nncjit
 from .check import _copy, _matches, _verdict
 from .common import GroupReport, _Unsupported, _scalar_type, _tensor_type
 from .kernels import compile_kernel
-from .kernel_text import (_bound_params, _decl, _dense_strides, _kernel_text,
-                          _rank1_offsets_as_indices, _sanitize)
+from .kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
 
 
 # Ops that PyTorch's FuseConvWithEltwise folds into a prepacked convolution.
@@ -276,11 +275,6 @@ class _Group:
                      for n in tensors}
         declared = {name: _decl("in", name, t.dtype, t.shape, t.stride())
                     for name, t in constants.items()}
-        rank1 = {name: strides[0] for name, (sizes, strides, _) in
-                 zip(self.input_names, self.signature) if len(strides) == 1}
-        rank1.update((name, t.stride()[0]) for name, t in constants.items() if t.dim() == 1)
-        body = _rank1_offsets_as_indices(
-            body, {name: s for name, s in rank1.items() if s not in (0, 1)})
         convs, conv_params = self._convolutions(pre, post)
         header = "fusion group %d: %s" % (
             self.index, " ".join(k.split("::")[-1] for k in self.ops))

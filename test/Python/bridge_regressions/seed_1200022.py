@@ -27,4 +27,4 @@ def model():
     return Model().eval()
 
 # Found: refused: aten::sub aten::sub aten::mul aten::mul: it failed on the example inputs: <nncjit.Kernel>:11:22: error: index 32 is out of bounds for dimension 0 of 'tv____' (size 3)
-# Fixed: NNC indexes a rank-1 input of stride s (a column of the rows) at s * i, an element offset, where .nnc reads one index on a rank-1 buffer as the dimension's: the bridge divides such an input's indices by s (translate.py, _rank1_offsets_as_indices)
+# Fixed: NNC indexes a rank-1 input of stride s (a column of the rows) at s * i, an element offset, where .nnc reads one index on a rank-1 buffer as the dimension's: parse_nnc_statement divides such a buffer's index by s (lib/Parse/Parser.cpp, nncIndices)

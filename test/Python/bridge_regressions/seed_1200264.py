@@ -36,4 +36,4 @@ def model():
     return Model().eval()
 
 # Found: refused: aten::sub aten::unsqueeze aten::mul aten::unsqueeze: it failed on the example inputs: <nncjit.Kernel>:9:68: error: index 8 is out of bounds for dimension 0 of 'tv___' (size 2)
-# Fixed: NNC indexes a rank-1 input of stride s (a column of the rows) at s * i, an element offset, where .nnc reads one index on a rank-1 buffer as the dimension's: the bridge divides such an input's indices by s (translate.py, _rank1_offsets_as_indices)
+# Fixed: NNC indexes a rank-1 input of stride s (a column of the rows) at s * i, an element offset, where .nnc reads one index on a rank-1 buffer as the dimension's: parse_nnc_statement divides such a buffer's index by s (lib/Parse/Parser.cpp, nncIndices)
