@@ -39,9 +39,12 @@
 #include "nnc/Runtime/Runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <new>
 #include <sstream>
+
+#include <unistd.h>
 
 namespace nnc::onednn {
 
@@ -232,6 +235,23 @@ std::vector<ClearableCache *> &cachesLocked() {
   return *Caches;
 }
 
+size_t heldBytesLocked() {
+  size_t Bytes = 0;
+  for (const ClearableCache *C : cachesLocked())
+    Bytes += C->bytesLocked();
+  return Bytes;
+}
+
+uint64_t tickLocked() {
+  static uint64_t Tick = 0;
+  return ++Tick;
+}
+
+std::string budgetText(size_t Bytes) {
+  return Bytes >> 20 ? std::to_string(Bytes >> 20) + " MiB"
+                     : std::to_string(Bytes) + " bytes";
+}
+
 void clearPrimitiveCaches() {
   std::lock_guard<std::mutex> L(cacheMutex());
   for (ClearableCache *C : cachesLocked())
@@ -289,7 +309,29 @@ CacheStats cacheStats() {
   CacheStats S = statsLocked();
   for (const ClearableCache *C : cachesLocked())
     S.Entries += C->sizeLocked();
+  S.Bytes = heldBytesLocked();
   return S;
+}
+
+namespace {
+
+/// cacheBudget's, a quarter of the machine's memory until set.
+std::atomic<size_t> &budget() {
+  static std::atomic<size_t> Budget = [] {
+    long Pages = sysconf(_SC_PHYS_PAGES), Page = sysconf(_SC_PAGE_SIZE);
+    return Pages > 0 && Page > 0
+               ? static_cast<size_t>(Pages) / 4 * static_cast<size_t>(Page)
+               : size_t(1) << 30;
+  }();
+  return Budget;
+}
+
+} // namespace
+
+size_t cacheBudget() { return budget().load(std::memory_order_relaxed); }
+
+void setCacheBudget(size_t Bytes) {
+  budget().store(Bytes, std::memory_order_relaxed);
 }
 
 } // namespace nnc::onednn

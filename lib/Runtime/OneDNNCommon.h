@@ -75,20 +75,32 @@ std::string opList(const std::vector<PostOp> &Ops, size_t Begin, size_t End,
 void runWith(dnnl::primitive &P, std::unordered_map<int, memory> &Args,
              const memory::desc &Scratch);
 
-/// What clearPrimitiveCaches and releaseCacheOwner see of a PrimitiveCache.
+/// What clearPrimitiveCaches, releaseCacheOwner and cacheStats see of a
+/// PrimitiveCache; each is called with cacheMutex() held.
 class ClearableCache {
 public:
-  /// Drops every entry; called with cacheMutex() held.
+  /// Drops every entry.
   virtual void clearLocked() = 0;
-  /// The entries held; called with cacheMutex() held.
+  /// The entries held, and the bytes of weights they hold.
   virtual size_t sizeLocked() const = 0;
+  virtual size_t bytesLocked() const = 0;
   /// Drops Owner from the owners of every entry, and the entries it was
-  /// the last owner of; called with cacheMutex() held.
+  /// the last owner of.
   virtual void releaseOwnerLocked(const void *Owner) = 0;
 
 protected:
   ~ClearableCache() = default;
 };
+
+/// The bytes of weights every PrimitiveCache together holds, under
+/// cacheMutex().
+size_t heldBytesLocked();
+
+/// A clock for the caches' least recently used entries, under cacheMutex().
+uint64_t tickLocked();
+
+/// "64 MiB", or "1000 bytes" under a MiB: a budget, for notes.
+std::string budgetText(size_t Bytes);
 
 /// The primitives made so far, by key (shapes, strides, parameters, post-ops,
 /// thread count and the weights' identity). Thread-safe; every cache counts
@@ -102,14 +114,22 @@ protected:
 /// releaseMemoryCaches empties every cache (clearPrimitiveCaches). An entry
 /// whose weights changed in place goes at the next miss for the same
 /// address, shapes and parameters (siteOf): memory holds one content at an
-/// address at a time, so the old entry can never be found again. A cache
+/// address at a time, so the old entry can never be found again. And while
+/// the weights of every cache's entries together take more than
+/// cacheBudget() bytes, a new entry drops its cache's least recently used
+/// others, owned or not (a later call makes them again): weights in a new
+/// buffer at every call cost one budget, not an entry per call. A cache
 /// must never be destroyed (make it with new), since a kernel may go after
-/// static destructors ran.
+/// static destructors ran. Entry::bytes() is what an entry's weights take.
 template <class Entry> class PrimitiveCache : public ClearableCache {
 public:
   PrimitiveCache();
-  void clearLocked() override { Map.clear(); }
+  void clearLocked() override {
+    Map.clear();
+    Bytes = 0;
+  }
   size_t sizeLocked() const override { return Map.size(); }
+  size_t bytesLocked() const override { return Bytes; }
   void releaseOwnerLocked(const void *Owner) override;
   /// Key's entry, or null.
   std::shared_ptr<Entry> find(const std::string &Key);
@@ -122,10 +142,23 @@ private:
     std::shared_ptr<Entry> E;
     std::vector<const void *> Owners;
     bool Pinned = false;
+    size_t Bytes = 0;
+    uint64_t LastUse = 0;
   };
-  /// Notes the calling thread's owner as an owner of S (none: pins it).
+  using Iter = typename std::map<std::string, Slot>::iterator;
+  /// Notes the calling thread's owner as an owner of S (none: pins it), and
+  /// the use.
   static void useLocked(Slot &S);
+  /// Drops the entry at It; returns the next.
+  Iter eraseLocked(Iter It) {
+    Bytes -= It->second.Bytes;
+    return Map.erase(It);
+  }
+  /// Drops the least recently used entries but Keep while every cache's
+  /// weights take more than the budget.
+  void evictLocked(Iter Keep);
   std::map<std::string, Slot> Map;
+  size_t Bytes = 0;
 };
 
 /// The lock and the statistics of every PrimitiveCache.
@@ -140,6 +173,7 @@ template <class Entry> PrimitiveCache<Entry>::PrimitiveCache() {
 }
 
 template <class Entry> void PrimitiveCache<Entry>::useLocked(Slot &S) {
+  S.LastUse = tickLocked();
   const void *Owner = currentCacheOwner();
   if (!Owner)
     S.Pinned = true;
@@ -156,7 +190,7 @@ void PrimitiveCache<Entry>::releaseOwnerLocked(const void *Owner) {
     if (At != O.end()) {
       O.erase(At);
       if (O.empty() && !It->second.Pinned) {
-        It = Map.erase(It);
+        It = eraseLocked(It);
         continue;
       }
     }
@@ -183,21 +217,50 @@ void PrimitiveCache<Entry>::insert(const std::string &Key,
   CacheStats &S = statsLocked();
   // Another thread may have made the same entry meanwhile: the first stays,
   // and this thread's kernel owns it too.
-  auto [At, New] = Map.emplace(Key, Slot{std::move(E), {}, false});
+  const size_t EntryBytes = E->bytes();
+  auto [At, New] = Map.emplace(Key, Slot{std::move(E), {}, false, EntryBytes});
   useLocked(At->second);
-  // The entries for what the weights at the same address held before.
-  const std::string Site = siteOf(Key);
-  if (New && Site != Key)
-    for (auto It = Map.begin(); It != Map.end();) {
-      if (It != At && siteOf(It->first) == Site) {
-        It = Map.erase(It);
-        ++S.Replaced;
-      } else {
-        ++It;
+  if (New) {
+    Bytes += EntryBytes;
+    // The entries for what the weights at the same address held before.
+    const std::string Site = siteOf(Key);
+    if (Site != Key)
+      for (auto It = Map.begin(); It != Map.end();) {
+        if (It != At && siteOf(It->first) == Site) {
+          It = eraseLocked(It);
+          ++S.Replaced;
+        } else {
+          ++It;
+        }
       }
-    }
+    evictLocked(At);
+  }
   ++S.Misses;
   Record(S);
+}
+
+template <class Entry> void PrimitiveCache<Entry>::evictLocked(Iter Keep) {
+  const size_t Budget = cacheBudget();
+  bool Noted = false;
+  while (heldBytesLocked() > Budget) {
+    Iter Oldest = Map.end();
+    for (Iter It = Map.begin(); It != Map.end(); ++It)
+      if (It != Keep && It->second.Bytes &&
+          (Oldest == Map.end() || It->second.LastUse < Oldest->second.LastUse))
+        Oldest = It;
+    if (Oldest == Map.end())
+      return; // The rest is Keep and the other caches'.
+    eraseLocked(Oldest);
+    ++statsLocked().Evicted;
+    if (!Noted && recordingRuntimeNotes())
+      addRuntimeNote(true, "the weights the oneDNN primitives keep passed "
+                           "their budget of " +
+                               budgetText(Budget) +
+                               ": the least recently used go, and a later "
+                               "call makes them again (raise it with "
+                               "nnc::onednn::setCacheBudget)");
+    Noted = true;
+  }
 }
 
 } // namespace nnc::onednn::detail

@@ -54,6 +54,8 @@ struct ConvEntry {
   std::vector<Step> After;
   /// Not empty: oneDNN has no primitive for the call (the reference runs).
   std::string Failure;
+  /// What the reordered weights take (PrimitiveCache's budget).
+  size_t bytes() const { return Weights ? Weights.get_desc().get_size() : 0; }
 };
 
 /// Whether the calling thread's kernels consider Winograd convolutions

@@ -43,6 +43,9 @@ struct MatmulEntry {
   /// The constant right operand in the entry's layout (padded or oneDNN's),
   /// or null: the call's own buffer.
   std::unique_ptr<float, void (*)(void *)> Weights{nullptr, std::free};
+  size_t WeightBytes = 0;
+  /// What Weights takes (PrimitiveCache's budget).
+  size_t bytes() const { return WeightBytes; }
 };
 
 /// Never destroyed (PrimitiveCache).
@@ -109,6 +112,7 @@ std::shared_ptr<MatmulEntry> makeMatmul(const Tensor &Out, const Tensor &A,
     E->Weights.reset(static_cast<float *>(std::aligned_alloc(64, Bytes)));
     if (!E->Weights)
       throw std::bad_alloc();
+    E->WeightBytes = Bytes;
     memory From(E->B, engine(), B.Data), To(Layout, engine(), E->Weights.get());
     thread_local dnnl::stream S(engine());
     dnnl::reorder(From, To).execute(S, From, To);

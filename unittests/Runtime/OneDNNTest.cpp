@@ -274,6 +274,107 @@ TEST(OneDNNConv, WeightsChangedInPlaceReplaceTheirEntry) {
   releaseMemoryCaches();
 }
 
+// Weights in a new buffer at every call (all still alive, so no address
+// comes back): past the budget, a new entry drops the least recently used,
+// owned or not, and a later call makes it again, with the same result.
+TEST(OneDNNCache, NewWeightsAtEveryCallStayWithinTheBudget) {
+  std::mt19937 R(5);
+  HostBuffer X = make({1, 16, 8, 8}, true, R);
+  HostBuffer Y = make({1, 16, 8, 8}, true, R);
+  HostBuffer Want = make({1, 16, 8, 8}, true, R);
+  std::vector<HostBuffer> W;
+  for (int I = 0; I < 10; ++I)
+    W.push_back(make({16, 16, 3, 3}, true, R));
+  int Owner;
+  const size_t Budget = onednn::cacheBudget();
+  retainMemoryCaches(); // Emptied: no other test's entries.
+  releaseMemoryCaches();
+  retainMemoryCaches();
+  auto Run = [&](int I) {
+    convAs(&Owner, Y, X, W[I]);
+    ASSERT_EQ(runReferenceExternal(ExternalFunc::Conv2d, ref(Want),
+                                   {ref(X), ref(W[I])},
+                                   {1, 1, 1, 1, 1, 1, 1}, {}),
+              "");
+    EXPECT_LT(relDiff(Y, Want), 1e-5) << "weights " << I;
+  };
+  Run(0);
+  const onednn::CacheStats One = onednn::cacheStats();
+  const uint64_t Entry = One.Bytes;
+  ASSERT_EQ(One.Entries, 1u);
+  ASSERT_GE(Entry, 16u * 16 * 9 * sizeof(float));
+  onednn::setCacheBudget(3 * Entry);
+  const bool Was = recordRuntimeNotes(true);
+  takeRuntimeNotes();
+  for (int I = 1; I < 10; ++I)
+    Run(I);
+  // A note at each call that dropped entries.
+  int Noted = 0;
+  for (const RuntimeNote &N : takeRuntimeNotes())
+    Noted += N.Warning &&
+             N.Text == "the weights the oneDNN primitives keep passed their "
+                       "budget of " +
+                           std::to_string(3 * Entry) +
+                           " bytes: the least recently used go, and a later "
+                           "call makes them again (raise it with "
+                           "nnc::onednn::setCacheBudget)";
+  recordRuntimeNotes(Was);
+  EXPECT_EQ(Noted, 7);
+  onednn::CacheStats S = onednn::cacheStats();
+  EXPECT_EQ(S.Entries, 3u);
+  EXPECT_EQ(S.Bytes, 3 * Entry);
+  EXPECT_EQ(S.Evicted, One.Evicted + 7);
+  EXPECT_EQ(S.Misses, One.Misses + 9);
+  // 7, 8 and 9 are kept; with 7 used again, 8 is the least recently used.
+  auto Misses = [] { return onednn::cacheStats().Misses; };
+  Run(7);
+  EXPECT_EQ(Misses(), S.Misses) << "7 is kept";
+  Run(0);
+  EXPECT_EQ(Misses(), S.Misses + 1) << "0 was dropped";
+  Run(7);
+  Run(9);
+  EXPECT_EQ(Misses(), S.Misses + 1) << "7 and 9 are kept";
+  Run(8);
+  EXPECT_EQ(Misses(), S.Misses + 2) << "8 was dropped for 0";
+  // A budget below one entry keeps the newest alone.
+  onednn::setCacheBudget(1);
+  Run(1);
+  S = onednn::cacheStats();
+  EXPECT_EQ(S.Entries, 1u);
+  EXPECT_EQ(S.Bytes, Entry);
+  onednn::setCacheBudget(Budget);
+  releaseCacheOwner(&Owner);
+  releaseMemoryCaches();
+  EXPECT_EQ(onednn::cacheStats().Bytes, 0u);
+}
+
+// A matrix product's kept copy of its weights counts against the budget as
+// a convolution's reordered weights do; a product with the buffer's own
+// weights holds none.
+TEST(OneDNNCache, KeptMatmulWeightsCountTheirBytes) {
+  std::mt19937 R(6);
+  HostBuffer A = make({4, 32}, false, R);
+  HostBuffer B = make({32, 48}, false, R);
+  HostBuffer C = make({4, 48}, false, R);
+  retainMemoryCaches();
+  releaseMemoryCaches();
+  std::string Err;
+  ASSERT_EQ(onednn::matmul(tensor(C), tensor(A), tensor(B), true, Err,
+                           onednn::MatmulWeights::Plain),
+            0)
+      << Err;
+  EXPECT_EQ(onednn::cacheStats().Bytes, 0u);
+  ASSERT_EQ(onednn::matmul(tensor(C), tensor(A), tensor(B), true, Err,
+                           onednn::MatmulWeights::Padded),
+            0)
+      << Err;
+  // 32 rows of 48 + 16 floats.
+  EXPECT_EQ(onednn::cacheStats().Bytes, 32u * 64 * sizeof(float));
+  retainMemoryCaches();
+  releaseMemoryCaches();
+  EXPECT_EQ(onednn::cacheStats().Bytes, 0u);
+}
+
 // Every post-op kind, alone and after a residual add (in the output's layout,
 // which can be oneDNN's `sum`, and in another, which cannot), on the
 // convolutions of ResNet and MobileNet blocks (3x3, 3x3 stride 2, 1x1 and

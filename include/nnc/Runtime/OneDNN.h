@@ -11,6 +11,7 @@
 
 #include "nnc/IR/ExternalFunctions.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,6 +84,9 @@ struct CacheStats {
   /// with the same weights' address, shapes and parameters), and the
   /// entries held now.
   uint64_t Replaced = 0, Entries = 0;
+  /// The bytes of weights the entries hold now, and the entries dropped to
+  /// keep them within cacheBudget().
+  uint64_t Bytes = 0, Evicted = 0;
   /// Of the last new primitive: oneDNN's implementation.
   std::string LastImpl;
   /// Convolutions: the implementation oneDNN has for the convolution without
@@ -93,6 +97,14 @@ struct CacheStats {
   std::string LastDecision;
 };
 CacheStats cacheStats();
+
+/// The most bytes of reordered weights the primitive caches keep: past it,
+/// a new entry drops the least recently used (a later call makes them
+/// again). A quarter of the machine's memory unless set; the newest entry
+/// stays even if it alone is larger. Thread-safe; takes effect at the next
+/// new entry.
+size_t cacheBudget();
+void setCacheBudget(size_t Bytes);
 
 /// A stable text for a list of post-ops (part of the cache key).
 std::string postOpsKey(const std::vector<PostOp> &Ops);
