@@ -12,10 +12,10 @@ torch tensors, zero-copy (docs/python.md).
 
 `nncjit.torch` runs a PyTorch model's fusion groups on nnc-jit.
 """
-from ._nncjit import (Error, Function, Kernel, Module, NNCStatement, compile,
-                      llvm_ir, lower, parse, parse_nnc_statement, print,
-                      remarks)
+from ._nncjit import (Error, Function, Kernel, Module, NNCStatement,
+                      cache_budget, cache_stats, compile, llvm_ir, lower, parse,
+                      parse_nnc_statement, print, remarks, set_cache_budget)
 
-__all__ = ["Error", "Function", "Kernel", "Module", "NNCStatement", "compile",
-           "llvm_ir", "lower", "parse", "parse_nnc_statement", "print",
-           "remarks"]
+__all__ = ["Error", "Function", "Kernel", "Module", "NNCStatement",
+           "cache_budget", "cache_stats", "compile", "llvm_ir", "lower", "parse",
+           "parse_nnc_statement", "print", "remarks", "set_cache_budget"]

@@ -13,6 +13,7 @@
 #include "nnc/API/Compiler.h"
 #include "nnc/IR/IR.h"
 #include "nnc/IR/Printer.h"
+#include "nnc/Runtime/OneDNN.h"
 #include "nnc/Support/Error.h"
 
 #include <pybind11/numpy.h>
@@ -820,6 +821,25 @@ PYBIND11_MODULE(_nncjit, m) {
       },
       py::arg("source"), py::arg("optimized") = true, py::arg("kernel") = py::none(),
       "The kernel's LLVM IR, optimized or as lowered.");
+  m.def(
+      "cache_stats",
+      [] {
+        onednn::CacheStats S = onednn::cacheStats();
+        py::dict D;
+        D["hits"] = S.Hits;
+        D["misses"] = S.Misses;
+        D["replaced"] = S.Replaced;
+        D["entries"] = S.Entries;
+        D["bytes"] = S.Bytes;
+        D["evicted"] = S.Evicted;
+        return D;
+      },
+      "The oneDNN primitive caches' counts: hits, misses, entries, the bytes "
+      "of weights they hold, and the entries replaced or evicted.");
+  m.def("cache_budget", &onednn::cacheBudget,
+        "The most bytes of reordered weights the oneDNN caches keep.");
+  m.def("set_cache_budget", &onednn::setCacheBudget, py::arg("bytes"),
+        "Sets cache_budget(); past it the least recently used entries go.");
   m.def(
       "print",
       [](py::handle Src) -> std::string {

@@ -339,3 +339,45 @@ def test_outputs_keep_the_strides_of_size_one_dims():
         y = k(x)
         assert y.stride() == want, decl
         torch.testing.assert_close(y, x)
+
+
+CONV = """
+kernel conv(in x: f32[1, 16, 8, 8], in w: f32[16, 16, 3, 3],
+            out y: f32[1, 16, 8, 8]) {
+  y = nnc_aten_conv2d(buf_args={x, w}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll});
+}
+"""
+
+
+def test_cache_budget_bounds_weights_in_new_buffers():
+    # Weights in a new array at every call (all kept alive): each call makes
+    # an entry, and past the budget the least recently used go.
+    f = nncjit.compile(CONV, threads=1)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 16, 8, 8), dtype=np.float32)
+    ws = [rng.standard_normal((16, 16, 3, 3), dtype=np.float32) for _ in range(8)]
+    old = nncjit.cache_budget()
+    before = nncjit.cache_stats()
+    assert set(before) == {"hits", "misses", "replaced", "entries", "bytes",
+                           "evicted"}
+    y0 = f(x, ws[0])
+    entry = nncjit.cache_stats()["bytes"] - before["bytes"]
+    assert entry >= ws[0].nbytes
+    try:
+        # Other tests' entries go first (older), then the first weights'.
+        nncjit.set_cache_budget(2 * entry)
+        assert nncjit.cache_budget() == 2 * entry
+        for w in ws[1:]:
+            want = torch.nn.functional.conv2d(torch.from_numpy(x),
+                                              torch.from_numpy(w), padding=1)
+            np.testing.assert_allclose(f(x, w), want.numpy(), rtol=1e-4,
+                                       atol=1e-4)
+        after = nncjit.cache_stats()
+        assert after["misses"] == before["misses"] + 8
+        assert after["evicted"] >= before["evicted"] + 6
+        assert after["bytes"] == 2 * entry
+        # The first weights' entry went; a call makes it again, the same.
+        np.testing.assert_array_equal(f(x, ws[0]), y0)
+        assert nncjit.cache_stats()["misses"] == after["misses"] + 1
+    finally:
+        nncjit.set_cache_budget(old)
