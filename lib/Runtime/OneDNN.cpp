@@ -247,9 +247,31 @@ uint64_t tickLocked() {
   return ++Tick;
 }
 
-std::string budgetText(size_t Bytes) {
-  return Bytes >> 20 ? std::to_string(Bytes >> 20) + " MiB"
-                     : std::to_string(Bytes) + " bytes";
+void evictLocked(uint64_t Now) {
+  const size_t Budget = cacheBudget();
+  bool Noted = false;
+  while (heldBytesLocked() > Budget) {
+    ClearableCache *Oldest = nullptr;
+    uint64_t When = Now;
+    for (ClearableCache *C : cachesLocked())
+      if (uint64_t Use = C->oldestUseLocked(); Use < When) {
+        Oldest = C;
+        When = Use;
+      }
+    if (!Oldest)
+      return; // Only the newest entry is left.
+    Oldest->dropOldestLocked();
+    ++statsLocked().Evicted;
+    if (!Noted && recordingRuntimeNotes())
+      addRuntimeNote(
+          true, "the weights the oneDNN primitives keep passed their budget "
+                "of " +
+                    (Budget >> 20 ? std::to_string(Budget >> 20) + " MiB"
+                                  : std::to_string(Budget) + " bytes") +
+                    ": the least recently used go, and a later call makes "
+                    "them again (raise it with nnc::onednn::setCacheBudget)");
+    Noted = true;
+  }
 }
 
 void clearPrimitiveCaches() {

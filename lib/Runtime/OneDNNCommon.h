@@ -84,6 +84,10 @@ public:
   /// The entries held, and the bytes of weights they hold.
   virtual size_t sizeLocked() const = 0;
   virtual size_t bytesLocked() const = 0;
+  /// When the least recently used entry that holds weights was last used
+  /// (tickLocked), UINT64_MAX if none; and drops that entry.
+  virtual uint64_t oldestUseLocked() const = 0;
+  virtual void dropOldestLocked() = 0;
   /// Drops Owner from the owners of every entry, and the entries it was
   /// the last owner of.
   virtual void releaseOwnerLocked(const void *Owner) = 0;
@@ -99,8 +103,10 @@ size_t heldBytesLocked();
 /// A clock for the caches' least recently used entries, under cacheMutex().
 uint64_t tickLocked();
 
-/// "64 MiB", or "1000 bytes" under a MiB: a budget, for notes.
-std::string budgetText(size_t Bytes);
+/// While every cache's weights together take more than cacheBudget() bytes,
+/// drops the least recently used entry of all caches, if it was last used
+/// before Now; under cacheMutex().
+void evictLocked(uint64_t Now);
 
 /// The primitives made so far, by key (shapes, strides, parameters, post-ops,
 /// thread count and the weights' identity). Thread-safe; every cache counts
@@ -116,9 +122,10 @@ std::string budgetText(size_t Bytes);
 /// address, shapes and parameters (siteOf): memory holds one content at an
 /// address at a time, so the old entry can never be found again. And while
 /// the weights of every cache's entries together take more than
-/// cacheBudget() bytes, a new entry drops its cache's least recently used
-/// others, owned or not (a later call makes them again): weights in a new
-/// buffer at every call cost one budget, not an entry per call. A cache
+/// cacheBudget() bytes, a new entry drops the least recently used others of
+/// all caches, owned or not (evictLocked; a later call makes them again):
+/// weights in a new buffer at every call cost one budget, not an entry per
+/// call. A cache
 /// must never be destroyed (make it with new), since a kernel may go after
 /// static destructors ran. Entry::bytes() is what an entry's weights take.
 template <class Entry> class PrimitiveCache : public ClearableCache {
@@ -130,6 +137,15 @@ public:
   }
   size_t sizeLocked() const override { return Map.size(); }
   size_t bytesLocked() const override { return Bytes; }
+  uint64_t oldestUseLocked() const override {
+    auto It = oldestLocked();
+    return It == Map.end() ? UINT64_MAX : It->second.LastUse;
+  }
+  void dropOldestLocked() override {
+    auto It = oldestLocked();
+    if (It != Map.end())
+      eraseLocked(It);
+  }
   void releaseOwnerLocked(const void *Owner) override;
   /// Key's entry, or null.
   std::shared_ptr<Entry> find(const std::string &Key);
@@ -146,17 +162,24 @@ private:
     uint64_t LastUse = 0;
   };
   using Iter = typename std::map<std::string, Slot>::iterator;
+  using ConstIter = typename std::map<std::string, Slot>::const_iterator;
   /// Notes the calling thread's owner as an owner of S (none: pins it), and
   /// the use.
   static void useLocked(Slot &S);
   /// Drops the entry at It; returns the next.
-  Iter eraseLocked(Iter It) {
+  Iter eraseLocked(ConstIter It) {
     Bytes -= It->second.Bytes;
     return Map.erase(It);
   }
-  /// Drops the least recently used entries but Keep while every cache's
-  /// weights take more than the budget.
-  void evictLocked(Iter Keep);
+  /// The least recently used entry that holds weights, or Map.end().
+  ConstIter oldestLocked() const {
+    ConstIter Oldest = Map.end();
+    for (ConstIter It = Map.begin(); It != Map.end(); ++It)
+      if (It->second.Bytes && (Oldest == Map.end() ||
+                               It->second.LastUse < Oldest->second.LastUse))
+        Oldest = It;
+    return Oldest;
+  }
   std::map<std::string, Slot> Map;
   size_t Bytes = 0;
 };
@@ -233,34 +256,10 @@ void PrimitiveCache<Entry>::insert(const std::string &Key,
           ++It;
         }
       }
-    evictLocked(At);
+    evictLocked(At->second.LastUse);
   }
   ++S.Misses;
   Record(S);
-}
-
-template <class Entry> void PrimitiveCache<Entry>::evictLocked(Iter Keep) {
-  const size_t Budget = cacheBudget();
-  bool Noted = false;
-  while (heldBytesLocked() > Budget) {
-    Iter Oldest = Map.end();
-    for (Iter It = Map.begin(); It != Map.end(); ++It)
-      if (It != Keep && It->second.Bytes &&
-          (Oldest == Map.end() || It->second.LastUse < Oldest->second.LastUse))
-        Oldest = It;
-    if (Oldest == Map.end())
-      return; // The rest is Keep and the other caches'.
-    eraseLocked(Oldest);
-    ++statsLocked().Evicted;
-    if (!Noted && recordingRuntimeNotes())
-      addRuntimeNote(true, "the weights the oneDNN primitives keep passed "
-                           "their budget of " +
-                               budgetText(Budget) +
-                               ": the least recently used go, and a later "
-                               "call makes them again (raise it with "
-                               "nnc::onednn::setCacheBudget)");
-    Noted = true;
-  }
 }
 
 } // namespace nnc::onednn::detail

@@ -369,7 +369,29 @@ TEST(OneDNNCache, KeptMatmulWeightsCountTheirBytes) {
             0)
       << Err;
   // 32 rows of 48 + 16 floats.
-  EXPECT_EQ(onednn::cacheStats().Bytes, 32u * 64 * sizeof(float));
+  const uint64_t Kept = 32u * 64 * sizeof(float);
+  EXPECT_EQ(onednn::cacheStats().Bytes, Kept);
+  // The budget is for both caches: a convolution's entry past it drops
+  // the product's, the least recently used of all.
+  const size_t Budget = onednn::cacheBudget();
+  onednn::setCacheBudget(Kept);
+  HostBuffer X = make({1, 16, 8, 8}, true, R);
+  HostBuffer W = make({16, 16, 3, 3}, true, R);
+  HostBuffer Y = make({1, 16, 8, 8}, true, R);
+  const onednn::CacheStats Before = onednn::cacheStats();
+  convAs(nullptr, Y, X, W);
+  const onednn::CacheStats After = onednn::cacheStats();
+  onednn::setCacheBudget(Budget);
+  EXPECT_EQ(After.Evicted, Before.Evicted + 1);
+  EXPECT_EQ(After.Entries, Before.Entries); // The plain product's stays.
+  EXPECT_GE(After.Bytes, 16u * 16 * 9 * sizeof(float));
+  // The product makes its copy again.
+  ASSERT_EQ(onednn::matmul(tensor(C), tensor(A), tensor(B), true, Err,
+                           onednn::MatmulWeights::Padded),
+            0)
+      << Err;
+  EXPECT_EQ(onednn::cacheStats().Misses, After.Misses + 1);
+  EXPECT_EQ(onednn::cacheStats().Bytes, After.Bytes + Kept);
   retainMemoryCaches();
   releaseMemoryCaches();
   EXPECT_EQ(onednn::cacheStats().Bytes, 0u);
