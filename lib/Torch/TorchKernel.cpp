@@ -33,7 +33,8 @@ namespace {
 /// The version of a kernel's pickled state this library writes and reads.
 constexpr int64_t kStateVersion = 1;
 
-std::atomic<int64_t> KernelsMade{0}, KernelsCompiled{0}, KernelsRetargeted{0};
+std::atomic<int64_t> KernelsMade{0}, KernelsCompiled{0}, KernelsRetargeted{0},
+    InputsRefused{0};
 
 /// Options that override a loaded kernel's saved ones (set_load_options).
 std::mutex OverridesMu;
@@ -140,6 +141,36 @@ public:
         return false;
     }
     return true;
+  }
+
+  /// Why accepts(Inputs) is false: the first input that is not the
+  /// kernel's, what it is and what the kernel takes.
+  std::string refusal(const std::vector<at::Tensor> &Inputs) const {
+    const std::string Kernel = "nncjit kernel '" + Fn.kernel().Name + "'";
+    if (Inputs.size() != InputParams.size())
+      return Kernel + " takes " + std::to_string(InputParams.size()) +
+             " inputs, not " + std::to_string(Inputs.size());
+    std::vector<Arg> Args;
+    try {
+      Args = arguments(Inputs, /*Checked=*/true);
+    } catch (const c10::Error &E) {
+      return E.what_without_backtrace();
+    }
+    for (size_t J = 0; J < Inputs.size(); ++J) {
+      size_t I = InputParams[J];
+      if (Kinds[I] == Kind::Scalar)
+        continue;
+      llvm::Expected<BufferShape> S = Fn.bufferShape(I, Args);
+      if (!S)
+        return Kernel + ": " + textOf(S.takeError());
+      if (!matches(Inputs[J], *S))
+        return "argument '" + Fn.kernel().Params[I].Name + "' of " + Kernel +
+               " is of shape " + shapeText(Inputs[J].sizes()) +
+               " and strides " + shapeText(Inputs[J].strides()) +
+               "; the kernel was compiled for shape " + shapeText(S->Shape) +
+               " and strides " + shapeText(S->Strides);
+    }
+    return Kernel + " accepts these inputs";
   }
 
   /// Runs the kernel on Inputs (its input parameters in order, constants
@@ -398,7 +429,8 @@ std::string defaultCacheDir() {
 }
 
 Stats stats() {
-  return {KernelsMade.load(), KernelsCompiled.load(), KernelsRetargeted.load()};
+  return {KernelsMade.load(), KernelsCompiled.load(), KernelsRetargeted.load(),
+          InputsRefused.load()};
 }
 
 torch::jit::Module load(const std::string &Path, const LoadOptions &O) {
@@ -470,7 +502,18 @@ TORCH_LIBRARY(nncjit, m) {
         "Tensor[] inputs) -> bool",
         [](const c10::intrusive_ptr<TorchKernel> &K,
            const std::vector<at::Tensor> &Inputs) {
-          return K->accepts(Inputs);
+          if (K->accepts(Inputs))
+            return true;
+          // PyTorch's ops run in the kernel's place, much slower where a
+          // whole model was optimized for other inputs: say so, once.
+          if (nnc::libtorch::InputsRefused++ == 0)
+            TORCH_WARN(K->refusal(Inputs),
+                       ": PyTorch's ops run in its place, and in that of any "
+                       "kernel given inputs it was not compiled for (warned "
+                       "once; torch.ops.nncjit.stats()[3] counts them). "
+                       "Optimize with example inputs of the shapes, strides "
+                       "and dtypes the model runs on.");
+          return false;
         });
   m.def("set_load_options(str[] options) -> ()",
         [](const std::vector<std::string> &O) {
@@ -478,7 +521,8 @@ TORCH_LIBRARY(nncjit, m) {
         });
   m.def("stats() -> int[]", []() {
     nnc::libtorch::Stats S = nnc::libtorch::stats();
-    return std::vector<int64_t>{S.Kernels, S.Compiled, S.Retargeted};
+    return std::vector<int64_t>{S.Kernels, S.Compiled, S.Retargeted,
+                                S.Refused};
   });
   m.def("default_cache_dir() -> str",
         []() { return nnc::libtorch::defaultCacheDir(); });

@@ -236,8 +236,8 @@ def test_kernels_saved_for_features_this_cpu_lacks_are_compiled_for_it(tmp_path,
     xp, yp = str(tmp_path / "x.pt"), str(tmp_path / "y.pt")
     torch.save(x, xp)
     counts = _fresh_process(_LOAD_AND_RUN, bad, xp, yp, cache)
-    kernels, compiled, retargeted = [int(v) for v in counts.split()]
-    assert kernels == 3 and retargeted == 3
+    kernels, compiled, retargeted, refused = [int(v) for v in counts.split()]
+    assert kernels == 3 and retargeted == 3 and refused == 0
     for a, b in zip(torch.load(yp), fast(x)):
         _same(a, b)
 
@@ -256,8 +256,8 @@ def test_tampered_cache_entries_are_compiled_again(tmp_path, cache):
         data = bytearray(open(e, "rb").read())
         data[len(data) // 2] ^= 0xFF  # a flipped byte in the object code
         open(e, "wb").write(bytes(data))
-    kernels, compiled, _ = [int(v) for v in
-                            _fresh_process(_LOAD_AND_RUN, path, xp, yp, cache).split()]
+    kernels, compiled = [int(v) for v in
+                         _fresh_process(_LOAD_AND_RUN, path, xp, yp, cache).split()[:2]]
     assert kernels == 3 and compiled == 3
     for a, b in zip(torch.load(yp), fast(x)):
         _same(a, b)
@@ -648,10 +648,56 @@ def test_nnc_torch_run_errors(torch_run, tmp_path):
     for args, message in cases:
         r = _run(torch_run, *args)
         assert r.returncode == 1, (args, r.stdout, r.stderr)
-        assert r.stderr.startswith(message), (args, r.stderr)
-        assert r.stderr.count("\n") == 1, r.stderr
+        err = r.stderr
+        if args[-1] == ip:
+            # The kernel refused the integers first, and said so.
+            warning, err = err.split("\n", 1)
+            assert warning.startswith(
+                "nnc-torch-run: warning: argument 'tmerged_0' of nncjit kernel "
+                "'block_g00_merged': element type f32 is expected, not Long: "
+                "PyTorch's ops run in its place"), warning
+        assert err.startswith(message), (args, r.stderr)
+        assert err.count("\n") == 1, r.stderr
     bad = str(tmp_path / "bad.pt")
     open(bad, "wb").write(open(path, "rb").read()[:1000])
     r = _run(torch_run, bad, "--input", xp)
     assert r.returncode == 1 and r.stderr.startswith(
         "nnc-torch-run: error: cannot load model '%s': " % bad), r.stderr
+
+
+_OTHER_INPUTS = """
+import warnings, torch, nncjit.torch as nt
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU()).eval()
+x = torch.randn(1, 3, 16, 16)
+fast = nt.optimize(m, [x], threads=1)
+assert fast.deployed
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    fast(x)
+    assert not w, [str(m.message) for m in w]
+    assert torch.ops.nncjit.stats()[3] == 0
+    for _ in range(3):  # another batch size
+        x2 = torch.randn(2, 3, 16, 16)
+        torch.testing.assert_close(fast(x2), m(x2), rtol=1e-4, atol=1e-5)
+    fast(x.double().float().contiguous())  # the example's shape again
+print(torch.ops.nncjit.stats()[3])
+for m in w:
+    print(m.category.__name__, str(m.message).split(" (Triggered")[0])
+"""
+
+
+def test_kernels_given_other_inputs_warn_once_and_count():
+    # Optimized for batch 1 and run at batch 2: every kernel's place is
+    # taken by PyTorch's ops, which the first refusal says, naming the
+    # kernel, the input and what the kernel was compiled for; the stats
+    # count every refusal.
+    lines = _fresh_process(_OTHER_INPUTS).splitlines()
+    assert int(lines[0]) >= 3, lines
+    assert len(lines) == 2, lines
+    assert lines[1].startswith("UserWarning argument '"), lines
+    assert "is of shape [2, 3, 16, 16] and strides [768, 1, 48, 3]; the kernel " \
+           "was compiled for shape [1, 3, 16, 16] and strides [768, 1, 48, 3]: " \
+           "PyTorch's ops run in its place" in lines[1], lines
+    assert lines[1].endswith("Optimize with example inputs of the shapes, "
+                             "strides and dtypes the model runs on."), lines

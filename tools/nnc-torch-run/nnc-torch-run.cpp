@@ -36,6 +36,17 @@ namespace {
   std::exit(1);
 }
 
+/// libtorch's warnings (TORCH_WARN: a kernel given inputs it was not
+/// compiled for) as the tool's, not through glog.
+class ToolWarnings : public c10::WarningHandler {
+  void process(const c10::SourceLocation &, const std::string &Msg,
+               bool) override {
+    std::string Line = Msg;
+    std::replace(Line.begin(), Line.end(), '\n', ' ');
+    std::fprintf(stderr, "nnc-torch-run: warning: %s\n", Line.c_str());
+  }
+};
+
 /// The first line of a c10::Error (libtorch appends a C++ backtrace).
 std::string firstLine(const std::string &What) {
   return What.substr(0, What.find('\n'));
@@ -197,6 +208,8 @@ Options parse(int Argc, char **Argv) {
 
 int main(int Argc, char **Argv) {
   Options Opts = parse(Argc, Argv);
+  static ToolWarnings Warnings;
+  c10::Warning::set_warning_handler(&Warnings);
   const std::string &Model = Opts.Model;
   unsigned Threads = Opts.Threads, Bench = Opts.Bench;
   if (!std::ifstream(Model))

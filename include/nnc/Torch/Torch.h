@@ -57,10 +57,14 @@ struct LoadOptions {
 torch::jit::Module load(const std::string &Path, const LoadOptions &O = {});
 
 /// The kernels made in this process, how many of them were compiled (the
-/// others came from the persistent cache), and how many loaded ones were
-/// saved for a cpu or features this CPU lacks, and compiled for this CPU.
+/// others came from the persistent cache), how many loaded ones were saved
+/// for a cpu or features this CPU lacks, and compiled for this CPU; and how
+/// many times a graph's nncjit::accepts refused its inputs (other shapes,
+/// strides or dtypes than the kernel's), so that PyTorch's ops ran in the
+/// kernel's place. The first refusal in a process also warns (TORCH_WARN),
+/// naming the kernel and the input.
 struct Stats {
-  int64_t Kernels = 0, Compiled = 0, Retargeted = 0;
+  int64_t Kernels = 0, Compiled = 0, Retargeted = 0, Refused = 0;
 };
 Stats stats();
 
