@@ -574,11 +574,17 @@ def check(source, threads=2, stats=None):
                        ("another batch size", other)):
         if args is None:
             continue
+        refused = nt.stats()["refused"]
         try:
             with torch.no_grad():
                 got = fast(*args)
         except Exception:  # noqa: BLE001
             return "the optimized model raised on %s: %s" % (name, _exception())
+        # Inputs of the example's shapes run every kernel of the graph.
+        refused = nt.stats()["refused"] - refused
+        if args is not other and refused:
+            return "on %s: kernels refused their inputs %d times (PyTorch's ops " \
+                "ran in their place)" % (name, refused)
         with torch.no_grad():
             want = eager(*args)
         why = difference(got, want, lambda: _in_double(eager, args))

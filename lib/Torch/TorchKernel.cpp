@@ -510,7 +510,7 @@ TORCH_LIBRARY(nncjit, m) {
             TORCH_WARN(K->refusal(Inputs),
                        ": PyTorch's ops run in its place, and in that of any "
                        "kernel given inputs it was not compiled for (warned "
-                       "once; torch.ops.nncjit.stats()[3] counts them). "
+                       "once; nncjit.torch.stats() counts them). "
                        "Optimize with example inputs of the shapes, strides "
                        "and dtypes the model runs on.");
           return false;

@@ -126,6 +126,16 @@ def test_fuzzer_reports_each_kind_of_failure(monkeypatch):
     assert bridge_fuzz.check(source).startswith(
         "nncjit: the lowering cannot take the model (a test's reason)")
 
+    # A kernel of the graph that refuses the example's inputs (PyTorch's
+    # ops run in its place, the same result): each call counts one.
+    monkeypatch.setattr(nt, "optimize", optimize)
+    counts = iter(range(100))
+    monkeypatch.setattr(nt, "stats", lambda: {"refused": next(counts)})
+    assert bridge_fuzz.check(source) == (
+        "on the example inputs: kernels refused their inputs 1 times (PyTorch's "
+        "ops ran in their place)")
+    monkeypatch.undo()
+
     def raising(*a, **k):
         raise ValueError("a test's exception")
     monkeypatch.setattr(nt, "optimize", raising)

@@ -123,7 +123,12 @@ def run(name, kwargs, size, config, threads=2):
             return "left to PyTorch:\n" + "\n".join(
                 "  %s: %s" % (" ".join(r.ops[:5]), r.reason) for r in left), seconds
         want = first(m(x))
+        refused = nt.stats()["refused"]
         got = first(fast(x))
+        refused = nt.stats()["refused"] - refused
+        if refused:
+            return "kernels refused the example's inputs %d times (PyTorch's " \
+                "ops ran in their place)" % refused, seconds
         why = _round_trip(fast, x, got)
         if why:
             return why, seconds
@@ -153,6 +158,8 @@ def _round_trip(fast, x, got):
         if after[1] != before[1]:
             return "load compiled %d kernels" % (after[1] - before[1])
         again = first(loaded(x))
+        if nt.stats()["refused"] != after[3]:
+            return "the loaded model's kernels refused the example's inputs"
     # Up to rounding: each process times oneDNN's implementations of a
     # convolution on its first call (Winograd or direct, its layouts).
     diff = float((again - got).abs().max())

@@ -49,9 +49,9 @@ from .fx_backend import backend
 from .common import GroupReport
 from .deploy import LoadedModule, load
 from .export import export
-from .kernels import default_cache_dir, operator_library
+from .kernels import default_cache_dir, operator_library, stats
 from .lowered import LoweredModule
 from .module import OptimizedModule, optimize
 
 __all__ = ["GroupReport", "LoadedModule", "LoweredModule", "OptimizedModule", "backend",
-           "default_cache_dir", "export", "load", "operator_library", "optimize"]
+           "default_cache_dir", "export", "load", "operator_library", "optimize", "stats"]

@@ -41,6 +41,17 @@ def operator_library():
     return _loaded or None
 
 
+def stats():
+    """The operator library's counts for this process (zeros without it):
+    `kernels` made, `compiled` of them (the others came from the cache),
+    `retargeted` (loaded for a CPU this one is not, compiled for it), and
+    `refused`: the calls where a graph's kernel was given inputs it was not
+    compiled for, so that PyTorch's ops ran in its place."""
+    names = ("kernels", "compiled", "retargeted", "refused")
+    counts = _torch.ops.nncjit.stats() if operator_library() else [0] * len(names)
+    return dict(zip(names, counts))
+
+
 def default_cache_dir():
     """Where kernels are cached across processes by default (the operator
     library's rule: $NNCJIT_CACHE_DIR, $XDG_CACHE_HOME/nncjit or
