@@ -128,27 +128,14 @@ public:
     std::vector<Arg> Args = arguments(Inputs, /*Checked=*/false);
     if (Args.empty() && !Kinds.empty())
       return false;
-    for (size_t J = 0; J < Inputs.size(); ++J) {
-      size_t I = InputParams[J];
-      if (Kinds[I] == Kind::Scalar)
-        continue;
-      llvm::Expected<BufferShape> S = Fn.bufferShape(I, Args);
-      if (!S) {
-        llvm::consumeError(S.takeError());
-        return false;
-      }
-      if (!matches(Inputs[J], *S))
-        return false;
-    }
-    return true;
+    return mismatch(Inputs, Args).empty();
   }
 
   /// Why accepts(Inputs) is false: the first input that is not the
   /// kernel's, what it is and what the kernel takes.
   std::string refusal(const std::vector<at::Tensor> &Inputs) const {
-    const std::string Kernel = "nncjit kernel '" + Fn.kernel().Name + "'";
     if (Inputs.size() != InputParams.size())
-      return Kernel + " takes " + std::to_string(InputParams.size()) +
+      return kernelName() + " takes " + std::to_string(InputParams.size()) +
              " inputs, not " + std::to_string(Inputs.size());
     std::vector<Arg> Args;
     try {
@@ -156,21 +143,8 @@ public:
     } catch (const c10::Error &E) {
       return E.what_without_backtrace();
     }
-    for (size_t J = 0; J < Inputs.size(); ++J) {
-      size_t I = InputParams[J];
-      if (Kinds[I] == Kind::Scalar)
-        continue;
-      llvm::Expected<BufferShape> S = Fn.bufferShape(I, Args);
-      if (!S)
-        return Kernel + ": " + textOf(S.takeError());
-      if (!matches(Inputs[J], *S))
-        return "argument '" + Fn.kernel().Params[I].Name + "' of " + Kernel +
-               " is of shape " + shapeText(Inputs[J].sizes()) +
-               " and strides " + shapeText(Inputs[J].strides()) +
-               "; the kernel was compiled for shape " + shapeText(S->Shape) +
-               " and strides " + shapeText(S->Strides);
-    }
-    return Kernel + " accepts these inputs";
+    std::string Why = mismatch(Inputs, Args);
+    return Why.empty() ? kernelName() + " accepts these inputs" : Why;
   }
 
   /// Runs the kernel on Inputs (its input parameters in order, constants
@@ -327,6 +301,32 @@ private:
       Row *= std::max<int64_t>(S.Shape[D], 1);
     }
     return true;
+  }
+
+  std::string kernelName() const {
+    return "nncjit kernel '" + Fn.kernel().Name + "'";
+  }
+
+  /// The first input buffer whose shape or strides are not the kernel's
+  /// for the call's arguments Args, said as refusal() says it ("" where
+  /// there is none).
+  std::string mismatch(const std::vector<at::Tensor> &Inputs,
+                       const std::vector<Arg> &Args) const {
+    for (size_t J = 0; J < Inputs.size(); ++J) {
+      size_t I = InputParams[J];
+      if (Kinds[I] == Kind::Scalar)
+        continue;
+      llvm::Expected<BufferShape> S = Fn.bufferShape(I, Args);
+      if (!S)
+        return kernelName() + ": " + textOf(S.takeError());
+      if (!matches(Inputs[J], *S))
+        return "argument '" + Fn.kernel().Params[I].Name + "' of " +
+               kernelName() + " is of shape " + shapeText(Inputs[J].sizes()) +
+               " and strides " + shapeText(Inputs[J].strides()) +
+               "; the kernel was compiled for shape " + shapeText(S->Shape) +
+               " and strides " + shapeText(S->Strides);
+    }
+    return "";
   }
 
   static bool matches(const at::Tensor &T, const BufferShape &S) {
