@@ -73,7 +73,7 @@ def _one_output(graph):
     return graph
 
 
-def _match_outputs(graph, written):
+def _match_outputs(graph, written, known=None):
     """The written buffers in the order of graph's outputs. NNC computes a
     group's nodes in order, each output in a loop nest or call of its own,
     under names of its choosing (`aten_mul_1`, `nnc_matmul`,
@@ -84,7 +84,9 @@ def _match_outputs(graph, written):
     contiguous nor channels-last. The other buffers are the other
     outputs: by name where an op's outputs have as many buffers of its
     name, else in the order they are first written, the outputs sorted by
-    their nodes' positions. The check against PyTorch stands behind it."""
+    their nodes' positions. known maps values (by debugName) to the buffers
+    they are known to be written to (a prepacked convolution's call names its own);
+    those come first. The check against PyTorch stands behind it."""
     outs = list(graph.outputs())
     types = [_tensor_type(v) for v in outs]
     strides = [list(t[2]) for t in types]
@@ -102,6 +104,10 @@ def _match_outputs(graph, written):
     chosen = [None] * len(outs)
     for i, b in zip(restrided, copied):
         chosen[i] = b
+    for i in computed:
+        b = (known or {}).get(outs[i].debugName())
+        if b in written and b not in chosen:
+            chosen[i] = b
     # NNC names a buffer after its op (`aten_silu`, then `aten_silu_1`, in
     # the order of its nodes), but may compute them in another order (a
     # prepacked convolution's call first). Outputs whose op names as many
@@ -118,7 +124,8 @@ def _match_outputs(graph, written):
         named = sorted(by_stem.get(stem, []))
         if len(named) == len(indices):
             for i, (_, b) in zip(indices, named):
-                chosen[i] = b
+                if chosen[i] is None and b not in chosen:
+                    chosen[i] = b
     rest = [b for b in buffers if b not in chosen]
     for i, b in zip([i for i in computed if chosen[i] is None], rest):
         chosen[i] = b
@@ -136,6 +143,8 @@ class _Group:
                     if n.kind() not in ("prim::Constant", "prim::ListConstruct")]
         self.report = GroupReport(index, self.ops)
         self.constants = {}      # parameter name -> tensor, bound once
+        # The convolutions NNC prepacked, in the order of its calls.
+        self.prepacked = []
         # The positions of its scalar inputs, which it gets as 0-dim tensors.
         self.scalars = {i for i, v in enumerate(self.subgraph.inputs())
                         if not isinstance(v.type(), _torch._C.TensorType)}
@@ -290,7 +299,13 @@ class _Group:
         if len(first.written) != len(outs):
             raise _Unsupported("%d buffers are written for %d outputs" %
                                (len(first.written), len(outs)))
-        for name, (dtype, sizes, strides) in zip(_match_outputs(pre, first.written), outs):
+        # A prepacked convolution's output is the buffer its call writes.
+        calls = [c[1] for c in first.kernel.external_calls
+                 if c[0] == "nnc_mkldnn_prepacked_conv_run"]
+        known = dict(zip((c.output().debugName() for c in self.prepacked), calls)) \
+            if len(calls) == len(self.prepacked) else {}
+        for name, (dtype, sizes, strides) in zip(_match_outputs(pre, first.written, known),
+                                                 outs):
             params.append(_decl("out", name, dtype, sizes, strides))
         used = set(first.kernel.buffers_used)
         for name in constants:
@@ -355,8 +370,8 @@ class _Group:
                                (len(runs), len(convs)))
         states = [run.inputsAt(1).toIValue().__getstate__()[0] for run in runs]
         out, params = [], []
-        for i, (run, conv, state) in enumerate(zip(runs, _pair_convolutions(
-                runs, states, convs), states)):
+        self.prepacked = _pair_convolutions(runs, states, convs)
+        for i, (run, conv, state) in enumerate(zip(runs, self.prepacked, states)):
             weight, bias, stride, padding, dilation, groups = state[:6]
             ps, cs = _bound_params([("const_conv%d_weight" % i, weight),
                                     ("const_conv%d_bias" % i, bias)])
