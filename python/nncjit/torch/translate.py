@@ -84,9 +84,9 @@ def _match_outputs(graph, written, known=None):
     contiguous nor channels-last. The other buffers are the other
     outputs: by name where an op's outputs have as many buffers of its
     name, else in the order they are first written, the outputs sorted by
-    their nodes' positions. known maps values (by debugName) to the buffers
-    they are known to be written to (a prepacked convolution's call names its own);
-    those come first. The check against PyTorch stands behind it."""
+    their nodes' positions. known maps values (by debugName) to the
+    buffers they are known to be written to (a prepacked convolution's
+    call names its own); those come first. The check against PyTorch stands behind it."""
     outs = list(graph.outputs())
     types = [_tensor_type(v) for v in outs]
     strides = [list(t[2]) for t in types]
@@ -143,7 +143,8 @@ class _Group:
                     if n.kind() not in ("prim::Constant", "prim::ListConstruct")]
         self.report = GroupReport(index, self.ops)
         self.constants = {}      # parameter name -> tensor, bound once
-        # The convolutions NNC prepacked, in the order of its calls.
+        # The convolutions NNC prepacked, in the order of its calls
+        # (_convolutions).
         self.prepacked = []
         # The positions of its scalar inputs, which it gets as 0-dim tensors.
         self.scalars = {i for i, v in enumerate(self.subgraph.inputs())
@@ -358,6 +359,7 @@ class _Group:
         (ConvOpContext.__getstate__) and bound as constants; and their
         declarations."""
         runs = post.findAllNodes("mkldnn_prepacked::conv2d_run")
+        self.prepacked = []
         if not runs:
             return [], []
         # NNC may prepack some of the group's convolutions and lower the
