@@ -189,7 +189,14 @@ public:
   void optimize(llvm::Module &M, TargetMachine &TM) {
     PipelineTuningOptions PTO;
     PTO.LoopVectorization = Opts.OptLevel >= 2;
-    PTO.SLPVectorization = Opts.OptLevel >= 2;
+    // No SLP vectorizer: LLVM 19's mixes up lanes once it has unrolled
+    // loops that read a temporary at strided constant offsets (the bridge
+    // fuzzer's seed 1605794, test/CodeGen/slp-miscompile.nnc; plain clang
+    // -O3 on the same IR gives the same wrong result, -fno-slp-vectorize
+    // the right one). Loops are vectorized by the loop vectorizer; on the
+    // workloads, SLP only packed the external calls' argument arrays (no
+    // measurable difference, docs/performance.md).
+    PTO.SLPVectorization = false;
     // No interleaving: on memory-bound loops (most fused kernels) unrolled
     // vector bodies measured 20% slower on streaming stores (docs/performance.md).
     PTO.LoopInterleaving = false;
