@@ -31,9 +31,10 @@ struct CacheEntry {
 
 class ObjectCache {
 public:
-  /// Bumped whenever lowering or the entry format changes, so that old
-  /// entries are not loaded (it is part of every key and of every entry).
-  static constexpr uint32_t FormatVersion = 6;
+  /// Bumped whenever lowering, the LLVM pipeline or the entry format
+  /// changes, so that old entries are not loaded (it is part of every key
+  /// and of every entry). 7: no SLP vectorizer (a miscompile of LLVM 19's).
+  static constexpr uint32_t FormatVersion = 7;
 
   /// A cache that never loads or stores (no directory given).
   ObjectCache() = default;
