@@ -29,10 +29,14 @@
 
 namespace {
 
+/// Message on one line of stderr, after "nnc-torch-run: KIND: ".
+void report(const char *Kind, std::string Message) {
+  std::replace(Message.begin(), Message.end(), '\n', ' ');
+  std::fprintf(stderr, "nnc-torch-run: %s: %s\n", Kind, Message.c_str());
+}
+
 [[noreturn]] void die(const std::string &Message) {
-  std::string Line = Message;
-  std::replace(Line.begin(), Line.end(), '\n', ' ');
-  std::fprintf(stderr, "nnc-torch-run: error: %s\n", Line.c_str());
+  report("error", Message);
   std::exit(1);
 }
 
@@ -41,9 +45,7 @@ namespace {
 class ToolWarnings : public c10::WarningHandler {
   void process(const c10::SourceLocation &, const std::string &Msg,
                bool) override {
-    std::string Line = Msg;
-    std::replace(Line.begin(), Line.end(), '\n', ' ');
-    std::fprintf(stderr, "nnc-torch-run: warning: %s\n", Line.c_str());
+    report("warning", Msg);
   }
 };
 
