@@ -7,6 +7,7 @@ interleaved round by round (docs/performance.md, "Fused attention").
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python/bench_attention.py \\
         --threads 2 --rounds 3
+    ... bench_attention.py --avx2-machine   # both sides at AVX2 (benchutil)
 
 Also prints the bytes each variant moves through memory by the model in
 the table's notes: the separate ops write the [seq, seq] scores of each
@@ -20,7 +21,8 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import (cpu_name, interleaved, print_table,  # noqa: E402
+from benchutil import (add_isa_args, cpu_name, interleaved,  # noqa: E402
+                       nnc_features, print_table,
                        restart_without_openblas_overrides)
 
 restart_without_openblas_overrides("bench_attention")
@@ -85,7 +87,7 @@ def main():
                     "b1-s512-causal,b8-s512-causal,b1-s2048-causal",
                     help="bB-sS[-causal]: batch B, sequence S (12 heads of width 64), "
                     "a causal mask")
-    ap.add_argument("--features", default="", help='nnc-jit CPU feature changes ("-avx512f")')
+    add_isa_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")
@@ -102,7 +104,7 @@ def main():
             made = {}
             for fused in (False, True):
                 made[fused] = nt.backend(torch.fx.symbolic_trace(m), xs, fuse_attention=fused,
-                                         threads=args.threads, features=args.features)
+                                         threads=args.threads, features=nnc_features(args))
                 calls = sum(r.kernel.count("nnc_aten_attention(")
                             for r in made[fused].report if r.kernel)
                 assert calls == int(fused), made[fused].summary()

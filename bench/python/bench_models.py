@@ -10,6 +10,7 @@ process), interleaved round by round (docs/performance.md).
     ... bench_models.py --models all      # every model of test/Python/zoo.py
     ONEDNN_MAX_CPU_ISA=AVX2 PYTHONPATH=build/python /usr/bin/python3 \\
         bench/python/bench_models.py --features=-avx512f      # the AVX2 path
+    ... bench_models.py --avx2-machine        # PyTorch at AVX2 too (benchutil)
 """
 import argparse
 import os
@@ -18,7 +19,7 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import (interleaved, print_table,  # noqa: E402
+from benchutil import (add_isa_args, interleaved, nnc_features, print_table,  # noqa: E402
                        restart_without_openblas_overrides)
 
 restart_without_openblas_overrides("bench_models")
@@ -44,7 +45,7 @@ def measure(arch, layout, args):
         ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m)))
         start = time.perf_counter()
         fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x],
-                           threads=args.threads, features=args.features)
+                           threads=args.threads, features=nnc_features(args))
         optimize_s = time.perf_counter() - start
         variants = {"eager": lambda: m(x), "optimize_for_inference": lambda: ofi(x),
                     "nncjit": lambda: fast(x)}
@@ -72,9 +73,7 @@ def main():
     ap.add_argument("--size", type=int, default=224, help="the images' height and width")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--layouts", default="nchw,cl")
-    ap.add_argument("--features", default="",
-                    help='nnc-jit CPU feature changes, e.g. "-avx512f" (with '
-                         'ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN: the AVX2 path)')
+    add_isa_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     warnings.simplefilter("ignore")

@@ -8,6 +8,7 @@ by round (docs/performance.md, "Transformers").
         --threads 2 --rounds 3
     ... bench_transformers.py --cases bert-b1-s128,vit_b_16
     ... bench_transformers.py --via optimize   # nncjit.torch.optimize(module)
+    ... bench_transformers.py --avx2-machine   # both sides at AVX2 (benchutil)
 
 Cases: bert-bB-sS, a BERT-base-like nn.TransformerEncoder (2 layers, d=768,
 12 heads, FFN 3072, GELU; torch's fused encoder layers, which the backend
@@ -29,7 +30,7 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import (interleaved, print_table,  # noqa: E402
+from benchutil import (add_isa_args, interleaved, nnc_features, print_table,  # noqa: E402
                        restart_without_openblas_overrides)
 
 restart_without_openblas_overrides("bench_transformers")
@@ -122,7 +123,7 @@ def main():
     ap.add_argument("--budget", type=float, default=0.5, help="seconds per measurement")
     ap.add_argument("--cases", default="bert-b1-s128,bert-b8-s128,bert-b1-s512,bert-b8-s512,"
                     "gpt-b1-s128,gpt-b1-s512,vit_b_16,swin_t,mlp")
-    ap.add_argument("--features", default="", help='nnc-jit CPU feature changes ("-avx512f")')
+    add_isa_args(ap)
     ap.add_argument("--via", choices=["backend", "optimize"], default="backend",
                     help="nncjit.torch.backend on the graph, or optimize on the module")
     args = ap.parse_args()
@@ -136,9 +137,9 @@ def main():
             ofi = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(m, xs)))
             start = time.perf_counter()
             if args.via == "optimize":
-                fast = nt.optimize(m, xs, threads=args.threads, features=args.features)
+                fast = nt.optimize(m, xs, threads=args.threads, features=nnc_features(args))
             else:
-                fast = nt.backend(graph(), xs, threads=args.threads, features=args.features)
+                fast = nt.backend(graph(), xs, threads=args.threads, features=nnc_features(args))
             optimize_s = time.perf_counter() - start
             want = m(*xs)
             err = float((fast(*xs) - want).abs().max() / want.abs().max())

@@ -12,14 +12,48 @@ import time
 # again) and says so.
 _OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
+# --avx2-machine: both sides as on a CPU without AVX-512, on one with it:
+# oneDNN's kernels, OpenBLAS's (Haswell's, as its dynamic dispatch picks on
+# such a CPU) and ATen's vectorized ops at AVX2, and nnc-jit's loops
+# compiled without AVX-512 (nnc_features). The ISA paths' figures then
+# compare like with like; without it, ONEDNN_MAX_CPU_ISA=AVX2 limits
+# nnc-jit alone.
+AVX2_MACHINE = {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+                "ATEN_CPU_CAPABILITY": "avx2"}
+
 
 def restart_without_openblas_overrides(name):
-    if any(v in os.environ for v in _OPENBLAS_VARS):
-        print("%s: running without %s" % (name, ", ".join(
-            "%s=%s" % (v, os.environ[v]) for v in _OPENBLAS_VARS if v in os.environ)),
-            flush=True)
-        os.execve(sys.executable, [sys.executable] + sys.argv,
-                  {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS})
+    """Starts the process again with the baseline's environment: without
+    the OpenBLAS overrides, or with AVX2_MACHINE under --avx2-machine."""
+    env = {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS}
+    if "--avx2-machine" in sys.argv:
+        env.update(AVX2_MACHINE)
+    if env == dict(os.environ):
+        return
+    dropped = ["%s=%s" % (v, os.environ[v]) for v in _OPENBLAS_VARS
+               if v in os.environ and env.get(v) != os.environ[v]]
+    if dropped:
+        print("%s: running without %s" % (name, ", ".join(dropped)), flush=True)
+    if "--avx2-machine" in sys.argv:
+        print("%s: as an AVX2 machine: %s" % (name, " ".join(
+            "%s=%s" % kv for kv in AVX2_MACHINE.items())), flush=True)
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def add_isa_args(ap):
+    ap.add_argument("--features", default="",
+                    help='nnc-jit CPU feature changes, e.g. "-avx512f" (with '
+                         'ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN: nnc-jit\'s AVX2 path)')
+    ap.add_argument("--avx2-machine", action="store_true",
+                    help="both nnc-jit and PyTorch limited to AVX2 (benchutil.AVX2_MACHINE)")
+
+
+def nnc_features(args):
+    """The CPU feature changes nnc-jit compiles with (add_isa_args)."""
+    feats = [f for f in args.features.split(",") if f]
+    if args.avx2_machine and "-avx512f" not in feats:
+        feats.append("-avx512f")
+    return ",".join(feats)
 
 
 def median_ms(fn, budget_s, min_runs=10):
