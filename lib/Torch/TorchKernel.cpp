@@ -36,6 +36,20 @@ constexpr int64_t kStateVersion = 1;
 std::atomic<int64_t> KernelsMade{0}, KernelsCompiled{0}, KernelsRetargeted{0},
     InputsRefused{0};
 
+/// Counts a call where PyTorch's ops ran in place of nnc-jit's because the
+/// inputs were not those compiled for (Why says which), and warns at the
+/// first in the process: much slower where a whole model was optimized for
+/// other inputs.
+void noteRefusal(const std::string &Why) {
+  if (InputsRefused++ == 0)
+    TORCH_WARN(Why,
+               ": PyTorch's ops run in its place, and in that of any "
+               "kernel given inputs it was not compiled for (warned "
+               "once; nncjit.torch.stats() counts them). "
+               "Optimize with example inputs of the shapes, strides "
+               "and dtypes the model runs on.");
+}
+
 /// Options that override a loaded kernel's saved ones (set_load_options).
 std::mutex OverridesMu;
 std::vector<std::string> LoadOverrides;
@@ -504,17 +518,14 @@ TORCH_LIBRARY(nncjit, m) {
            const std::vector<at::Tensor> &Inputs) {
           if (K->accepts(Inputs))
             return true;
-          // PyTorch's ops run in the kernel's place, much slower where a
-          // whole model was optimized for other inputs: say so, once.
-          if (nnc::libtorch::InputsRefused++ == 0)
-            TORCH_WARN(K->refusal(Inputs),
-                       ": PyTorch's ops run in its place, and in that of any "
-                       "kernel given inputs it was not compiled for (warned "
-                       "once; nncjit.torch.stats() counts them). "
-                       "Optimize with example inputs of the shapes, strides "
-                       "and dtypes the model runs on.");
+          nnc::libtorch::noteRefusal(K->refusal(Inputs));
           return false;
         });
+  // Conservative: a graph's call of it has a side effect (the count), so
+  // that dead code elimination keeps it.
+  m.def(torch::schema("refused(str why) -> ()",
+                      c10::AliasAnalysisKind::CONSERVATIVE),
+        [](const std::string &Why) { nnc::libtorch::noteRefusal(Why); });
   m.def("set_load_options(str[] options) -> ()",
         [](const std::vector<std::string> &O) {
           nnc::libtorch::setLoadOptions(O);

@@ -380,11 +380,33 @@ def test_saved_lowered_model_runs_its_kernels_for_the_traced_arguments_only(tmp_
     for args, traced in calls:
         with torch.no_grad():
             want = m(*args)
-        got, ran = _ran_kernels(loaded, *args)
-        assert ran == traced, args[1:]
-        assert type(got).__name__ == "Result"
-        for a, b in zip(got, want):
-            _same(a, b)
+        # Each call of other arguments is counted, in this process's model
+        # and in the loaded one's graph.
+        for model in (fast, loaded):
+            refused = nt.stats()["refused"]
+            got, ran = _ran_kernels(model, *args)
+            assert ran == traced or model is fast, args[1:]
+            assert nt.stats()["refused"] == refused + (not traced), args[1:]
+            assert type(got).__name__ == "Result"
+            for a, b in zip(got, want):
+                _same(a, b)
+    # Why, in words: the first argument that differs.
+    why = [fast.refusal(list(args) + [None, True][len(args) - 2:])
+           for args, traced in calls if not traced]
+    assert why == [
+        "argument 1 of nncjit's lowered model 'Attention' is 0.5; the model was "
+        "traced for 0.25",
+        "argument 2 of nncjit's lowered model 'Attention' is of shape [8, 8] and "
+        "strides [8, 1] (float32); the model was traced for None",
+        "argument 3 of nncjit's lowered model 'Attention' is False; the model was "
+        "traced for True",
+        "argument 0 of nncjit's lowered model 'Attention' is of shape [2, 8, 16] and "
+        "strides [128, 1, 8] (float32); the model was traced for shape [2, 8, 16] "
+        "and strides [128, 16, 1] (float32)"], why
+    assert fast.refusal_in_graph() == (
+        "the arguments of nncjit's lowered model 'Attention' are not those it was "
+        "traced for: argument 0: shape [2, 8, 16] and strides [128, 16, 1] (float32), "
+        "argument 1: 0.25, argument 2: None, argument 3: True")
     # Traced with a mask: a call without one (None where the trace had a
     # tensor) runs the module's graph.
     fast = nt.optimize(m, [x, 0.25, mask])
@@ -508,6 +530,18 @@ def test_nnc_torch_run_runs_a_lowered_model(torch_run, tmp_path, cache):
     with torch.no_grad():
         want = m(x)
     np.testing.assert_allclose(np.load(yp), want.numpy(), rtol=1e-4, atol=1e-5)
+    # Another sequence length runs the module's own graph, and says so once.
+    x5 = torch.randn(1, 5, 32)
+    np.save(xp, x5.numpy())
+    r = _run(torch_run, path, "--input", xp, "--output", yp, "--cache-dir", cache, "--stats")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith(
+        "nnc-torch-run: warning: the arguments of nncjit's lowered model "
+        "'TransformerEncoder' are not those it was traced for: argument 0: shape "
+        "[1, 8, 32] and strides [256, 32, 1] (float32), argument 1: None, argument 2: "
+        "None: PyTorch's ops run in its place") and r.stderr.count("\n") == 1, r.stderr
+    with torch.no_grad():
+        np.testing.assert_allclose(np.load(yp), m(x5).numpy(), rtol=1e-4, atol=1e-5)
     # The masks have defaults: 1 to 3 inputs.
     r = _run(torch_run, path, *["--input", xp] * 4)
     assert r.returncode == 1 and r.stderr == (
@@ -685,6 +719,44 @@ print(nt.stats()["refused"])
 for m in w:
     print(m.category.__name__, str(m.message).split(" (Triggered")[0])
 """
+
+
+_LOWERED_OTHER_INPUTS = """
+import warnings, torch, nncjit.torch as nt
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+x = torch.randn(1, 8, 32)
+fast = nt.optimize(layer, [x], threads=1)
+assert isinstance(fast, nt.LoweredModule), fast.summary()
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    fast(x)
+    for n in (5, 12):  # other sequence lengths
+        y = torch.randn(1, n, 32)
+        torch.testing.assert_close(fast(y), layer(y), rtol=1e-4, atol=1e-5)
+print(nt.stats()["refused"])
+for m in w:
+    print(m.category.__name__, str(m.message).split(" (Triggered")[0])
+"""
+
+
+@pytest.mark.parametrize("library", ["with", "without"])
+def test_lowered_model_given_other_inputs_warns_once_and_counts(library):
+    # A transformer traced at sequence 8 and run at 5 and 12 runs its
+    # frozen module: the first call says so, with and without the
+    # operator library, and both are counted.
+    env = {"NNCJIT_OPERATOR_LIBRARY": "1" if library == "with" else "0"}
+    lines = _fresh_process(_LOWERED_OTHER_INPUTS, env=env).splitlines()
+    assert lines[0] == "2", lines
+    assert len(lines) == 2, lines
+    assert lines[1] == (
+        "UserWarning argument 0 of nncjit's lowered model 'TransformerEncoderLayer' is "
+        "of shape [1, 5, 32] and strides [160, 32, 1] (float32); the model was traced "
+        "for shape [1, 8, 32] and strides [256, 32, 1] (float32): PyTorch's ops run in "
+        "its place" + (", and in that of any kernel given inputs it was not compiled for"
+                       if library == "with" else "") +
+        " (warned once; nncjit.torch.stats() counts them). Optimize with example "
+        "inputs of the shapes, strides and dtypes the model runs on."), lines
 
 
 def test_kernels_given_other_inputs_warn_once_and_count():

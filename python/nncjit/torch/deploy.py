@@ -308,6 +308,8 @@ def save_lowered(model, path):
                               for v, x in zip(inputs, others)])
             traced.registerOutput(_structured(graph, outs, result))
         with graph.insert_point_guard(other.returnNode()):
+            insert_node(graph, "nncjit::refused",
+                        [graph.insertConstant(model.refusal_in_graph())], [], outputs=0)
             other.registerOutput(graph.insertGraph(own, list(graph.inputs()))[0])
         branch.addOutput().setType(result)
         return [branch.output()]

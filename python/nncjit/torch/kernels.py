@@ -4,6 +4,7 @@ built, so that the graph calls it without Python and it can be saved; else
 as an nncjit.Function (the graph then calls it through Python)."""
 
 import os
+import warnings
 
 import torch as _torch
 
@@ -48,8 +49,37 @@ def stats():
     `refused`: the calls where a graph's kernel was given inputs it was not
     compiled for, so that PyTorch's ops ran in its place."""
     names = ("kernels", "compiled", "retargeted", "refused")
-    counts = _torch.ops.nncjit.stats() if operator_library() else [0] * len(names)
+    counts = _torch.ops.nncjit.stats() if operator_library() else [0, 0, 0, _REFUSED[0]]
     return dict(zip(names, counts))
+
+
+# Refusals counted here where there is no operator library (note_refused).
+_REFUSED = [0]
+_note_in_script = None
+
+
+def _note_refused(why: str) -> None:
+    _torch.ops.nncjit.refused(why)
+
+
+def note_refused(why):
+    """Counts a call that ran PyTorch's ops in place of nnc-jit's because
+    its inputs were not those compiled for (why: which and how), and warns
+    at the first in the process, as the graphs' kernels do (the operator
+    library's nncjit::refused)."""
+    global _note_in_script
+    if operator_library():
+        # Called from TorchScript, as the graphs call it: there libtorch's
+        # warning becomes Python's (called from Python, it goes to the log).
+        if _note_in_script is None:
+            _note_in_script = _torch.jit.script(_note_refused)
+        _note_in_script(why)
+        return
+    _REFUSED[0] += 1
+    if _REFUSED[0] == 1:
+        warnings.warn(why + ": PyTorch's ops run in its place (warned once; "
+                      "nncjit.torch.stats() counts them). Optimize with example "
+                      "inputs of the shapes, strides and dtypes the model runs on.")
 
 
 def default_cache_dir():

@@ -7,9 +7,10 @@ import torch as _torch
 
 from . import deploy as _deploy
 from .capture import _with_defaults
-from .check import _copy, _in_double, _matches, _nested_tensors, _others, _signature, _verdict
+from .check import (_TENSOR, _copy, _in_double, _matches, _nested_tensors, _others,
+                    _signature, _verdict)
 from .fx_backend import backend
-from .kernels import TorchKernel, operator_library
+from .kernels import TorchKernel, note_refused, operator_library
 
 # TorchScript ops that mark a model as a transformer: the fuser groups
 # none of them, and the lowering covers them (fused attention included).
@@ -37,12 +38,19 @@ def transformer_like(sm):
     return attention > convolutions
 
 
+def _describe_tensor(sizes, strides, dtype):
+    return "shape %s and strides %s (%s)" % (list(sizes), list(strides),
+                                              str(dtype).replace("torch.", ""))
+
+
 class LoweredModule:
     """What optimize returns for a model on the lowering: called like the
     module. Inputs of the example inputs' sizes, strides and dtypes (and
     the same other arguments) run the traced graph with its regions on
     nnc-jit; other inputs run the frozen TorchScript module, since the trace
-    holds the sizes and the branches of the example. `report` has one
+    holds the sizes and the branches of the example (counted in
+    nncjit.torch.stats()["refused"], with a warning at the first in the
+    process, saying why: `refusal`). `report` has one
     GroupReport per region and per op the lowering does not cover (ops:
     its node's name)."""
 
@@ -79,11 +87,51 @@ class LoweredModule:
         tensors = [x for x in inputs if isinstance(x, _torch.Tensor)]
         return _others(inputs) == self._others and _matches(self._tensors, tensors)
 
+    @property
+    def name(self):
+        return getattr(self._module, "original_name", None) or "model"
+
+    def _traced(self):
+        """Each argument as the trace was made for it, in words."""
+        tensors = iter(self._tensors)
+        return [_describe_tensor(*next(tensors)) if x is _TENSOR else repr(x)
+                for x in self._others]
+
+    def refusal(self, inputs):
+        """Why inputs (a call's arguments, defaults completed) run the
+        module's own graph: the first that differs from the example's."""
+        traced = self._traced()
+        if len(inputs) != len(traced):
+            return "nncjit's lowered model '%s' was given %d arguments, traced for %d" % (
+                self.name, len(inputs), len(traced))
+        tensors = iter(self._tensors)
+        for i, (x, want) in enumerate(zip(inputs, self._others)):
+            signature = next(tensors) if want is _TENSOR else None
+            if isinstance(x, _torch.Tensor):
+                if signature and _matches([signature], [x]):
+                    continue
+                given = "of " + _describe_tensor(tuple(x.shape), x.stride(), x.dtype)
+            elif want is not _TENSOR and x == want:
+                continue
+            else:
+                given = repr(x)
+            return "argument %d of nncjit's lowered model '%s' is %s; the model was " \
+                "traced for %s" % (i, self.name, given, traced[i])
+        return "nncjit's lowered model '%s' was traced for other arguments" % self.name
+
+    def refusal_in_graph(self):
+        """The refusal a saved model's graph notes, where the arguments are
+        not known: every argument the trace was made for."""
+        return "the arguments of nncjit's lowered model '%s' are not those it was " \
+            "traced for: %s" % (self.name, ", ".join(
+                "argument %d: %s" % (i, d) for i, d in enumerate(self._traced())))
+
     def __call__(self, *inputs):
         inputs = _with_defaults(inputs, self._defaults)
         with _torch.no_grad():
             if self._traced_for(inputs):
                 return _like(self._optimized(*inputs), self._result)
+            note_refused(self.refusal(inputs))
             return self._module(*inputs)
 
     forward = __call__
