@@ -773,3 +773,69 @@ def test_kernels_given_other_inputs_warn_once_and_count():
            "PyTorch's ops run in its place" in lines[1], lines
     assert lines[1].endswith("Optimize with example inputs of the shapes, "
                              "strides and dtypes the model runs on."), lines
+
+
+# -- optimized per shape (max_shapes) ------------------------------------------
+
+def test_max_shapes_optimizes_each_new_shape_until_the_limit():
+    m, x = _block()
+    fast = nt.optimize(m, [x], max_shapes=2)
+    assert isinstance(fast, nt.ShapeSpecialized) and len(fast.models) == 1
+    assert fast.report == fast.models[0].report
+    calls = [  # (input, models after the call, whether the kernels ran)
+        (x, 1, True), (torch.randn(2, 3, 16, 16), 2, True),
+        (torch.randn(2, 3, 16, 16), 2, True),      # the second model again
+        (torch.randn(3, 3, 16, 16), 2, False),     # past the limit
+        (x.clone(), 2, True)]
+    # Under the autograd profiler (which _ran_kernels runs), a new shape
+    # runs the example's model, and the next call outside optimizes for it.
+    refused = nt.stats()["refused"]
+    got, kernels = _ran_kernels(fast, calls[1][0])
+    assert not kernels and len(fast.models) == 1
+    assert nt.stats()["refused"] > refused
+    for y, models, ran in calls:
+        refused = nt.stats()["refused"]
+        fast(y)
+        assert len(fast.models) == models, y.shape
+        got, kernels = _ran_kernels(fast, y)
+        assert kernels == ran, y.shape
+        assert (nt.stats()["refused"] > refused) == (not ran), y.shape
+        for a, b in zip(got, m(y)):
+            _same(a, b)
+    assert fast.summary().startswith("inputs [1, 3, 16, 16]:\n  group 0 (")
+    assert "\ninputs [2, 3, 16, 16]:\n  group 0 (" in fast.summary()
+    with pytest.raises(nncjit.Error, match=r"^a model optimized for several shapes of "
+                       r"inputs is saved one shape at a time: save one of its models"):
+        fast.save("unused.pt")
+
+
+def test_max_shapes_of_a_lowered_model_and_its_other_arguments():
+    # A transformer at another sequence length gets a trace of its own; an
+    # argument of another value (the mask's None) is a shape of its own too.
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    x, y = torch.randn(1, 8, 32), torch.randn(1, 5, 32)
+    mask = torch.zeros(5, 5)
+    fast = nt.optimize(layer, [x], max_shapes=3)
+    for args, models in (((y,), 2), ((y, mask), 3), ((x,), 3)):
+        refused = nt.stats()["refused"]
+        with torch.no_grad():
+            torch.testing.assert_close(fast(*args), layer(*args), rtol=1e-4, atol=1e-5)
+        assert len(fast.models) == models and nt.stats()["refused"] == refused
+        assert all(isinstance(f, nt.LoweredModule) for f in fast.models)
+
+
+def test_optimize_under_the_autograd_profiler_is_an_error():
+    m, x = _block()
+    with torch.autograd.profiler.profile():
+        with pytest.raises(RuntimeError, match=r"^nncjit: optimize cannot run while "
+                           r"torch.autograd.profiler records: optimize the model before "
+                           r"profiling it$"):
+            nt.optimize(m, [x])
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True, "2"])
+def test_max_shapes_is_a_positive_int(bad):
+    m, x = _block()
+    with pytest.raises(ValueError, match=r"^nncjit: max_shapes is a positive int, not "):
+        nt.optimize(m, [x], max_shapes=bad)

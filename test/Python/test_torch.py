@@ -937,3 +937,18 @@ def test_convolutional_network_with_a_softmax_keeps_the_fusion_groups():
     torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
 
 
+
+
+def test_max_shapes_with_or_without_the_operator_library():
+    # Both paths of the kernels' calls (ctest runs this file both ways): a
+    # second batch size gets a model of its own, whose groups run on nnc-jit.
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                            torch.nn.Conv2d(8, 4, 1), torch.nn.Sigmoid()).eval()
+    fast = nt.optimize(m, [torch.randn(1, 3, 12, 12)], max_shapes=2)
+    x = torch.randn(2, 3, 12, 12)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
+    assert len(fast.models) == 2
+    assert all(f.report and all(r.on_nncjit for r in f.report) for f in fast.models), \
+        fast.summary()

@@ -36,7 +36,8 @@ The package's modules, in the order a model goes through them: capture
 (scripting, freezing, the fuser's groups), translate (a group as a .nnc
 kernel), ops (convolutions and linear layers outside groups), rewrite (the
 graph's calls of nncjit_py::run_group), module (optimize and
-OptimizedModule) and export; check and kernel_text hold what they share.
+OptimizedModule), shapes (ShapeSpecialized: optimize per shape of inputs,
+max_shapes) and export; check and kernel_text hold what they share.
 
 `backend(gm, example_inputs)` is nnc-jit's own lowering, not limited to
 what NNC's fuser groups, for torch.fx graphs (the torch.compile backend
@@ -52,6 +53,8 @@ from .export import export
 from .kernels import default_cache_dir, operator_library, stats
 from .lowered import LoweredModule
 from .module import OptimizedModule, optimize
+from .shapes import ShapeSpecialized
 
-__all__ = ["GroupReport", "LoadedModule", "LoweredModule", "OptimizedModule", "backend",
-           "default_cache_dir", "export", "load", "operator_library", "optimize", "stats"]
+__all__ = ["GroupReport", "LoadedModule", "LoweredModule", "OptimizedModule",
+           "ShapeSpecialized", "backend", "default_cache_dir", "export", "load",
+           "operator_library", "optimize", "stats"]

@@ -13,6 +13,7 @@ from .kernels import default_cache_dir
 from .lowered import lower as _lower, transformer_like as _transformer_like
 from .ops import _merge_ops_into_groups, _replace_ops
 from .rewrite import _GROUPS, _register_operator, _release, _replace_groups
+from .shapes import ShapeSpecialized
 
 
 class OptimizedModule:
@@ -148,7 +149,7 @@ def _default_name(module):
 
 def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
              remove_mutation=True, ops=True, merge=True, channels_last=None,
-             name=None, lowering=None, **compile_options):
+             name=None, lowering=None, max_shapes=1, **compile_options):
     """Runs the fusion groups of a scripted (optionally frozen) module on
     nnc-jit, or a transformer on nnc-jit's own lowering (`lowering`).
     Returns an OptimizedModule (a LoweredModule), called like the module.
@@ -178,12 +179,29 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     softmax and layer norms the fuser leaves out), falling back to the
     fusion groups, with a warning, where the lowering cannot take the
     model. The result is then a LoweredModule.
+    max_shapes: how many shapes of inputs to optimize for. Above 1, the
+    result is a ShapeSpecialized: a call with inputs of a new shape (sizes,
+    strides, dtypes or other arguments) optimizes the module for them at
+    that call, up to max_shapes models; past them, new shapes run PyTorch's
+    ops in the kernels' place.
     compile_options: nncjit.compile's keywords; threads defaults to
     torch.get_num_threads(), winograd to True (a group whose check
     fails with it is compiled again without it), and cache_dir to
     nncjit.torch.default_cache_dir() where the operator library is built
     (so that a saved model loads without compiling; "" turns it off).
     """
+    if not isinstance(max_shapes, int) or isinstance(max_shapes, bool) or max_shapes < 1:
+        raise ValueError("nncjit: max_shapes is a positive int, not %r" % (max_shapes,))
+    if _torch.autograd._profiler_enabled():
+        # The profiling executor then leaves no optimized graph to read.
+        raise RuntimeError("nncjit: optimize cannot run while torch.autograd.profiler "
+                           "records: optimize the model before profiling it")
+    if max_shapes > 1:
+        given = dict(check=check, rtol=rtol, atol=atol, remove_mutation=remove_mutation,
+                     ops=ops, merge=merge, channels_last=channels_last, name=name,
+                     lowering=lowering, **compile_options)
+        return ShapeSpecialized(lambda inputs: optimize(module, inputs, **given),
+                                _example_list(example_inputs), max_shapes)
     name = name or _default_name(module)
     compile_options.setdefault("threads", _torch.get_num_threads())
     compile_options.setdefault("cache_dir", default_cache_dir())
