@@ -42,12 +42,11 @@ std::atomic<int64_t> KernelsMade{0}, KernelsCompiled{0}, KernelsRetargeted{0},
 /// other inputs.
 void noteRefusal(const std::string &Why) {
   if (InputsRefused++ == 0)
-    TORCH_WARN(Why,
-               ": PyTorch's ops run in its place, and in that of any "
-               "kernel given inputs it was not compiled for (warned "
-               "once; nncjit.torch.stats() counts them). "
-               "Optimize with example inputs of the shapes, strides "
-               "and dtypes the model runs on.");
+    TORCH_WARN(Why, ": PyTorch's ops run in its place, and in that of any "
+                    "kernel given inputs it was not compiled for (warned "
+                    "once; nncjit.torch.stats() counts them). "
+                    "Optimize with example inputs of the shapes, strides "
+                    "and dtypes the model runs on.");
 }
 
 /// Options that override a loaded kernel's saved ones (set_load_options).
