@@ -47,7 +47,9 @@ def stats():
     `kernels` made, `compiled` of them (the others came from the cache),
     `retargeted` (loaded for a CPU this one is not, compiled for it), and
     `refused`: the calls where a graph's kernel was given inputs it was not
-    compiled for, so that PyTorch's ops ran in its place."""
+    compiled for, or a lowered model arguments it was not traced for, so
+    that PyTorch's ops ran in its place (without the library, the lowered
+    models' alone)."""
     names = ("kernels", "compiled", "retargeted", "refused")
     counts = _torch.ops.nncjit.stats() if operator_library() else [0, 0, 0, _REFUSED[0]]
     return dict(zip(names, counts))
