@@ -195,7 +195,7 @@ def lower(sm, example_inputs, options, defaults):
     # results differ.
     why = None if len(got) == len(want) else "%d outputs, not %d" % (len(got), len(want))
     why = why or _verdict(got, want, options["rtol"], options["atol"],
-                          lambda: _in_double(trace(), inputs))[0]
+                          lambda: _tensors_of(_in_double(trace(), inputs)))[0]
     if why:
         return None, "the traced model's result differs from the module's (%s)" % why
     return model, None
@@ -269,6 +269,13 @@ def _skeleton(out):
     if isinstance(out, (tuple, list)):
         return type(out), [_skeleton(o) for o in out]
     return None
+
+
+def _tensors_of(out):
+    """The tensors of _in_double's outputs, as got and want hold them
+    (_nested_tensors: without the None of a result such as (y, None, z));
+    None where it could not run."""
+    return None if out is None else _nested_tensors(out)
 
 
 def _plain(out):
