@@ -38,8 +38,16 @@ inline Vec negInfOutside(Vec S, Vec J, Vec Lo, Vec Hi) {
 }
 inline Vec max(Vec A, Vec B) { return _mm256_max_ps(A, B); }
 inline Vec fma(Vec A, Vec B, Vec C) { return _mm256_fmadd_ps(A, B, C); }
+/// By adding and subtracting 1.5 * 2^23 (ties to even, as the MXCSR
+/// rounds), exact for |A| < 2^22; exp's A below Low is zeroed after, and
+/// -inf and NaN stay so. vroundps takes ports 0 and 1 on Intel cores,
+/// which the fmas need; the adds go to ports 1 and 5. On an Intel Xeon
+/// (family 6 model 167) the AVX2 call at [1, 12, 512, 64] took 8.37 ms
+/// against 8.73 on one thread, 4.25 against 4.35 on two (medians of five
+/// pairs); on AVX-512 vrndscaleps did as well as this.
 inline Vec roundNearest(Vec A) {
-  return _mm256_round_ps(A, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const Vec Magic = splat(0x1.8p23f);
+  return sub(add(A, Magic), Magic);
 }
 /// P * 2^N by adding N to P's exponent (P is in [0.7, 1.5], so the result
 /// is normal for N >= -126), and 0 where Y was below Low. (NaN converts to
