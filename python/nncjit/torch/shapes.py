@@ -3,6 +3,7 @@
 import torch as _torch
 
 from .. import _nncjit
+from .check import _signature
 
 
 def call_signature(inputs):
@@ -11,7 +12,7 @@ def call_signature(inputs):
     tuples item by item)."""
     def one(x):
         if isinstance(x, _torch.Tensor):
-            return ("tensor", tuple(x.shape), x.stride(), x.dtype)
+            return ("tensor",) + _signature(x)
         if isinstance(x, (list, tuple)):
             return (type(x).__name__,) + tuple(one(i) for i in x)
         try:
