@@ -12,8 +12,11 @@
 
 #include <omp.h>
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <sstream>
 
@@ -54,6 +57,13 @@ struct ConvEntry {
   std::vector<Step> After;
   /// Not empty: oneDNN has no primitive for the call (the reference runs).
   std::string Failure;
+  /// Where an operand holds NaN or an infinity, the result may not be the
+  /// call's (exactForFinite): the entry is Winograd's (its transforms turn
+  /// an infinity into NaN), or it has a relu, clamp or sigmoid post-op, whose
+  /// oneDNN kernels vary by implementation (NaN to 0 or to the bound, -inf
+  /// to NaN). WeightsFinite: the weights are neither (they are reordered
+  /// once, so checked once).
+  bool FiniteOnly = false, WeightsFinite = true;
   /// What the reordered weights take (PrimitiveCache's budget).
   size_t bytes() const { return Weights ? Weights.get_desc().get_size() : 0; }
 };
@@ -295,6 +305,98 @@ memory reorderWeights(const dnnl::convolution_forward::primitive_desc &PD,
   return Weights;
 }
 
+/// The largest of P[0, N)'s bits without the sign, as unsigned: at least
+/// 0x7f800000 (the exponent's bits all ones) where one is NaN or infinite.
+/// Each ISA's loop is a few instructions per vector, so that the check costs
+/// the call little beside the convolution that reads the same data.
+__attribute__((target("avx2"))) uint32_t largestMagnitudeAVX2(const float *P,
+                                                              int64_t N) {
+  const __m256i Abs = _mm256_set1_epi32(0x7fffffff);
+  __m256i M0 = _mm256_setzero_si256(), M1 = M0, M2 = M0, M3 = M0;
+  int64_t I = 0;
+#define At(J)                                                                  \
+  _mm256_and_si256(                                                            \
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(P + (J))), Abs)
+  for (; I + 32 <= N; I += 32) {
+    M0 = _mm256_max_epu32(M0, At(I));
+    M1 = _mm256_max_epu32(M1, At(I + 8));
+    M2 = _mm256_max_epu32(M2, At(I + 16));
+    M3 = _mm256_max_epu32(M3, At(I + 24));
+  }
+  for (; I + 8 <= N; I += 8)
+    M0 = _mm256_max_epu32(M0, At(I));
+#undef At
+  alignas(32) uint32_t Lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i *>(Lanes),
+                     _mm256_max_epu32(_mm256_max_epu32(M0, M1),
+                                      _mm256_max_epu32(M2, M3)));
+  uint32_t M = 0;
+  for (uint32_t L : Lanes)
+    M = std::max(M, L);
+  for (; I < N; ++I) {
+    uint32_t B;
+    std::memcpy(&B, P + I, 4);
+    M = std::max(M, B & 0x7fffffffu);
+  }
+  return M;
+}
+
+uint32_t largestMagnitude(const float *P, int64_t N) {
+  static const bool AVX2 = __builtin_cpu_supports("avx2");
+  if (AVX2)
+    return largestMagnitudeAVX2(P, N);
+  uint32_t M = 0;
+  for (int64_t I = 0; I < N; ++I) {
+    uint32_t B;
+    std::memcpy(&B, P + I, 4);
+    M = std::max(M, B & 0x7fffffffu);
+  }
+  return M;
+}
+
+/// Whether none of P[0, N) is NaN or infinite; on the call's threads from
+/// a megabyte on.
+bool allFinite(const float *P, int64_t N) {
+  constexpr int64_t Chunk = int64_t(1) << 14;
+  if (N < 2 * Chunk)
+    return largestMagnitude(P, N) < 0x7f800000u;
+  uint32_t M = 0;
+#pragma omp parallel for reduction(max : M) schedule(static)                   \
+    num_threads(nnc_runtime_num_threads())
+  for (int64_t C = 0; C < N; C += Chunk)
+    M = std::max(M, largestMagnitude(P + C, std::min(Chunk, N - C)));
+  return M < 0x7f800000u;
+}
+
+/// allFinite over the storage of M's layout: every element, and any gaps a
+/// strided view or a blocked layout's padding leaves between them (padding
+/// is 0; a gap that is not finite only sends the call to the exact path).
+bool allFinite(const memory &M) {
+  return allFinite(static_cast<const float *>(M.get_data_handle()),
+                   static_cast<int64_t>(M.get_desc().get_size() / 4));
+}
+
+bool allFinite(const Tensor &T) {
+  memory::desc D = descOf(T);
+  return allFinite(T.Data, static_cast<int64_t>(D.get_size() / 4));
+}
+
+/// Whether E gives the call's result for these operands: it does for any
+/// values unless FiniteOnly, and then where all are finite.
+bool exactFor(const ConvEntry &E, const Tensor &Out, const Tensor &X,
+              const Tensor *Bias, const std::vector<PostOp> &Ops,
+              const std::vector<const float *> &Others) {
+  if (!E.FiniteOnly)
+    return true;
+  if (!E.WeightsFinite || !allFinite(X) || (Bias && !allFinite(*Bias)))
+    return false;
+  for (size_t I = 0, Other = 0; I < Ops.size(); ++I)
+    if (Ops[I].K == PostOpKind::Add &&
+        !allFinite(operandOf(Out, Ops[I], Others[Other++])))
+      return false;
+  return true;
+}
+
 /// A convolution primitive for the shapes of Out, X, W and Bias with
 /// algorithm Alg, on the buffers' own layouts or (OneDNNLayouts) on the layouts
 /// oneDNN chooses, with at most MaxFused of the post-ops fused (direct
@@ -365,6 +467,14 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
   E->Impl = PD.impl_info_str();
   E->Decision = describe(*E, Out, X, W, Ops, Rejected);
   E->Weights = reorderWeights(PD, W, WLayout, P.Groups, OneDNNLayouts);
+  E->FiniteOnly = Alg == dnnl::algorithm::convolution_winograd ||
+                  std::any_of(Ops.begin(), Ops.end(), [](const PostOp &Op) {
+                    return Op.K == PostOpKind::Relu ||
+                           Op.K == PostOpKind::Clamp ||
+                           Op.K == PostOpKind::Sigmoid;
+                  });
+  if (E->FiniteOnly)
+    E->WeightsFinite = allFinite(E->Weights);
   return E;
 }
 
@@ -563,6 +673,8 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
       Err = E->Failure;
       return 1;
     }
+    if (!exactFor(*E, Out, X, Bias, Ops, Others))
+      return 2;
     runConv(*E, Out, X, Bias, Ops, Others);
     return 0;
   } catch (const dnnl::error &Ex) {

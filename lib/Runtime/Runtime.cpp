@@ -177,14 +177,23 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
       for (size_t I = Bufs.size() - Adds; I < Bufs.size(); ++I)
         OtherRefs.push_back(Bufs[I]);
       Bufs.resize(Bufs.size() - Adds);
+      nnc::Conv2dParams P;
+      const bool ValidParams = nnc::decodeConv2dParams(IntArgs, P);
+      nnc::onednn::Tensor B;
+      if (Bufs.size() == 3)
+        B = T(Bufs[2]);
       // The reference gives what oneDNN cannot: empty work (an output of
       // bias values, or nothing), and layouts it has no descriptor for
       // (views whose rows overlap). Its shape checks are the interpreter's.
-      // Operands in the blocked layout reach it through plain copies.
-      auto Reference = [&] {
+      // Operands in the blocked layout reach it through plain copies, and
+      // so does an add's operand that is the output itself (the
+      // convolution overwrites it). With AloneOnOneDNN, where an operand is
+      // NaN or infinite (conv2d returned 2), oneDNN's convolution runs
+      // alone, directly, and the post-ops after it.
+      auto Reference = [&](bool AloneOnOneDNN = false) {
         std::vector<std::vector<float>> Copies;
         auto Plain = [&](nnc::TensorRef R, bool Blocked, bool In) {
-          if (!Blocked)
+          if (!Blocked && !(In && R.Data == Out.Data))
             return R;
           int64_t N = 1;
           for (int64_t S : R.Sizes)
@@ -195,7 +204,7 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
           for (size_t D = R.Sizes.size(), Acc = 1; D-- > 0;
                Acc *= static_cast<size_t>(R.Sizes[D]))
             P.Strides[D] = static_cast<int64_t>(Acc);
-          if (In && nnc::onednn::reorder(T(R, true), T(P), Err))
+          if (In && nnc::onednn::reorder(T(R, Blocked), T(P), Err))
             throw std::runtime_error(Err);
           return P;
         };
@@ -204,7 +213,16 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
         PBufs[0] = Plain(Bufs[0], XBlocked, true);
         for (size_t I = 0; I < POthers.size(); ++I)
           POthers[I] = Plain(OtherRefs[I], I < 60 && (Mask >> (2 + I) & 1), true);
-        Err = nnc::runReferenceExternal(Func, POut, PBufs, IntArgs, FloatArgs);
+        bool Done = false;
+        if (AloneOnOneDNN) {
+          int32_t Winograd = nnc_runtime_set_thread_winograd(0);
+          Done = nnc::onednn::conv2d(T(POut), T(PBufs[0]), T(Bufs[1]),
+                                     Bufs.size() == 3 ? &B : nullptr, P, {},
+                                     {}, Err) == 0;
+          nnc_runtime_set_thread_winograd(Winograd);
+        }
+        if (!Done)
+          Err = nnc::runReferenceExternal(Func, POut, PBufs, IntArgs, FloatArgs);
         if (Err.empty())
           nnc::applyReferencePostOps(POut, toIRPostOps(Ops), POthers);
         if (Err.empty() && OutBlocked)
@@ -213,17 +231,18 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
       };
       if (anyEmpty(Out, Bufs) || anyEmpty(Out, OtherRefs))
         return Reference();
-      nnc::Conv2dParams P;
-      if (!nnc::decodeConv2dParams(IntArgs, P))
+      if (!ValidParams)
         return failWith("invalid convolution parameters");
-      nnc::onednn::Tensor B;
-      if (Bufs.size() == 3)
-        B = T(Bufs[2]);
-      return nnc::onednn::conv2d(T(Out, OutBlocked), T(Bufs[0], XBlocked),
-                                 T(Bufs[1]), Bufs.size() == 3 ? &B : nullptr,
-                                 P, Ops, Others, Err) == 0
-                 ? 0
-                 : Reference();
+      switch (nnc::onednn::conv2d(T(Out, OutBlocked), T(Bufs[0], XBlocked),
+                                  T(Bufs[1]), Bufs.size() == 3 ? &B : nullptr,
+                                  P, Ops, Others, Err)) {
+      case 0:
+        return 0;
+      case 2:
+        return Reference(/*AloneOnOneDNN=*/true);
+      default:
+        return Reference();
+      }
     }
     // The reference gives what oneDNN cannot, as for convolutions; it is
     // all nnc_aten_addmm has.

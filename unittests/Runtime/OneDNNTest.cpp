@@ -585,6 +585,65 @@ TEST(OneDNNConv, WinogradWhereFasterMatchesTheReference) {
   EXPECT_EQ(nnc_runtime_set_thread_winograd(Before), 1);
 }
 
+// oneDNN's relu, clamp and sigmoid kernels do not all give NaN for NaN
+// (brgconv's relu is a max with 0) nor 0 for -inf (gemm convolution's is
+// x * 0): where such a post-op meets an operand that is NaN or infinite,
+// conv2d returns 2 and leaves the call to the caller (Runtime.cpp runs the
+// convolution alone and the post-ops after it). Other post-ops, and finite
+// operands, run as ever.
+TEST(OneDNNConv, NonFiniteOperandsOfLossyPostOpsAreLeftToTheCaller) {
+  std::mt19937 R(11);
+  const float NaN = std::nanf(""), Inf = INFINITY;
+  struct Case {
+    PostOpKind K;
+    float A, B;
+    bool Lossy;
+  };
+  const Case Cases[] = {{PostOpKind::Relu, 0, 0, true},
+                        {PostOpKind::Clamp, 0, 6, true},
+                        {PostOpKind::Sigmoid, 0, 0, true},
+                        {PostOpKind::Tanh, 0, 0, false},
+                        {PostOpKind::LeakyRelu, .1f, 0, false}};
+  for (bool NHWC : {false, true})
+    for (const Case &C : Cases) {
+      HostBuffer X = make({1, 16, 8, 8}, NHWC, R);
+      HostBuffer Wt = make({16, 16, 3, 3}, NHWC, R);
+      HostBuffer B = make({16}, false, R);
+      HostBuffer Res = make({1, 16, 8, 8}, NHWC, R);
+      HostBuffer Y = make({1, 16, 8, 8}, NHWC, R);
+      onednn::Tensor TB = tensor(B);
+      std::vector<onednn::PostOp> Ops = {
+          {PostOpKind::Add, 0, 0, Res.strides()}, {C.K, C.A, C.B, {}}};
+      std::vector<const float *> Others = {
+          static_cast<const float *>(Res.data())};
+      auto Run = [&] {
+        std::string Err;
+        int32_t Rc = onednn::conv2d(tensor(Y), tensor(X), tensor(Wt), &TB,
+                                    Conv2dParams{1, 1, 1, 1, 1, 1, 1}, Ops,
+                                    Others, Err);
+        EXPECT_NE(Rc, 1) << Err;
+        return Rc;
+      };
+      const std::string What = std::string(postOpName(C.K)) +
+                               (NHWC ? " nhwc" : " nchw");
+      EXPECT_EQ(Run(), 0) << What << ": all finite";
+      // Each operand in turn: the input, the bias, the add's operand.
+      for (HostBuffer *Op : {&X, &B, &Res})
+        for (float V : {NaN, -Inf, Inf}) {
+          float *P = static_cast<float *>(Op->data()) + 5;
+          float Was = *P;
+          *P = V;
+          EXPECT_EQ(Run(), C.Lossy ? 2 : 0) << What << " " << V;
+          *P = Was;
+        }
+      EXPECT_EQ(Run(), 0) << What << ": finite again";
+      // Weights are reordered once, with the entry, and checked then (new
+      // values at a sampled offset make a new entry: OneDNN.cpp, identity).
+      static_cast<float *>(Wt.data())[0] = NaN;
+      EXPECT_EQ(Run(), C.Lossy ? 2 : 0) << What << ": weights";
+    }
+}
+
 TEST(OneDNNConv, ReportsShapeMismatches) {
   std::mt19937 R(1);
   HostBuffer X = make({1, 3, 8, 8}, false, R), Wt = make({4, 2, 3, 3}, false, R),

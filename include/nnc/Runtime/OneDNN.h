@@ -47,9 +47,16 @@ struct PostOp {
 
 /// Out = post-ops(conv2d(X, W, Bias)); Others are the Add operands in order.
 /// The longest prefix of the post-ops that keeps oneDNN's implementation of
-/// the convolution alone runs fused, the rest after it. Returns 0, or 1 with
+/// the convolution alone runs fused, the rest after it. Returns 0; 1 with
 /// Err set (a shape mismatch, or no oneDNN primitive: the caller runs the
-/// reference). A new primitive records a runtime note (nnc::RuntimeNote).
+/// reference); or 2 where an operand is NaN or infinite and the
+/// implementation chosen would not give the call's result for it (a relu,
+/// clamp or sigmoid post-op, whose oneDNN kernels map NaN to 0 or a bound
+/// and -inf to NaN, each implementation its own way; Winograd's transforms,
+/// which turn an infinity into NaN): the caller then writes Out again, with
+/// the convolution alone (no post-ops, no Winograd) and the post-ops after
+/// it. Out's contents are then unspecified. A new primitive records a runtime note
+/// (nnc::RuntimeNote).
 int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
                const Tensor *Bias, const Conv2dParams &P,
                const std::vector<PostOp> &Ops,
