@@ -58,7 +58,7 @@ struct ConvEntry {
   /// Not empty: oneDNN has no primitive for the call (the reference runs).
   std::string Failure;
   /// Where an operand holds NaN or an infinity, the result may not be the
-  /// call's (exactForFinite): the entry is Winograd's (its transforms turn
+  /// call's (exactFor): the entry is Winograd's (its transforms turn
   /// an infinity into NaN), or it has a relu, clamp or sigmoid post-op, whose
   /// oneDNN kernels vary by implementation (NaN to 0 or to the bound, -inf
   /// to NaN). WeightsFinite: the weights are neither (they are reordered
@@ -307,8 +307,19 @@ memory reorderWeights(const dnnl::convolution_forward::primitive_desc &PD,
 
 /// The largest of P[0, N)'s bits without the sign, as unsigned: at least
 /// 0x7f800000 (the exponent's bits all ones) where one is NaN or infinite.
-/// Each ISA's loop is a few instructions per vector, so that the check costs
-/// the call little beside the convolution that reads the same data.
+uint32_t largestMagnitudeScalar(const float *P, int64_t N) {
+  uint32_t M = 0;
+  for (int64_t I = 0; I < N; ++I) {
+    uint32_t B;
+    std::memcpy(&B, P + I, 4);
+    M = std::max(M, B & 0x7fffffffu);
+  }
+  return M;
+}
+
+/// largestMagnitudeScalar in AVX2 registers, two instructions a vector, so
+/// that the check costs little beside the convolution that reads the same
+/// data.
 __attribute__((target("avx2"))) uint32_t largestMagnitudeAVX2(const float *P,
                                                               int64_t N) {
   const __m256i Abs = _mm256_set1_epi32(0x7fffffff);
@@ -330,32 +341,19 @@ __attribute__((target("avx2"))) uint32_t largestMagnitudeAVX2(const float *P,
   _mm256_store_si256(reinterpret_cast<__m256i *>(Lanes),
                      _mm256_max_epu32(_mm256_max_epu32(M0, M1),
                                       _mm256_max_epu32(M2, M3)));
-  uint32_t M = 0;
+  uint32_t M = largestMagnitudeScalar(P + I, N - I);
   for (uint32_t L : Lanes)
     M = std::max(M, L);
-  for (; I < N; ++I) {
-    uint32_t B;
-    std::memcpy(&B, P + I, 4);
-    M = std::max(M, B & 0x7fffffffu);
-  }
   return M;
 }
 
 uint32_t largestMagnitude(const float *P, int64_t N) {
   static const bool AVX2 = __builtin_cpu_supports("avx2");
-  if (AVX2)
-    return largestMagnitudeAVX2(P, N);
-  uint32_t M = 0;
-  for (int64_t I = 0; I < N; ++I) {
-    uint32_t B;
-    std::memcpy(&B, P + I, 4);
-    M = std::max(M, B & 0x7fffffffu);
-  }
-  return M;
+  return AVX2 ? largestMagnitudeAVX2(P, N) : largestMagnitudeScalar(P, N);
 }
 
 /// Whether none of P[0, N) is NaN or infinite; on the call's threads from
-/// a megabyte on.
+/// 128 KiB on.
 bool allFinite(const float *P, int64_t N) {
   constexpr int64_t Chunk = int64_t(1) << 14;
   if (N < 2 * Chunk)
