@@ -804,9 +804,70 @@ def test_max_shapes_optimizes_each_new_shape_until_the_limit():
             _same(a, b)
     assert fast.summary().startswith("inputs [1, 3, 16, 16]:\n  group 0 (")
     assert "\ninputs [2, 3, 16, 16]:\n  group 0 (" in fast.summary()
-    with pytest.raises(nncjit.Error, match=r"^a model optimized for several shapes of "
-                       r"inputs is saved one shape at a time: save one of its models"):
-        fast.save("unused.pt")
+
+
+def test_max_shapes_saved_in_one_file(tmp_path):
+    # One file holds both models: each shape runs the kernels of its own,
+    # and a third the example's model, whose kernels refuse it (counted).
+    m, x = _block()
+    fast = nt.optimize(m, [x], max_shapes=2)
+    x2 = torch.randn(2, 3, 16, 16)
+    fast(x2)
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    loaded = nt.load(path)
+    assert loaded.graph.findNode("nncjit::refused") is None
+    for y, ran in ((x, True), (x2, True), (torch.randn(3, 3, 16, 16), False)):
+        refused = nt.stats()["refused"]
+        got, kernels = _ran_kernels(loaded, y)
+        assert kernels == ran and (nt.stats()["refused"] > refused) == (not ran), y.shape
+        for a, b in zip(got, m(y)):
+            _same(a, b)
+
+
+def test_lowered_max_shapes_saved_in_one_file_runs_in_nnc_torch_run(torch_run, tmp_path,
+                                                                    cache):
+    m = _encoder()
+    x, x5 = torch.randn(1, 8, 32), torch.randn(1, 5, 32)
+    fast = nt.optimize(m, [x], max_shapes=2, cache_dir=cache)
+    fast(x5)
+    assert all(isinstance(f, nt.LoweredModule) for f in fast.models)
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    xp, yp = str(tmp_path / "x.npy"), str(tmp_path / "y.npy")
+    for y, traced in ((x, True), (x5, True), (torch.randn(1, 6, 32), False)):
+        np.save(xp, y.numpy())
+        r = _run(torch_run, path, "--input", xp, "--output", yp, "--cache-dir", cache,
+                 "--stats")
+        assert r.returncode == 0, r.stderr
+        assert "kernels: 2 loaded, 0 compiled" in r.stdout, r.stdout
+        # Past the models made, the example's: its trace is named.
+        if traced:
+            assert r.stderr == "", r.stderr
+        else:
+            assert r.stderr.startswith(
+                "nnc-torch-run: warning: the arguments of nncjit's lowered model "
+                "'TransformerEncoder' are not those it was traced for: argument 0: shape "
+                "[1, 8, 32] and strides [256, 32, 1] (float32), argument 1: None, "
+                "argument 2: None: PyTorch's ops run in its place") and \
+                r.stderr.count("\n") == 1, r.stderr
+        with torch.no_grad():
+            np.testing.assert_allclose(np.load(yp), m(y).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_max_shapes_save_names_an_argument_it_cannot_compare():
+    from nncjit.torch import deploy
+    assert deploy._call_arguments(
+        (("tensor", (1, 2), (2, 1), torch.float32), ("value", "float", 0.5),
+         ("list", ("value", "int", 3), ("value", "int", 4)))) == (
+        [deploy._TENSOR, 0.5, [3, 4]], [((1, 2), (2, 1), torch.float32)])
+    for key, kind in (((("repr", "{'a': 1}"),), "object"),
+                      ((("tuple", ("value", "int", 3)),), "tuple"),
+                      ((("list", ("value", "float", 3.0)),), "list")):
+        with pytest.raises(nncjit.Error, match=r"^this model cannot be saved: it was "
+                           r"optimized for an argument of type %s, which the saved model "
+                           r"cannot compare$" % kind):
+            deploy._call_arguments(key)
 
 
 def test_max_shapes_of_a_lowered_model_and_its_other_arguments():

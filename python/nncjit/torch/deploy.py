@@ -284,38 +284,119 @@ def save_lowered(model, path):
     sizes, strides and dtypes, the other arguments' values), the traced
     graph with each region a call of its kernel; else the module's own
     graph."""
-    if not operator_library():
-        raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
-                            "library was not built (install libtorch-dev and rebuild)")
+    _check_lowered(model)
     fresh = _frozen_copy(model)
 
     def forward(graph):
-        inputs = list(graph.inputs())[1:]
-        others = model._others
-        if len(inputs) != len(others):
-            raise _nncjit.Error("this model cannot be saved: it was traced with %d "
-                                "arguments, and its forward takes %d"
-                                % (len(others), len(inputs)))
-        own = graph.copy()
-        result = graph.return_node().inputsAt(0).type()
-        ok = _arguments_are(graph, inputs, others, iter(model._tensors))
-        branch = graph.create("prim::If", [ok], 0)
-        graph.insertNode(branch)
-        traced, other = branch.addBlock(), branch.addBlock()
-        with graph.insert_point_guard(traced.returnNode()):
-            outs = insert_fx(graph, model._optimized.graph_module,
-                             [_present(graph, v) if x is not None else v
-                              for v, x in zip(inputs, others)])
-            traced.registerOutput(_structured(graph, outs, result))
-        with graph.insert_point_guard(other.returnNode()):
-            insert_node(graph, "nncjit::refused",
-                        [graph.insertConstant(model.refusal_in_graph())], [], outputs=0)
-            other.registerOutput(graph.insertGraph(own, list(graph.inputs()))[0])
-        branch.addOutput().setType(result)
-        return [branch.output()]
+        inputs, own, result = _forward_parts(graph)
+        ok = _arguments_are(graph, inputs, model._others, iter(model._tensors))
+        return [_if(graph, ok, lambda: _traced(graph, model, inputs, result),
+                    lambda: _refused(graph, model.refusal_in_graph(), own), result)]
 
     _replace_forward(fresh, forward)
     _write(fresh, model, path)
+
+
+def save_specialized(fast, path):
+    """Writes fast (a ShapeSpecialized) as one TorchScript file. Its forward
+    runs the model made for the call's signature (shapes.call_signature:
+    the first arguments as many as the call that made it gave), each
+    compared in the order they were made; arguments none of them was made
+    for run the example's model, as calls past max_shapes do in the
+    process: its kernels refuse them (a lowered model's own graph runs)."""
+    signatures = fast.signatures()
+    models = [m for _, m in signatures]
+    for m in models:
+        if _is_lowered(m):
+            _check_lowered(m)
+        elif not m.deployed:
+            raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
+                                "library was not built (install libtorch-dev and rebuild)")
+    fresh = _frozen_copy(models[0])
+
+    def forward(graph):
+        inputs, own, result = _forward_parts(graph)
+
+        def run(model):
+            return graph.insertGraph(model._graph, list(graph.inputs()))[0]
+
+        def dispatch(i):
+            if i == len(signatures):
+                first = models[0]
+                if _is_lowered(first):
+                    return _refused(graph, first.refusal_in_graph(), own)
+                return run(first)
+            key, model = signatures[i]
+            if _is_lowered(model):
+                others, tensors = model._others, model._tensors
+                then = lambda: _traced(graph, model, inputs, result)  # noqa: E731
+            else:
+                others, tensors = _call_arguments(key)
+                then = lambda: run(model)  # noqa: E731
+            ok = _arguments_are(graph, inputs, others, iter(tensors))
+            return _if(graph, ok, then, lambda: dispatch(i + 1), result)
+
+        return [dispatch(0)]
+
+    _replace_forward(fresh, forward)
+    _write(fresh, fast, path)
+
+
+def _is_lowered(model):
+    return hasattr(model, "refusal_in_graph")
+
+
+def _check_lowered(model):
+    if not operator_library():
+        raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
+                            "library was not built (install libtorch-dev and rebuild)")
+
+
+def _forward_parts(graph):
+    """A forward graph's arguments (without self), a copy of its own ops,
+    and its result's type."""
+    return (list(graph.inputs())[1:], graph.copy(),
+            graph.return_node().inputsAt(0).type())
+
+
+def _traced(graph, model, inputs, result):
+    """A lowered model's traced graph on inputs, each region a call of its
+    kernel, at the insert point; its result, of type result."""
+    if len(inputs) != len(model._others):
+        raise _nncjit.Error("this model cannot be saved: it was traced with %d "
+                            "arguments, and its forward takes %d"
+                            % (len(model._others), len(inputs)))
+    outs = insert_fx(graph, model._optimized.graph_module,
+                     [_present(graph, v) if x is not None else v
+                      for v, x in zip(inputs, model._others)])
+    return _structured(graph, outs, result)
+
+
+def _refused(graph, why, own):
+    """The module's own graph (own) on the arguments, after nncjit::refused
+    counts the call and warns with why."""
+    insert_node(graph, "nncjit::refused", [graph.insertConstant(why)], [], outputs=0)
+    return graph.insertGraph(own, list(graph.inputs()))[0]
+
+
+def _call_arguments(key):
+    """A call signature (shapes.call_signature) as _arguments_are takes it:
+    the arguments, a tensor's place marked by _TENSOR, and the tensors'
+    (sizes, strides, dtype)."""
+    others, tensors = [], []
+    for k in key:
+        if k[0] == "tensor":
+            others.append(_TENSOR)
+            tensors.append(k[1:])
+        elif k[0] == "value":
+            others.append(k[2])
+        elif k[0] == "list" and all(i[0] == "value" and i[1] == "int" for i in k[1:]):
+            others.append([i[2] for i in k[1:]])
+        else:
+            raise _nncjit.Error("this model cannot be saved: it was optimized for an "
+                                "argument of type %s, which the saved model cannot compare"
+                                % (k[0] if k[0] != "repr" else "object"))
+    return others, tensors
 
 
 def _frozen_copy(model):
@@ -351,18 +432,24 @@ def _write(module, model, path):
 _BOOL = _torch._C.BoolType.get()
 
 
-def _both(graph, ok, then):
-    """ok and then() (which inserts its ops at the insert point and returns
-    a bool), then() running only where ok holds."""
-    branch = graph.create("prim::If", [ok], 0)
+def _if(graph, cond, then, otherwise, out_type):
+    """then() where cond holds, else otherwise() (each inserts its ops at
+    the insert point and returns a value of out_type): a prim::If's output."""
+    branch = graph.create("prim::If", [cond], 0)
     graph.insertNode(branch)
     yes, no = branch.addBlock(), branch.addBlock()
     with graph.insert_point_guard(yes.returnNode()):
         yes.registerOutput(then())
     with graph.insert_point_guard(no.returnNode()):
-        no.registerOutput(graph.insertConstant(False))
-    branch.addOutput().setType(_BOOL)
+        no.registerOutput(otherwise())
+    branch.addOutput().setType(out_type)
     return branch.output()
+
+
+def _both(graph, ok, then):
+    """ok and then() (which returns a bool), then() running only where ok
+    holds."""
+    return _if(graph, ok, then, lambda: graph.insertConstant(False), _BOOL)
 
 
 def _present(graph, v):

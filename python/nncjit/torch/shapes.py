@@ -2,7 +2,7 @@
 
 import torch as _torch
 
-from .. import _nncjit
+from . import deploy as _deploy
 from .check import _signature
 
 
@@ -68,11 +68,17 @@ class ShapeSpecialized:
 
     forward = __call__
 
+    def signatures(self):
+        """(call signature, model) for each model, in the order of their
+        first call (the example's first)."""
+        return list(self._models.items())
+
     def save(self, path):
-        raise _nncjit.Error(
-            "a model optimized for several shapes of inputs is saved one shape at a "
-            "time: save one of its models (fast.models[i].save(path)), each of which "
-            "runs PyTorch's ops for other shapes")
+        """Writes every model as one TorchScript file, which nncjit.torch.load
+        and nnc-torch-run load without optimizing again: its forward runs
+        the model made for the call's signature, and the example's model
+        for others (deploy.save_specialized)."""
+        _deploy.save_specialized(self, path)
 
     def summary(self):
         parts = []
