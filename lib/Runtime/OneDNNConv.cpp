@@ -366,17 +366,26 @@ bool allFinite(const float *P, int64_t N) {
   return M < 0x7f800000u;
 }
 
-/// allFinite over the storage of M's layout: every element, and any gaps a
-/// strided view or a blocked layout's padding leaves between them (padding
-/// is 0; a gap that is not finite only sends the call to the exact path).
+/// allFinite over M's storage, a blocked layout's padding (0) included.
 bool allFinite(const memory &M) {
   return allFinite(static_cast<const float *>(M.get_data_handle()),
                    static_cast<int64_t>(M.get_desc().get_size() / 4));
 }
 
+/// allFinite over T's span: from its first element to its last, with any
+/// gaps a strided view leaves between them (a gap that is not finite only
+/// sends the call to the exact path). Not oneDNN's size of its descriptor,
+/// which for a view at an offset reaches past the buffer.
 bool allFinite(const Tensor &T) {
-  memory::desc D = descOf(T);
-  return allFinite(T.Data, static_cast<int64_t>(D.get_size() / 4));
+  if (T.Blocked)
+    return allFinite(T.Data, static_cast<int64_t>(descOf(T).get_size() / 4));
+  int64_t Span = 1;
+  for (size_t D = 0; D < T.Sizes.size(); ++D) {
+    if (T.Sizes[D] == 0)
+      return true;
+    Span += (T.Sizes[D] - 1) * T.Strides[D];
+  }
+  return allFinite(T.Data, Span);
 }
 
 /// Whether E gives the call's result for these operands: it does for any

@@ -345,3 +345,28 @@ def test_convolutions_without_an_equivalent_are_refused():
             torch.nn.Conv2d(4, 4, 2, padding="same").eval()))
         [node] = [n for n in m.graph.nodes() if n.kind() in ops._OP_KINDS]
         ops._conv_params(node)
+
+
+class EluOfATransposedSlice(torch.nn.Module):
+    def forward(self, x):
+        y = torch.split(x, [2, 14], 1)[1].transpose(2, 3)
+        return torch.nn.functional.elu(y) + y
+
+
+def test_strided_output_nnc_writes_contiguous_is_copied_into_its_strides():
+    # The group's output has the strides of its transposed input, neither
+    # contiguous nor channels-last, and NNC writes it contiguous without an
+    # `output_1` copy (the bridge fuzzer's seed 1903479): declared with its
+    # strides it is wrong; as a contiguous temporary copied into the output
+    # (compile's retry) it is right.
+    x = torch.randn(1, 16, 12, 5)
+    [g] = [g for g in groups_of(EluOfATransposedSlice().eval(), [x]) if "aten::elu" in g.ops]
+    text = g.write()
+    assert g.strided_outputs == [0], text
+    function = nncjit.compile(text).partial(**g.constants)
+    inputs = [random_like(*s) for s in g.signature]
+    assert _compare(function(*inputs), g.run_fallback(inputs)[0], 1e-4, 1e-5)[0] is not None
+    g.restride_outputs = True
+    text = check_against_pytorch(g)
+    assert "out aten_add_strided: f32[1, 14, 5, 12] strides [960, 60, 1, 5]" in text
+    assert "Allocate(aten_add); // dtype=float, dims=[1ll, 14ll, 5ll, 12ll]" in text

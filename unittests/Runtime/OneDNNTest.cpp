@@ -644,6 +644,33 @@ TEST(OneDNNConv, NonFiniteOperandsOfLossyPostOpsAreLeftToTheCaller) {
     }
 }
 
+// The check reads a view's span, from its first element to its last: an
+// input that is the right half of a wider image (its data 8 floats into
+// the buffer) ends where the buffer does (ASan would see a read past it).
+TEST(OneDNNConv, NonFiniteCheckReadsAViewsSpanOnly) {
+  std::mt19937 R(12);
+  HostBuffer Wide = make({1, 16, 8, 16}, false, R);
+  HostBuffer Wt = make({16, 16, 3, 3}, false, R);
+  HostBuffer Y = make({1, 16, 8, 8}, false, R);
+  onednn::Tensor X{static_cast<float *>(Wide.data()) + 8, {1, 16, 8, 8},
+                   {2048, 128, 16, 1}};
+  std::vector<onednn::PostOp> Ops = {{PostOpKind::Relu, 0, 0, {}}};
+  std::string Err;
+  auto Run = [&] {
+    return onednn::conv2d(tensor(Y), X, tensor(Wt), nullptr,
+                          Conv2dParams{1, 1, 1, 1, 1, 1, 1}, Ops, {}, Err);
+  };
+  EXPECT_EQ(Run(), 0) << Err;
+  float *Left = static_cast<float *>(Wide.data());
+  Left[0] = std::nanf(""); // In no row of the view: not its span.
+  EXPECT_EQ(Run(), 0) << Err;
+  Left[16] = std::nanf(""); // Left of its second row: a gap in its span.
+  EXPECT_EQ(Run(), 2);
+  Left[16] = 0.f;
+  Left[2047] = INFINITY; // Its last element.
+  EXPECT_EQ(Run(), 2);
+}
+
 TEST(OneDNNConv, ReportsShapeMismatches) {
   std::mt19937 R(1);
   HostBuffer X = make({1, 3, 8, 8}, false, R), Wt = make({4, 2, 3, 3}, false, R),

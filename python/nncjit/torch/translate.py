@@ -6,7 +6,7 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _copy, _matches, _verdict
-from .common import GroupReport, _Unsupported, _scalar_type, _tensor_type
+from .common import _DTYPES, GroupReport, _Unsupported, _scalar_type, _tensor_type
 from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
 
@@ -73,6 +73,25 @@ def _one_output(graph):
     return graph
 
 
+def _is_restride_copy(buffer):
+    """Whether NNC named buffer as its copy of an output into the output's
+    strides (`output_1`, `output_1_1`, ...)."""
+    return buffer == "output_1" or (buffer.startswith("output_1_") and
+                                    buffer[len("output_1_"):].isdigit())
+
+
+def _copy_loops(src, dst, sizes):
+    """A loop nest copying src into dst, element by element (one index per
+    dimension: each buffer's own strides apply)."""
+    idx = ["nncjit_c%d" % d for d in range(len(sizes))]
+    text = "%s[%s] = %s[%s];" % (dst, ", ".join(idx), src, ", ".join(idx)) if idx else \
+        "%s = %s;" % (dst, src)
+    for d in reversed(range(len(sizes))):
+        text = "for (int64_t %s = 0ll; %s < %dll; %s++) {\n%s\n}" % (
+            idx[d], idx[d], sizes[d], idx[d], text)
+    return text
+
+
 def _match_outputs(graph, written, known=None):
     """The written buffers in the order of graph's outputs. NNC computes a
     group's nodes in order, each output in a loop nest or call of its own,
@@ -91,8 +110,7 @@ def _match_outputs(graph, written, known=None):
     types = [_tensor_type(v) for v in outs]
     strides = [list(t[2]) for t in types]
     dense = [_dense_strides(t[1]) for t in types]
-    copied = [b for b in written if b == "output_1" or
-              (b.startswith("output_1_") and b[len("output_1_"):].isdigit())]
+    copied = [b for b in written if _is_restride_copy(b)]
     restrided = [i for i, st in enumerate(strides) if st != dense[i][0]]
     if len(restrided) != len(copied):
         restrided = [i for i, st in enumerate(strides) if st not in dense[i]]
@@ -159,6 +177,11 @@ class _Group:
         # dtype).
         self.params, self.statements, self.input_names, self.signature = [], [], [], []
         self.if_node = None      # the prim::If that guards its call
+        # The outputs whose strides are neither contiguous nor channels-last
+        # and that NNC wrote without an `output_1` copy (write() finds them),
+        # and whether write() takes each as a contiguous temporary copied
+        # into the output (compile's retry).
+        self.strided_outputs, self.restride_outputs = [], False
 
     def run_fallback(self, inputs):
         inputs = [x.item() if i in self.scalars else x for i, x in enumerate(inputs)]
@@ -224,16 +247,24 @@ class _Group:
     def compile(self, options, built=False):
         """Writes and compiles the kernel (unless build() did); with
         options["check"], runs it on the recorded inputs and keeps it only
-        if it matches PyTorch (or, failing that with Winograd convolutions,
-        without them)."""
+        if it matches PyTorch; failing that, tries again with each strided
+        output as a contiguous temporary copied into it (NNC may write such
+        an output contiguous, without its `output_1` copy), then without
+        Winograd convolutions, and keeps the first reason."""
         self._compile(options, built)
-        if not self.report.on_nncjit and options["compile"].get("winograd") and \
-                self.report.reason.startswith("its result differs"):
-            direct = dict(options, compile=dict(options["compile"], winograd=False))
-            reason = self.report.reason
-            self._compile(direct)
-            if not self.report.on_nncjit:
-                self.report.reason = reason
+        reason = self.report.reason
+        retries = []
+        if self.strided_outputs:
+            retries.append(lambda: (setattr(self, "restride_outputs", True), options)[1])
+        if options["compile"].get("winograd"):
+            retries.append(lambda: dict(options, compile=dict(options["compile"],
+                                                              winograd=False)))
+        for retry in retries:
+            if self.report.on_nncjit or not self.report.reason.startswith(
+                    "its result differs"):
+                break
+            self._compile(retry())
+        self.report.reason = "" if self.report.on_nncjit else reason
 
     def _compile(self, options, built=False):
         if not built:
@@ -305,9 +336,20 @@ class _Group:
                  if c[0] == "nnc_mkldnn_prepacked_conv_run"]
         known = dict(zip((c.output().debugName() for c in self.prepacked), calls)) \
             if len(calls) == len(self.prepacked) else {}
-        for name, (dtype, sizes, strides) in zip(_match_outputs(pre, first.written, known),
-                                                 outs):
+        names = _match_outputs(pre, first.written, known)
+        self.strided_outputs = [
+            i for i, (name, (_, sizes, strides)) in enumerate(zip(names, outs))
+            if list(strides) not in _dense_strides(sizes) and not _is_restride_copy(name)]
+        allocs, copies = [], []
+        for i, (name, (dtype, sizes, strides)) in enumerate(zip(names, outs)):
+            if self.restride_outputs and i in self.strided_outputs:
+                out = name + "_strided"
+                allocs.append("Allocate(%s); // dtype=%s, dims=[%s]" % (
+                    name, _DTYPES[dtype], ", ".join("%dll" % d for d in sizes)))
+                copies += [_copy_loops(name, out, sizes), "Free(%s);" % name]
+                name = out
             params.append(_decl("out", name, dtype, sizes, strides))
+        body = "\n".join(allocs + [body] + copies)
         used = set(first.kernel.buffers_used)
         for name in constants:
             if name in used:
