@@ -270,9 +270,7 @@ _LOAD_LOCK = threading.Lock()
 
 def save(model, path):
     """Writes model (a deployed OptimizedModule) as one TorchScript file."""
-    if not model.deployed:
-        raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
-                            "library was not built (install libtorch-dev and rebuild)")
+    _check_saveable(model)
     fresh = _frozen_copy(model)
     _replace_forward(fresh, lambda graph: graph.insertGraph(model._graph, list(graph.inputs())))
     _write(fresh, model, path)
@@ -284,7 +282,7 @@ def save_lowered(model, path):
     sizes, strides and dtypes, the other arguments' values), the traced
     graph with each region a call of its kernel; else the module's own
     graph."""
-    _check_lowered(model)
+    _check_saveable(model)
     fresh = _frozen_copy(model)
 
     def forward(graph):
@@ -307,11 +305,7 @@ def save_specialized(fast, path):
     signatures = fast.signatures()
     models = [m for _, m in signatures]
     for m in models:
-        if _is_lowered(m):
-            _check_lowered(m)
-        elif not m.deployed:
-            raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
-                                "library was not built (install libtorch-dev and rebuild)")
+        _check_saveable(m)
     fresh = _frozen_copy(models[0])
 
     def forward(graph):
@@ -346,8 +340,10 @@ def _is_lowered(model):
     return hasattr(model, "refusal_in_graph")
 
 
-def _check_lowered(model):
-    if not operator_library():
+def _check_saveable(model):
+    """Raises where model's graph does not call its kernels through the
+    operator library."""
+    if not (operator_library() if _is_lowered(model) else model.deployed):
         raise _nncjit.Error("this model cannot be saved: nnc-jit's PyTorch operator "
                             "library was not built (install libtorch-dev and rebuild)")
 

@@ -12,8 +12,11 @@ vectorize the loop nests (docs/passes.md). Only float32 tensors are covered.
 
 Order of rounding: softmax subtracts the row maximum, sums exp(x - max) in
 the order of the row, and divides; log_softmax is x - max - log(sum);
-layer_norm takes the mean, then the mean of squared deviations (two
-passes, as PyTorch), and (x - mean) * rsqrt(var + eps) * w + b.
+layer_norm takes the sum, then the sums of the deviations from its mean
+and of their squares (the corrected two-pass algorithm: the first sum's
+rounding, which a row of values near one another leaves large beside
+their spread, is taken back out), mean = sum / n + dev / n, var = sq / n -
+(dev / n)^2, and (x - mean) * rsqrt(var + eps) * w + b.
 
 Attention, matmul(softmax(mask(scale * matmul(q, kt))), v) with the softmax
 over the keys, is one nnc_aten_attention call (find_attention): the scores
@@ -453,14 +456,15 @@ class KernelWriter:
             return "((%s) - (%s) - log(%s))" % (x, mx + row, sm + row)
         if k == "layer_norm":
             x, w, b = op.inputs
-            mean, var = self.stats[op]
+            total, sq, dev = self.stats[op]
             n = len(op.attrs["shape"])
             dims = list(range(len(v.shape) - n, len(v.shape)))
             row = self._row(idx, dims, len(v.shape))
             count = _lit(1.0 / max(_numel(op.attrs["shape"]), 1))
-            e = "((%s) - %s * %s) * rsqrt(%s * %s + %s)" % (
-                self.load(x, idx), mean + row, count, var + row, count,
-                _lit(op.attrs["eps"]))
+            mean_dev = "%s * %s" % (dev + row, count)
+            e = "((%s) - (%s * %s + %s)) * rsqrt(%s * %s - %s * %s + %s)" % (
+                self.load(x, idx), total + row, count, mean_dev, sq + row, count,
+                mean_dev, mean_dev, _lit(op.attrs["eps"]))
             if w is not None:
                 e = "(%s) * (%s)" % (e, self.load(w, idx[len(idx) - n:]))
             if b is not None:
@@ -532,8 +536,9 @@ class KernelWriter:
 
     def reduction_stats(self, op):
         """The row statistics of a reduction, in buffers: the sum (sum,
-        mean), the sum and the sum of squared deviations (layer_norm), the
-        maximum and the sum of exp(x - max) (softmax, log_softmax)."""
+        mean), the sum and the sums of deviations from its mean and of
+        their squares (layer_norm), the maximum and the sum of exp(x - max)
+        (softmax, log_softmax)."""
         x = op.inputs[0]
         rank = len(x.shape)
         if op.kind == "layer_norm":
@@ -546,7 +551,9 @@ class KernelWriter:
         a = self.allocate("row", rows or [1])
         inner = [x.shape[d] for d in reduced]
 
-        def nest(init, update):
+        def nest(*accumulators):
+            """One loop nest over the rows and their reduced elements, each
+            (buffer, initial value, update(row, index)) accumulated in it."""
             def body(ridx):
                 r = "[%s]" % ", ".join(ridx or ["0ll"])
 
@@ -555,28 +562,34 @@ class KernelWriter:
                     rit = iter(ridx)
                     for d in range(rank):
                         full.append(next(it) if d in reduced else next(rit))
-                    return [update(r, full)]
-                lines = ["%s%s = %s;" % (init[0], r, init[1])]
+                    return [update(r, full) for _, _, update in accumulators]
+                lines = ["%s%s = %s;" % (buf, r, init) for buf, init, _ in accumulators]
                 return lines + self.loops(inner, inner_body, indent=0)
             self.lines.extend(self.loops(rows, body) if rows else
                               ["  " + line for line in body([])])
 
         if op.kind in ("sum", "mean", "layer_norm"):
-            nest((a, "0.f"), lambda r, i: "%s%s = (%s%s) + (%s);" % (
-                a, r, a, r, self.load(x, i)))
+            nest((a, "0.f", lambda r, i: "%s%s = (%s%s) + (%s);" % (
+                a, r, a, r, self.load(x, i))))
             if op.kind != "layer_norm":
                 self.stats[op] = (a,)
                 return
         b = self.allocate("row", rows or [1])
         if op.kind == "layer_norm":
             count = _lit(1.0 / max(_numel(inner), 1))
-            nest((b, "0.f"), lambda r, i: "%s%s = (%s%s) + ((%s) - %s%s * %s) * ((%s) - %s%s * %s);"
-                 % (b, r, b, r, self.load(x, i), a, r, count, self.load(x, i), a, r, count))
-        else:
-            nest((a, "NEG_INFINITY"), lambda r, i: "%s%s = Max(%s%s, %s, 1);" % (
-                a, r, a, r, self.load(x, i)))
-            nest((b, "0.f"), lambda r, i: "%s%s = (%s%s) + exp((%s) - (%s%s));" % (
-                b, r, b, r, self.load(x, i), a, r))
+            c = self.allocate("row", rows or [1])
+
+            def dev(r, i):
+                return "((%s) - %s%s * %s)" % (self.load(x, i), a, r, count)
+            nest((c, "0.f", lambda r, i: "%s%s = (%s%s) + %s;" % (c, r, c, r, dev(r, i))),
+                 (b, "0.f", lambda r, i: "%s%s = (%s%s) + %s * %s;" % (
+                     b, r, b, r, dev(r, i), dev(r, i))))
+            self.stats[op] = (a, b, c)
+            return
+        nest((a, "NEG_INFINITY", lambda r, i: "%s%s = Max(%s%s, %s, 1);" % (
+            a, r, a, r, self.load(x, i))))
+        nest((b, "0.f", lambda r, i: "%s%s = (%s%s) + exp((%s) - (%s%s));" % (
+            b, r, b, r, self.load(x, i), a, r)))
         self.stats[op] = (a, b)
 
     def matrix_product(self, op):

@@ -81,11 +81,10 @@ def _is_restride_copy(buffer):
 
 
 def _copy_loops(src, dst, sizes):
-    """A loop nest copying src into dst, element by element (one index per
-    dimension: each buffer's own strides apply)."""
+    """A loop nest copying src into dst (of rank 1 or more), element by
+    element: one index per dimension, so each buffer's own strides apply."""
     idx = ["nncjit_c%d" % d for d in range(len(sizes))]
-    text = "%s[%s] = %s[%s];" % (dst, ", ".join(idx), src, ", ".join(idx)) if idx else \
-        "%s = %s;" % (dst, src)
+    text = "%s[%s] = %s[%s];" % (dst, ", ".join(idx), src, ", ".join(idx))
     for d in reversed(range(len(sizes))):
         text = "for (int64_t %s = 0ll; %s < %dll; %s++) {\n%s\n}" % (
             idx[d], idx[d], sizes[d], idx[d], text)
