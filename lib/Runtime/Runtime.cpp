@@ -199,14 +199,14 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
           for (int64_t S : R.Sizes)
             N *= S;
           Copies.emplace_back(N);
-          nnc::TensorRef P{Copies.back().data(), R.Sizes, {}};
-          P.Strides.resize(R.Sizes.size());
+          nnc::TensorRef Copy{Copies.back().data(), R.Sizes, {}};
+          Copy.Strides.resize(R.Sizes.size());
           for (size_t D = R.Sizes.size(), Acc = 1; D-- > 0;
                Acc *= static_cast<size_t>(R.Sizes[D]))
-            P.Strides[D] = static_cast<int64_t>(Acc);
-          if (In && nnc::onednn::reorder(T(R, Blocked), T(P), Err))
+            Copy.Strides[D] = static_cast<int64_t>(Acc);
+          if (In && nnc::onednn::reorder(T(R, Blocked), T(Copy), Err))
             throw std::runtime_error(Err);
-          return P;
+          return Copy;
         };
         nnc::TensorRef POut = Plain(Out, OutBlocked, false);
         std::vector<nnc::TensorRef> PBufs = Bufs, POthers = OtherRefs;
