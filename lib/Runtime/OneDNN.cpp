@@ -175,6 +175,24 @@ dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops, size_t Fused,
   dnnl::primitive_attr Attr;
   Attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops PO;
+  // oneDNN 2.6's kernels give a second eltwise post-op of an algorithm the
+  // first one's parameters (clamp(-1, 2) then clamp(0, 6) clamped to
+  // [-1, 2] twice; leaky_relu(0.5) then relu was leaky twice, the bridge
+  // fuzzer's seed 2209267): such a list is refused, so that the callers
+  // fuse fewer and run the rest as primitives of their own.
+  std::vector<std::pair<dnnl::algorithm, std::pair<float, float>>> Seen;
+  for (size_t I = 0; I < Fused; ++I) {
+    if (Ops[I].K == PostOpKind::Add)
+      continue;
+    auto Alg = eltwiseAlgorithm(Ops[I].K);
+    auto Args = eltwiseArgs(Ops[I]);
+    for (const auto &[A, P] : Seen)
+      if (A == Alg && P != Args)
+        throw dnnl::error(dnnl_unimplemented,
+                          "two eltwise post-ops of one algorithm with other "
+                          "parameters");
+    Seen.push_back({Alg, Args});
+  }
   for (size_t I = 0; I < Fused; ++I) {
     const PostOp &Op = Ops[I];
     if (static_cast<int>(I) == SumAt) {
