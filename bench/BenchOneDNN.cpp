@@ -218,7 +218,7 @@ void BM_AttentionLoop(benchmark::State &S) {
               C.data(), true);
       break;
     default:
-      L->Values(St.data(), Lanes, V.data(), D, Keys, Lanes, D, C.data(),
+      L->Values(St.data(), V.data(), D, Keys, Lanes, D, C.data(),
                 nullptr, nullptr, O.data(), true, {});
     }
     benchmark::ClobberMemory();

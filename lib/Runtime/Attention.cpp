@@ -437,7 +437,7 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
         SM = {ScoreMask::PerKey, MB.Base, MB.CS};
         if (PerQuery) {
           K.PackQueries(MB.Base, MB.RS, MB.CS, Rows, Cols, Lanes, T.Mt.data());
-          SM = {ScoreMask::PerLane, T.Mt.data(), Lanes};
+          SM = {ScoreMask::PerLane, T.Mt.data()};
         }
       }
     }
@@ -457,7 +457,7 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
         T.R[I] = 1.f / T.L[I];
       Final = {at(O, B, H, I0, 0), O.Strides[2], T.R.data()};
     }
-    K.Values(St, Lanes, at(VT, B, H, J0, 0), VT.Strides[2], Cols, Rows, P.Dv,
+    K.Values(St, at(VT, B, H, J0, 0), VT.Strides[2], Cols, Rows, P.Dv,
              T.C.data(), SM.Lo, SM.Hi, T.Acc.data(), First, Final);
     if (Final.Data)
       return {};

@@ -28,8 +28,9 @@ struct ScoreMask {
     None,
     /// Bias[J * BS] for key J, the same for every lane.
     PerKey,
-    /// Bias[J * BS + I] for key J and lane I: a block of a mask transposed,
-    /// as PackQueries writes it.
+    /// Key J's bias for lane I in a tile of lane panels of the block's
+    /// keys (panelIndex): a block of a mask transposed, as PackQueries
+    /// writes it. BS is not read.
     PerLane,
     /// Lane I keeps keys [Lo[I], Hi[I]) (integral floats) with nothing
     /// added, and leaves the others out: a mask of 0 and -inf whose rows
@@ -62,21 +63,26 @@ struct AttentionLoops {
   /// which a softmax cancels.
   float (*ExpSum)(float *Row, int64_t Cols, float Shift);
 
-  // The tile loops; null in the baseline's table. A tile of transposed
-  // scores St holds key J's score for query I at St[J * Lanes + I]; Lanes is
-  // a multiple of Width.
+  // The tile loops; null in the baseline's table. They keep a query to a
+  // lane (Lanes of them, a multiple of Width) in tiles of lane panels: a
+  // tile of N rows by Lanes holds row X of lane I at panelIndex(Width, N, X,
+  // I), Width lanes a panel, each panel's rows one after another. The
+  // transposed queries Qt are such a tile of D rows, the scores St of a
+  // block's keys. A register block then reads each of its panels at a
+  // constant step, which the unrolled loops fold into their addresses.
 
   /// Floats to a vector register.
   int64_t Width;
-  /// Qt[k * Lanes + I] = Q[I * RS + k * CS] for I < Rows, k < D, and 0 for
-  /// I in [Rows, Lanes): the queries of a block, transposed.
+  /// Qt[panelIndex(Width, D, k, I)] = Q[I * RS + k * CS] for I < Rows,
+  /// k < D, and 0 for I in [Rows, Lanes): the queries of a block,
+  /// transposed.
   void (*PackQueries)(const float *Q, int64_t RS, int64_t CS, int64_t Rows,
                       int64_t D, int64_t Lanes, float *Qt);
-  /// St[J * Lanes + I] = Scale * sum_k K[J * KRS + k * KCS] * Qt[k * Lanes + I]
-  /// for J < Keys, I < Lanes, k < D, masked by Mask (ScoreMask): the scores
-  /// of a block of keys, from the queries transposed (Qt, D rows of Lanes).
-  /// Max[I] becomes the largest of Max[I] and the lane's scores, NaN
-  /// ignored.
+  /// St[panelIndex(Width, Keys, J, I)] = Scale * sum_k K[J * KRS + k * KCS] *
+  /// Qt[panelIndex(Width, D, k, I)] for J < Keys, I < Lanes, k < D, masked by
+  /// Mask (ScoreMask): the scores of a block of keys, from the queries
+  /// transposed. Max[I] becomes the largest of Max[I] and the lane's
+  /// scores, NaN ignored.
   void (*Scores)(const float *Qt, int64_t D, int64_t Lanes, const float *K,
                  int64_t KRS, int64_t KCS, int64_t Keys, float Scale,
                  const ScoreMask &Mask, float *St, float *Max);
@@ -84,23 +90,30 @@ struct AttentionLoops {
   /// and sum L (online softmax, as AttentionLoops::Max and ExpSum do for a
   /// row), given the new maximum Max (from Scores): St becomes
   /// exp(St - Max), C[I] = exp(M[I] - Max[I]), L[I] = C[I] * L[I] +
-  /// sum_J St[J][I], and M = Max. A lane whose scores are all -inf so far
+  /// sum_J of lane I's scores, and M = Max. A lane whose scores are all -inf so far
   /// has Max = -inf and keeps L = 0. First: M and L hold nothing yet (C is
   /// 0).
   void (*Fold)(float *St, int64_t Lanes, int64_t Keys, const float *Max,
                float *M, float *L, float *C, bool First);
-  /// O[I * Dv + E] = C[I] * O[I * Dv + E] + sum_J Pt[J * Lanes + I] *
-  /// V[J * VRS + E] for I < Rows, E < Dv (a multiple of Width), J < Keys: the
-  /// weighted sum of a block of values, rescaled. First: O is not read.
+  /// O[I * Dv + E] = C[I] * O[I * Dv + E] + sum_J Pt[panelIndex(Width, Keys,
+  /// J, I)] * V[J * VRS + E] for I < Rows, E < Dv (a multiple of Width),
+  /// J < Keys: the weighted sum of a block of values, rescaled. First: O is not read.
   /// Where Lo is not null, row I's weights outside keys [Lo[I], Hi[I]) are
   /// 0 (its scores were masked by ScoreMask::Range), and the keys no row of
   /// a register block keeps are skipped. Where Out.Data is not null, the
   /// sums go there instead, scaled (ValueOutput), and O is scratch.
-  void (*Values)(const float *Pt, int64_t Lanes, const float *V, int64_t VRS,
-                 int64_t Keys, int64_t Rows, int64_t Dv, const float *C,
-                 const float *Lo, const float *Hi, float *O, bool First,
-                 const ValueOutput &Out);
+  void (*Values)(const float *Pt, const float *V, int64_t VRS, int64_t Keys,
+                 int64_t Rows, int64_t Dv, const float *C, const float *Lo,
+                 const float *Hi, float *O, bool First, const ValueOutput &Out);
 };
+
+/// Where a tile of lane panels of Rows rows holds row X of lane I, with
+/// Width lanes a panel (AttentionLoops). (The loops, compiled for other
+/// ISAs, compute it themselves: see AttentionLoops.inc.)
+constexpr int64_t panelIndex(int64_t Width, int64_t Rows, int64_t X,
+                             int64_t I) {
+  return I / Width * Rows * Width + X * Width + I % Width;
+}
 
 /// For x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the baseline.
 extern const AttentionLoops AttentionLoopsAVX512, AttentionLoopsAVX2,

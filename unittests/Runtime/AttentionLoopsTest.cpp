@@ -179,7 +179,8 @@ TEST(AttentionLoops, PackQueriesTransposesAndPads) {
           T.Rows->PackQueries(Q.data(), RS, CS, Rows, D, Lanes, Qt.data());
           for (int64_t K = 0; K < D; ++K)
             for (int64_t I = 0; I < Lanes; ++I)
-              ASSERT_EQ(Qt[K * Lanes + I], I < Rows ? Q[I * RS + K * CS] : 0.f)
+              ASSERT_EQ(Qt[panelIndex(W, D, K, I)],
+                        I < Rows ? Q[I * RS + K * CS] : 0.f)
                   << T.Name << ", " << Rows << "x" << D << ", " << K << ", "
                   << I;
         }
@@ -194,7 +195,7 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
           for (bool Transposed : {false, true}) {
             // Keys of rows D (or stored transposed: rows of stride 1); a
             // bias per key of stride 2 with -inf at key 2, one per key and
-            // lane (rows of Lanes) with -inf at every seventh, or a range
+            // lane (lane panels) with -inf at every seventh, or a range
             // of keys per lane (some empty, some whole).
             int64_t KRS = Transposed ? 1 : D, KCS = Transposed ? Keys : 1;
             std::vector<float> Qt = randoms(D * Lanes, 5),
@@ -216,26 +217,29 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
             Max[0] = -INFINITY;
             using SM = ScoreMask;
             for (SM Mask : {SM{}, SM{SM::PerKey, Bias.data(), 2},
-                            SM{SM::PerLane, LaneBias.data(), Lanes},
+                            SM{SM::PerLane, LaneBias.data()},
                             SM{SM::Range, nullptr, 0, Lo.data(), Hi.data()}}) {
               std::vector<float> St(Keys * Lanes), M = Max;
               T.Rows->Scores(Qt.data(), D, Lanes, K.data(), KRS, KCS, Keys,
                              Scale, Mask, St.data(), M.data());
+              const int64_t W = T.Rows->Width;
               for (int64_t I = 0; I < Lanes; ++I) {
                 double WantMax = Max[I];
                 for (int64_t J = 0; J < Keys; ++J) {
                   double Dot = 0;
                   for (int64_t Kd = 0; Kd < D; ++Kd)
-                    Dot += double(K[J * KRS + Kd * KCS]) * Qt[Kd * Lanes + I];
+                    Dot += double(K[J * KRS + Kd * KCS]) *
+                           Qt[panelIndex(W, D, Kd, I)];
                   double Want = Scale * Dot;
                   float B =
                       Mask.Kind == SM::PerKey    ? Bias[2 * J]
-                      : Mask.Kind == SM::PerLane ? LaneBias[J * Lanes + I]
+                      : Mask.Kind == SM::PerLane
+                          ? LaneBias[panelIndex(W, Keys, J, I)]
                       : Mask.Kind == SM::Range && (J < Lo[I] || J >= Hi[I])
                           ? -INFINITY
                           : 0.f;
                   Want = B == -INFINITY ? -INFINITY : Want + B;
-                  float Got = St[J * Lanes + I];
+                  float Got = St[panelIndex(W, Keys, J, I)];
                   if (std::isinf(Want))
                     ASSERT_EQ(Got, Want);
                   else
@@ -252,6 +256,7 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
 
 TEST(AttentionLoops, ScoresIgnoreNaNInTheMaximum) {
   for (const Table &T : tileTables()) {
+    // One panel: key J of lane I at J * Lanes + I.
     int64_t Lanes = T.Rows->Width, D = 2, Keys = 7;
     std::vector<float> Qt(D * Lanes, 1.f), K = randoms(Keys * D, 9),
                                            St(Keys * Lanes);
@@ -273,23 +278,23 @@ TEST(AttentionLoops, ScoresLeaveOutNaNWhereTheLaneMaskDoes) {
   // As masked_fill: a bias of -inf, or a key outside the lane's range,
   // replaces the score, NaN too, for its lane alone.
   for (const Table &T : tileTables()) {
-    int64_t Lanes = 2 * T.Rows->Width, D = 2, Keys = 7;
+    int64_t W = T.Rows->Width, Lanes = 2 * W, D = 2, Keys = 7;
     std::vector<float> Qt(D * Lanes, 1.f),
         K = randoms(Keys * D, 9), Bias(Keys * Lanes, 0.f), Lo(Lanes, 0.f),
         Hi(Lanes, 7.f);
     K[3 * D] = NAN;
     for (int64_t I = 0; I < Lanes; I += 2) { // Key 3 left out for even lanes.
-      Bias[3 * Lanes + I] = -INFINITY;
+      Bias[panelIndex(W, Keys, 3, I)] = -INFINITY;
       Hi[I] = 3.f;
     }
     using SM = ScoreMask;
-    for (SM Mask : {SM{SM::PerLane, Bias.data(), Lanes},
+    for (SM Mask : {SM{SM::PerLane, Bias.data()},
                     SM{SM::Range, nullptr, 0, Lo.data(), Hi.data()}}) {
       std::vector<float> M(Lanes, -INFINITY), St(Keys * Lanes);
       T.Rows->Scores(Qt.data(), D, Lanes, K.data(), D, 1, Keys, 1.f, Mask,
                      St.data(), M.data());
       for (int64_t I = 0; I < Lanes; ++I) {
-        float Got = St[3 * Lanes + I];
+        float Got = St[panelIndex(W, Keys, 3, I)];
         if (I % 2 == 0)
           EXPECT_EQ(Got, -INFINITY) << T.Name << ", lane " << I;
         else
@@ -308,13 +313,14 @@ TEST(AttentionLoops, FoldOfBlocks) {
                            S2 = randoms(Keys * Lanes, 11, -2.f, 6.f);
         std::vector<float> M(Lanes), L(Lanes), C(Lanes, 5.f), Max(Lanes);
         std::vector<double> WantM(Lanes, -INFINITY), WantL(Lanes, 0);
+        const int64_t W = T.Rows->Width;
         bool First = true;
         for (std::vector<float> *S : {&S1, &S2}) {
           std::vector<float> In = *S;
           for (int64_t I = 0; I < Lanes; ++I) {
             Max[I] = First ? -INFINITY : M[I];
             for (int64_t J = 0; J < Keys; ++J)
-              Max[I] = std::max(Max[I], In[J * Lanes + I]);
+              Max[I] = std::max(Max[I], In[panelIndex(W, Keys, J, I)]);
           }
           T.Rows->Fold(S->data(), Lanes, Keys, Max.data(), M.data(), L.data(),
                        C.data(), First);
@@ -324,9 +330,10 @@ TEST(AttentionLoops, FoldOfBlocks) {
             ASSERT_NEAR(C[I], WantC, 1e-6) << T.Name << ", lane " << I;
             double Sum = 0;
             for (int64_t J = 0; J < Keys; ++J) {
-              double E = std::exp(double(In[J * Lanes + I]) - New);
+              const int64_t At = panelIndex(W, Keys, J, I);
+              double E = std::exp(double(In[At]) - New);
               Sum += E;
-              ASSERT_NEAR((*S)[J * Lanes + I], E, 1e-6) << T.Name;
+              ASSERT_NEAR((*S)[At], E, 1e-6) << T.Name;
             }
             WantL[I] = WantL[I] * WantC + Sum;
             WantM[I] = New;
@@ -341,7 +348,8 @@ TEST(AttentionLoops, FoldOfBlocks) {
 TEST(AttentionLoops, FoldOfLanesWithNothingKept) {
   for (const Table &T : tileTables()) {
     // Lane 0: every score -inf in both blocks (l stays 0); lane 1: -inf in
-    // the first block, finite in the second; lane 2: a NaN score.
+    // the first block, finite in the second; lane 2: a NaN score. One
+    // panel: key J of lane I at J * Lanes + I.
     int64_t Lanes = T.Rows->Width, Keys = 3;
     std::vector<float> S(Keys * Lanes, 0.5f), M(Lanes), L(Lanes), C(Lanes);
     for (int64_t J = 0; J < Keys; ++J)
@@ -402,7 +410,7 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
                   Hi[I] = float(std::max(Keys - I % 5, int64_t(Lo[I])));
                   for (int64_t J = 0; J < Keys; ++J)
                     if (J < Lo[I] || J >= Hi[I])
-                      Pt[J * Lanes + I] = 0.f;
+                      Pt[panelIndex(W, Keys, J, I)] = 0.f;
                 }
                 for (int64_t E = 0; E < Dv && Keys > 0; ++E)
                   V[E] = NAN;
@@ -412,15 +420,16 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
               ValueOutput Out;
               if (ToOut)
                 Out = {Final.data(), Dv + 3, Scale.data()};
-              T.Rows->Values(Pt.data(), Lanes, V.data(), VRS, Keys, Rows, Dv,
-                             C.data(), Ranges ? Lo.data() : nullptr,
+              T.Rows->Values(Pt.data(), V.data(), VRS, Keys, Rows, Dv, C.data(),
+                             Ranges ? Lo.data() : nullptr,
                              Ranges ? Hi.data() : nullptr, Acc.data(), First,
                              Out);
               for (int64_t I = 0; I < Rows; ++I)
                 for (int64_t E = 0; E < Dv; ++E) {
                   double Want = First ? 0 : double(C[I]) * O[I * Dv + E];
                   for (int64_t J = Ranges ? 1 : 0; J < Keys; ++J)
-                    Want += double(Pt[J * Lanes + I]) * V[J * VRS + E];
+                    Want += double(Pt[panelIndex(W, Keys, J, I)]) *
+                            V[J * VRS + E];
                   float Got = Acc[I * Dv + E];
                   if (ToOut) {
                     Want *= Scale[I];
