@@ -182,18 +182,6 @@ dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops, size_t Fused,
   // fuse fewer and run the rest as primitives of their own.
   std::vector<std::pair<dnnl::algorithm, std::pair<float, float>>> Seen;
   for (size_t I = 0; I < Fused; ++I) {
-    if (Ops[I].K == PostOpKind::Add)
-      continue;
-    auto Alg = eltwiseAlgorithm(Ops[I].K);
-    auto Args = eltwiseArgs(Ops[I]);
-    for (const auto &[A, P] : Seen)
-      if (A == Alg && P != Args)
-        throw dnnl::error(dnnl_unimplemented,
-                          "two eltwise post-ops of one algorithm with other "
-                          "parameters");
-    Seen.push_back({Alg, Args});
-  }
-  for (size_t I = 0; I < Fused; ++I) {
     const PostOp &Op = Ops[I];
     if (static_cast<int>(I) == SumAt) {
       PO.append_sum(1.f);
@@ -205,8 +193,15 @@ dnnl::primitive_attr attrFor(const std::vector<PostOp> &Ops, size_t Fused,
       PO.append_binary(dnnl::algorithm::binary_add, Binary.back());
       continue;
     }
-    auto [Alpha, Beta] = eltwiseArgs(Op);
-    PO.append_eltwise(1.f, eltwiseAlgorithm(Op.K), Alpha, Beta);
+    auto Alg = eltwiseAlgorithm(Op.K);
+    auto Args = eltwiseArgs(Op);
+    for (const auto &[A, P] : Seen)
+      if (A == Alg && P != Args)
+        throw dnnl::error(dnnl_unimplemented,
+                          "two eltwise post-ops of one algorithm with other "
+                          "parameters");
+    Seen.push_back({Alg, Args});
+    PO.append_eltwise(1.f, Alg, Args.first, Args.second);
   }
   Attr.set_post_ops(PO);
   return Attr;

@@ -252,17 +252,19 @@ class _Group:
         Winograd convolutions, and keeps the first reason."""
         self._compile(options, built)
         reason = self.report.reason
-        retries = []
-        if self.strided_outputs:
-            retries.append(lambda: (setattr(self, "restride_outputs", True), options)[1])
+        # (options, restride_outputs) of each retry; each keeps the last's
+        # changes.
+        restride = bool(self.strided_outputs)
+        retries = [(options, True)] if restride else []
         if options["compile"].get("winograd"):
-            retries.append(lambda: dict(options, compile=dict(options["compile"],
-                                                              winograd=False)))
-        for retry in retries:
+            retries.append((dict(options, compile=dict(options["compile"], winograd=False)),
+                            restride))
+        for retry_options, restride in retries:
             if self.report.on_nncjit or not self.report.reason.startswith(
                     "its result differs"):
                 break
-            self._compile(retry())
+            self.restride_outputs = restride
+            self._compile(retry_options)
         self.report.reason = "" if self.report.on_nncjit else reason
 
     def _compile(self, options, built=False):
