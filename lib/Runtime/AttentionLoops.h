@@ -90,16 +90,16 @@ struct AttentionLoops {
   /// and sum L (online softmax, as AttentionLoops::Max and ExpSum do for a
   /// row), given the new maximum Max (from Scores): St becomes
   /// exp(St - Max), C[I] = exp(M[I] - Max[I]), L[I] = C[I] * L[I] +
-  /// sum_J of lane I's scores, and M = Max. A lane whose scores are all -inf so far
-  /// has Max = -inf and keeps L = 0. First: M and L hold nothing yet (C is
+  /// sum_J of lane I's scores, and M = Max. A lane whose scores are all -inf so
+  /// far has Max = -inf and keeps L = 0. First: M and L hold nothing yet (C is
   /// 0).
   void (*Fold)(float *St, int64_t Lanes, int64_t Keys, const float *Max,
                float *M, float *L, float *C, bool First);
   /// O[I * Dv + E] = C[I] * O[I * Dv + E] + sum_J Pt[panelIndex(Width, Keys,
   /// J, I)] * V[J * VRS + E] for I < Rows, E < Dv (a multiple of Width),
-  /// J < Keys: the weighted sum of a block of values, rescaled. First: O is not read.
-  /// Where Lo is not null, row I's weights outside keys [Lo[I], Hi[I]) are
-  /// 0 (its scores were masked by ScoreMask::Range), and the keys no row of
+  /// J < Keys: the weighted sum of a block of values, rescaled. First: O is not
+  /// read. Where Lo is not null, row I's weights outside keys [Lo[I], Hi[I])
+  /// are 0 (its scores were masked by ScoreMask::Range), and the keys no row of
   /// a register block keeps are skipped. Where Out.Data is not null, the
   /// sums go there instead, scaled (ValueOutput), and O is scratch.
   void (*Values)(const float *Pt, const float *V, int64_t VRS, int64_t Keys,

@@ -428,8 +428,8 @@ TEST(AttentionLoops, ValuesOfEveryExtent) {
                 for (int64_t E = 0; E < Dv; ++E) {
                   double Want = First ? 0 : double(C[I]) * O[I * Dv + E];
                   for (int64_t J = Ranges ? 1 : 0; J < Keys; ++J)
-                    Want += double(Pt[panelIndex(W, Keys, J, I)]) *
-                            V[J * VRS + E];
+                    Want +=
+                        double(Pt[panelIndex(W, Keys, J, I)]) * V[J * VRS + E];
                   float Got = Acc[I * Dv + E];
                   if (ToOut) {
                     Want *= Scale[I];
