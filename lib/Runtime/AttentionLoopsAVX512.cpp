@@ -46,11 +46,12 @@ inline Vec negInfOutside(Vec S, Vec J, Vec Lo, Vec Hi) {
 }
 inline Vec max(Vec A, Vec B) { return _mm512_max_ps(A, B); }
 inline Vec fma(Vec A, Vec B, Vec C) { return _mm512_fmadd_ps(A, B, C); }
-inline Vec roundNearest(Vec A) {
-  return _mm512_roundscale_ps(A, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+inline Vec roundNearest(Vec A, Vec &E) {
+  E = _mm512_roundscale_ps(A, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return E;
 }
-/// vscalefps: P * 2^N, which underflows to 0 for N at Low.
-inline Vec scaleExp2(Vec P, Vec N, Vec) { return _mm512_scalef_ps(P, N); }
+/// vscalefps: P * 2^N (E is N), which underflows to 0 for N at Low.
+inline Vec scaleExp2(Vec P, Vec E, Vec) { return _mm512_scalef_ps(P, E); }
 /// vscalefps takes N as it is: unclamped, -inf would make P NaN.
 inline Vec clampExp2(Vec Y) { return max(splat(Low), Y); }
 inline float reduceMax(Vec A) { return _mm512_reduce_max_ps(A); }

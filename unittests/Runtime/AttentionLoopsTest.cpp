@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -122,11 +123,17 @@ TEST(AttentionLoops, ExpSumOfSpecialValues) {
       EXPECT_NEAR(Sum, 1.f, 3e-7) << T.Name;
       for (int64_t J = 3; J < N - 1; ++J)
         EXPECT_EQ(Row[J], 0.f) << T.Name << ", " << J;
-      // A NaN entry is NaN, and so is the sum.
-      Row.assign(N, 0.f);
-      Row[N - 2] = NAN;
-      EXPECT_TRUE(std::isnan(T.Rows->ExpSum(Row.data(), N, 1.f))) << T.Name;
-      EXPECT_TRUE(std::isnan(Row[N - 2])) << T.Name;
+      // A NaN entry is NaN, and so is the sum, whatever its payload (AVX2
+      // builds 2^N from the bits of N's rounding, which a NaN keeps).
+      for (uint32_t Bits :
+           {0x7FC00000u, 0x7FC00001u, 0xFFC001FFu, 0x7F800001u}) {
+        Row.assign(N, 0.f);
+        std::memcpy(&Row[N - 2], &Bits, sizeof(float));
+        EXPECT_TRUE(std::isnan(T.Rows->ExpSum(Row.data(), N, 1.f)))
+            << T.Name << ", " << std::hex << Bits;
+        EXPECT_TRUE(std::isnan(Row[N - 2]))
+            << T.Name << ", " << std::hex << Bits;
+      }
       EXPECT_NEAR(Row[0], std::exp(-1.), 3e-7) << T.Name;
       // A shift of +inf: finite entries are 0, +inf is NaN (inf - inf).
       Row.assign(N, 1.f);
@@ -232,7 +239,7 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
                            Qt[panelIndex(W, D, Kd, I)];
                   double Want = Scale * Dot;
                   float B =
-                      Mask.Kind == SM::PerKey    ? Bias[2 * J]
+                      Mask.Kind == SM::PerKey ? Bias[2 * J]
                       : Mask.Kind == SM::PerLane
                           ? LaneBias[panelIndex(W, Keys, J, I)]
                       : Mask.Kind == SM::Range && (J < Lo[I] || J >= Hi[I])
@@ -355,6 +362,10 @@ TEST(AttentionLoops, FoldOfLanesWithNothingKept) {
     for (int64_t J = 0; J < Keys; ++J)
       S[J * Lanes] = S[J * Lanes + 1] = -INFINITY;
     S[Lanes + 2] = NAN;
+    // Lane 4: a NaN with payload bits low in its mantissa (see
+    // ExpSumOfSpecialValues).
+    const uint32_t Payload = 0x7FC00001u;
+    std::memcpy(&S[Lanes + 4], &Payload, sizeof(float));
     std::vector<float> Max(Lanes, 0.5f);
     Max[0] = Max[1] = -INFINITY;
     T.Rows->Fold(S.data(), Lanes, Keys, Max.data(), M.data(), L.data(),
@@ -365,6 +376,8 @@ TEST(AttentionLoops, FoldOfLanesWithNothingKept) {
     EXPECT_EQ(S[0], 0.f) << T.Name;
     EXPECT_TRUE(std::isnan(L[2])) << T.Name;
     EXPECT_NEAR(L[3], 3.f, 1e-6) << T.Name;
+    EXPECT_TRUE(std::isnan(L[4])) << T.Name;
+    EXPECT_TRUE(std::isnan(S[Lanes + 4])) << T.Name;
     std::fill(S.begin(), S.end(), 0.25f);
     for (int64_t J = 0; J < Keys; ++J)
       S[J * Lanes] = -INFINITY;
