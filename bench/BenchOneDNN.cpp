@@ -196,7 +196,9 @@ void BM_AttentionLoop(benchmark::State &S) {
   if (!L)
     return;
   const int64_t Lanes = 128, Keys = 512, D = 64;
-  std::vector<float> Q(Lanes * D), K(Keys * D), V(Keys * D), Qt(Lanes * D),
+  // At a cache line, as the call's tiles are (and as torch allocates).
+  using onednn::detail::TileFloats;
+  TileFloats Q(Lanes * D), K(Keys * D), V(Keys * D), Qt(Lanes * D),
       St(Lanes * Keys), O(Lanes * D), M(Lanes), L2(Lanes), C(Lanes);
   for (size_t I = 0; I < Q.size(); ++I)
     Q[I] = K[I] = V[I] = static_cast<float>(I % 17) / 17.f - 0.5f;
@@ -204,7 +206,7 @@ void BM_AttentionLoop(benchmark::State &S) {
     St[I] = -static_cast<float>(I % 101) / 10.f;
   // Folded again and again, scores at most 10 below the maximum 10 stay
   // finite and normal (about e^-10).
-  std::vector<float> Max(Lanes, 10.f);
+  TileFloats Max(Lanes, 10.f);
   L->PackQueries(Q.data(), D, 1, Lanes, D, Lanes, Qt.data());
   const onednn::detail::ScoreMask None;
   for (auto _ : S) {

@@ -124,24 +124,9 @@ struct Problem {
 /// Lo and Hi (each lane's range of keys) or Mt (the mask's block,
 /// transposed as the scores are).
 ///
-/// Each starts at a cache line. With malloc's 16-byte alignment (S, over
-/// glibc's mmap threshold, starts 16 bytes into a page), half the vector
-/// loads and stores of the tile loops crossed a line: on an Intel Xeon
-/// (family 6 model 167) the AVX2 fold of a [128, 512] block took 13.7-14.6
-/// us against 12.5-12.7 aligned, and the products 1-4% longer.
+/// Each starts at a cache line (TileFloats).
 struct Tiles {
-  template <class T> struct LineAligned {
-    using value_type = T;
-    LineAligned() = default;
-    template <class U> LineAligned(const LineAligned<U> &) {}
-    T *allocate(size_t N) {
-      return static_cast<T *>(::operator new(N * sizeof(T), Align));
-    }
-    void deallocate(T *P, size_t) { ::operator delete(P, Align); }
-    bool operator==(const LineAligned &) const { return true; }
-    static constexpr std::align_val_t Align{64};
-  };
-  using Floats = std::vector<float, LineAligned<float>>;
+  using Floats = detail::TileFloats;
   Floats S, Acc, M, L, Qt, Max, C, R, Lo, Hi, Mt;
 };
 

@@ -254,11 +254,11 @@ class _Group:
         reason = self.report.reason
         # (options, restride_outputs) of each retry; each keeps the last's
         # changes.
-        restride = bool(self.strided_outputs)
-        retries = [(options, True)] if restride else []
+        strided = bool(self.strided_outputs)
+        retries = [(options, True)] if strided else []
         if options["compile"].get("winograd"):
             retries.append((dict(options, compile=dict(options["compile"], winograd=False)),
-                            restride))
+                            strided))
         for retry_options, restride in retries:
             if self.report.on_nncjit or not self.report.reason.startswith(
                     "its result differs"):
