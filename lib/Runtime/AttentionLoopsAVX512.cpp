@@ -22,9 +22,10 @@ using Vec = __m512;
 constexpr int64_t W = 16;
 constexpr float Low = -160.f;
 // Scores: 24 accumulators of the 32 registers, 4 loads and 6 broadcasts
-// (folded into the fmas) per 24 fmas. Values: 16 accumulators, so that 64
-// and 128 query rows need no smaller block (8 rows by 4 vectors would not
-// fit; 6 by 4 left a tail of 2 rows that cost 1.3% of a call).
+// per 24 fmas (3 vectors by 8 keys and 4 by 7 were no faster). Values: 16
+// accumulators, so that 64 and 128 query rows need no smaller block (8 rows
+// by 4 vectors would not fit; 6 by 4 left a tail of 2 rows that cost 1.3% of
+// a call).
 constexpr int ScoreVecs = 4, ScoreKeys = 6;
 constexpr int ValueRows = 8, ValueVecs = 2;
 constexpr int FoldVecs = 4;
