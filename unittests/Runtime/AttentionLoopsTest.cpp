@@ -6,7 +6,8 @@
 // tables that have them, against the same sums in double: every extent
 // around the register blocks, strided operands, each kind of mask (a bias
 // per key or per key and lane with -inf, a range of keys per lane),
-// NaN, lanes with nothing kept, and a whole attention over key blocks.
+// NaN, lanes with nothing kept, the scores' order of rounding bit for bit,
+// and a whole attention over key blocks.
 //
 //===----------------------------------------------------------------------===//
 #include "AttentionLoops.h"
@@ -259,6 +260,43 @@ TEST(AttentionLoops, ScoresOfEveryExtent) {
               }
             }
           }
+}
+
+/// The scores round as docs/Runtime.md states, bit for bit: the dot
+/// product by fmas in d order from 0, times the scale rounded once, plus
+/// the mask's bias rounded once (no multiply and add fused by the compiler:
+/// g++ had made the scale and a bias per key one fma).
+TEST(AttentionLoops, ScoresRoundInTheStatedOrder) {
+  const float Scale = 0.37f; // Not a power of 2: its product rounds.
+  const int64_t Keys = 7, D = 64;
+  for (const Table &T : tileTables()) {
+    const int64_t W = T.Rows->Width, Lanes = 2 * W;
+    std::vector<float> Qt = randoms(D * Lanes, 21), K = randoms(Keys * D, 22),
+                       Bias = randoms(Keys, 23, -3.f, 3.f),
+                       LaneBias = randoms(Keys * Lanes, 24, -3.f, 3.f);
+    using SM = ScoreMask;
+    for (SM Mask : {SM{SM::PerKey, Bias.data(), 1},
+                    SM{SM::PerLane, LaneBias.data()}}) {
+      std::vector<float> St(Keys * Lanes), Max(Lanes, -INFINITY);
+      T.Rows->Scores(Qt.data(), D, Lanes, K.data(), D, 1, Keys, Scale, Mask,
+                     St.data(), Max.data());
+      for (int64_t I = 0; I < Lanes; ++I)
+        for (int64_t J = 0; J < Keys; ++J) {
+          float Dot = 0.f;
+          for (int64_t Kd = 0; Kd < D; ++Kd)
+            Dot = std::fma(K[J * D + Kd], Qt[panelIndex(W, D, Kd, I)], Dot);
+          // Two statements: this file is compiled without FMA instructions,
+          // so nothing here is contracted either.
+          float Scaled = Dot * Scale;
+          float Want = Scaled + (Mask.Kind == SM::PerKey
+                                     ? Bias[J]
+                                     : LaneBias[panelIndex(W, Keys, J, I)]);
+          ASSERT_EQ(St[panelIndex(W, Keys, J, I)], Want)
+              << T.Name << ", mask kind " << Mask.Kind << ", lane " << I
+              << ", key " << J;
+        }
+    }
+  }
 }
 
 TEST(AttentionLoops, ScoresIgnoreNaNInTheMaximum) {
