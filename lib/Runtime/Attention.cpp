@@ -126,8 +126,7 @@ struct Problem {
 ///
 /// Each starts at a cache line (TileFloats).
 struct Tiles {
-  using Floats = detail::TileFloats;
-  Floats S, Acc, M, L, Qt, Max, C, R, Lo, Hi, Mt;
+  detail::TileFloats S, Acc, M, L, Qt, Max, C, R, Lo, Hi, Mt;
 };
 
 float *at(const Tensor &T, int64_t B, int64_t H, int64_t I, int64_t J) {
