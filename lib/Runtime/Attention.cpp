@@ -39,7 +39,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <new>
 #include <vector>
 
 #include <immintrin.h>
