@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nnc/Analysis/Bounds.h"
-#include "Poly.h"
+#include "Ranges.h"
 
 #include "nnc/IR/IRVisitor.h"
 
@@ -27,56 +27,27 @@ unsigned BoundsProof::numProven() const {
 
 namespace {
 
-/// The values an integer expression takes: [Lo, Hi] if Known. Exact when
-/// the computed value is the mathematical one (no step wrapped).
-struct Range {
-  Poly Lo, Hi;
-  bool Known = false;
-  bool Exact = false;
-
-  static Range point(Poly P, bool Exact) { return {P, P, true, Exact}; }
-  static Range unknown() { return {}; }
-  bool constant() const {
-    return Known && Lo.constValue() && Hi.constValue();
-  }
-};
-
-/// floor(P / C) for C > 0 if every non-constant coefficient of P is a
-/// multiple of C (then P / C = Q + k / C with Q integral).
-std::optional<Poly> floorDiv(const Poly &P, int64_t C) {
-  if (P.Overflow)
-    return std::nullopt;
-  Poly R;
-  for (const auto &[M, Coef] : P.T) {
-    if (M.empty()) {
-      int64_t Q = Coef / C - (Coef % C < 0 ? 1 : 0);
-      R.addTerm(M, Q);
-      continue;
-    }
-    if (Coef % C != 0)
-      return std::nullopt;
-    R.addTerm(M, Coef / C);
-  }
-  return R;
-}
-
 class Prover {
 public:
   Prover(const Kernel &K, BoundsProof &Out, unsigned Depth = 0)
       : K(K), Out(Out), Depth(Depth) {
     for (const Param &P : K.Params)
       if (!P.isBuffer() && isIntegral(P.Type) && P.Type != DType::Bool)
-        Vars[P.Name] = Range::point(Poly::symbol(P.Name), true);
+        Vars[P.Name] = Range::point(Poly::symbol(P.Name));
+    // Sizes the runtime computes with every step checked (the caller's
+    // arguments, a task's buffers compared with them): their polynomials
+    // are values that never wrapped.
+    for (const Param &P : K.Params)
+      if (P.isBuffer())
+        addCheckedSizes(*P.Buf);
   }
 
   /// The task's begin and end lie in [Lo, Hi]; Positive holds in the caller.
   void setTaskRange(const Range &R, const std::set<std::string> &Pos) {
     if (K.Params.size() < 2)
       return;
-    Range B = R;
-    B.Exact = true; // They are values the runtime passes.
-    Vars[K.Params[0].Name] = B;
-    Vars[K.Params[1].Name] = B;
+    Vars[K.Params[0].Name] = R;
+    Vars[K.Params[1].Name] = R;
     Positive.insert(Pos.begin(), Pos.end());
   }
 
@@ -86,127 +57,87 @@ public:
   }
 
 private:
-  SignOracle sign() const { return SignOracle(Positive); }
-  bool nonNegative(const Poly &P) const { return sign().nonNegative(P); }
-
-  Range eval(const Expr &E, unsigned D = 0) {
-    if (!isIntegral(E->Type) || E->Type == DType::Bool || D > 64)
-      return Range::unknown();
-    switch (E->Kind) {
-    case ExprKind::IntImm:
-      return Range::point(Poly::constant(cast<IntImm>(E)->Value), true);
-    case ExprKind::Var: {
-      auto It = Vars.find(cast<Var>(E)->Name);
-      return It == Vars.end() ? Range::unknown() : It->second;
-    }
-    case ExprKind::Cast: {
-      auto *C = cast<Cast>(E);
-      DType From = C->A->Type, To = C->Type;
-      // Value-preserving widening (or no change) of an exact value.
-      bool Widens = isIntegral(From) && From != DType::Bool &&
-                    (From == To ||
-                     (intBits(To) > intBits(From) &&
-                      (isSigned(To) || !isSigned(From))));
-      Range A = eval(C->A, D + 1);
-      return Widens && (A.Exact || From == To) ? A : Range::unknown();
-    }
-    case ExprKind::Neg: {
-      Range A = eval(cast<Neg>(E)->A, D + 1);
-      if (!A.Known)
-        return A;
-      Range R{-A.Hi, -A.Lo, true, false};
-      R.Exact = A.Exact && R.constant();
-      return R;
-    }
-    case ExprKind::Binary:
-      return binary(*cast<Binary>(E), D);
-    default:
-      return Range::unknown();
-    }
+  RangeRules rules() const { return RangeRules(SignOracle(Positive)); }
+  bool nonNegative(const Poly &P) const {
+    return SignOracle(Positive).nonNegative(P);
   }
 
-  Range binary(const Binary &B, unsigned D) {
-    Range X = eval(B.A, D + 1), Y = eval(B.B, D + 1);
-    if (!X.Known || !Y.Known)
-      return Range::unknown();
-    Range R;
-    R.Known = true;
-    switch (B.Op) {
-    case BinOp::Add:
-      R.Lo = X.Lo + Y.Lo;
-      R.Hi = X.Hi + Y.Hi;
-      break;
-    case BinOp::Sub:
-      R.Lo = X.Lo - Y.Hi;
-      R.Hi = X.Hi - Y.Lo;
-      break;
-    case BinOp::Mul:
-      if (!mul(X, Y, R) && !mul(Y, X, R))
-        return Range::unknown();
-      break;
-    case BinOp::Div:
-    case BinOp::Mod: {
-      auto C = Y.constant() && Y.Lo == Y.Hi ? Y.Lo.constValue() : std::nullopt;
-      if (!C || *C <= 0 || !X.Exact || !nonNegative(X.Lo))
-        return Range::unknown();
-      if (B.Op == BinOp::Mod) {
-        bool Below = nonNegative(Poly::constant(*C - 1) - X.Hi);
-        return Below ? X : Range{Poly::constant(0), Poly::constant(*C - 1),
-                                 true, true};
+  /// Records the polynomials of B's dims and of its element count.
+  void addCheckedSizes(const BufferNode &B) {
+    Poly Count = Poly::constant(1);
+    bool AllKnown = true;
+    for (const Expr &D : B.Dims) {
+      Range R = eval(D);
+      if (R.Known && R.Lo == R.Hi && !R.Lo.Overflow) {
+        Checked.push_back(R.Lo);
+        Count = Count * R.Lo;
+      } else {
+        AllKnown = false;
       }
-      auto Lo = floorDiv(X.Lo, *C), Hi = floorDiv(X.Hi, *C);
-      // x / C <= x for x >= 0: X.Hi bounds the quotient when it does not
-      // divide evenly.
-      return {Lo ? *Lo : Poly::constant(0), Hi ? *Hi : X.Hi, true, true};
     }
-    case BinOp::Max:
-    case BinOp::Min: {
-      // The larger (smaller) of two bounds, if one is known to be.
-      auto Pick = [&](const Poly &P, const Poly &Q,
-                      bool Larger) -> std::optional<Poly> {
-        if (nonNegative(Larger ? P - Q : Q - P))
-          return P;
-        if (nonNegative(Larger ? Q - P : P - Q))
-          return Q;
-        return std::nullopt;
-      };
-      bool Max = B.Op == BinOp::Max;
-      // max(x, y) lies in [max(x.Lo, y.Lo), max(x.Hi, y.Hi)]; x.Lo is a
-      // lower bound too. Likewise for min, with x.Hi an upper bound.
-      auto Lo = Pick(X.Lo, Y.Lo, Max), Hi = Pick(X.Hi, Y.Hi, Max);
-      if (Max ? !Hi : !Lo)
-        return Range::unknown();
-      return {Lo ? *Lo : X.Lo, Hi ? *Hi : X.Hi, true, X.Exact && Y.Exact};
-    }
-    default:
-      return Range::unknown();
-    }
-    if (R.Lo.Overflow || R.Hi.Overflow)
-      return Range::unknown();
-    R.Exact = X.Exact && Y.Exact && R.constant();
+    if (AllKnown && !Count.Overflow)
+      Checked.push_back(Count);
+  }
+
+  /// R as exact values of type T: a congruent range that is one checked
+  /// size is that size.
+  Range exactValues(Range R, DType T) const {
+    if (R.Known && !R.Exact && R.Lo == R.Hi &&
+        std::find(Checked.begin(), Checked.end(), R.Lo) != Checked.end())
+      R.Exact = true;
+    return rules().exact(R, IntType::of(T));
+  }
+
+  /// A size or stride: the runtime computes it with every step checked, so
+  /// its mathematical value is the value.
+  Range size(const Expr &E) {
+    Range R = eval(E);
+    R.Exact = R.Known;
     return R;
   }
 
-  /// X * Y where Y is one value of known sign, or both are non-negative.
-  bool mul(const Range &X, const Range &Y, Range &R) const {
-    if (Y.Lo == Y.Hi) {
-      if (nonNegative(Y.Lo)) {
-        R.Lo = X.Lo * Y.Lo;
-        R.Hi = X.Hi * Y.Lo;
-        return true;
-      }
-      if (nonNegative(-Y.Lo)) {
-        R.Lo = X.Hi * Y.Lo;
-        R.Hi = X.Lo * Y.Lo;
-        return true;
+  Range eval(const Expr &E, unsigned D = 0) {
+    if (!isIntegral(E->Type))
+      return Range::unknown();
+    IntType T = IntType::of(E->Type);
+    if (D > 64)
+      return RangeRules::full(T);
+    RangeRules Rules = rules();
+    switch (E->Kind) {
+    case ExprKind::IntImm:
+      return Range::point(Poly::constant(cast<IntImm>(E)->Value));
+    case ExprKind::Var: {
+      auto It = Vars.find(cast<Var>(E)->Name);
+      return It == Vars.end() ? RangeRules::full(T) : It->second;
+    }
+    case ExprKind::Cast: {
+      auto *C = cast<Cast>(E);
+      if (!isIntegral(C->A->Type))
+        return Range::unknown();
+      return Rules.cast(eval(C->A, D + 1), IntType::of(C->A->Type), T);
+    }
+    case ExprKind::Neg:
+      return Rules.neg(eval(cast<Neg>(E)->A, D + 1), T);
+    case ExprKind::Binary: {
+      auto *B = cast<Binary>(E);
+      Range X = eval(B->A, D + 1), Y = eval(B->B, D + 1);
+      switch (B->Op) {
+      case BinOp::Add: return Rules.add(X, Y, T);
+      case BinOp::Sub: return Rules.sub(X, Y, T);
+      case BinOp::Mul: return Rules.mul(X, Y, T);
+      case BinOp::Div: return Rules.div(X, Y, T);
+      case BinOp::Mod: return Rules.mod(X, Y, T);
+      case BinOp::Shl: return Rules.shl(X, Y, T);
+      case BinOp::Shr: return Rules.shr(X, Y, T);
+      case BinOp::Min: return Rules.min(X, Y, T);
+      case BinOp::Max: return Rules.max(X, Y, T);
+      default: return RangeRules::full(T);
       }
     }
-    if (nonNegative(X.Lo) && nonNegative(Y.Lo)) {
-      R.Lo = X.Lo * Y.Lo;
-      R.Hi = X.Hi * Y.Hi;
-      return true;
+    default:
+      // Loads, selects, bitwise operations...: some value of the type.
+      return RangeRules::full(T);
     }
-    return false;
   }
 
   //===--- Accesses --------------------------------------------------------===//
@@ -219,7 +150,9 @@ private:
       return;
     }
     for (size_t D = 0; D < Idx.size() && D < B->rank(); ++D) {
-      Range I = eval(Idx[D]), Size = eval(B->Dims[D]);
+      // A congruent index proven in [0, size) is computed exactly: size
+      // is below 2^63.
+      Range I = eval(Idx[D]), Size = size(B->Dims[D]);
       bool Ok = I.Known && Size.Known && nonNegative(I.Lo) &&
                 nonNegative(Size.Lo - Poly::constant(1) - I.Hi);
       Out.record(Node, static_cast<int>(D), Ok);
@@ -233,7 +166,7 @@ private:
       return false;
     Poly Extent = Poly::constant(1);
     for (size_t D = 0; D < B.rank(); ++D) {
-      Range Size = eval(B.Dims[D]), Stride = eval(B.Strides[D]);
+      Range Size = size(B.Dims[D]), Stride = size(B.Strides[D]);
       if (!Size.Known || !Stride.Known ||
           !nonNegative(Size.Lo - Poly::constant(1)) ||
           !nonNegative(Stride.Lo))
@@ -269,17 +202,21 @@ private:
       auto *F = cast<For>(S);
       exprs(F->Start);
       exprs(F->Stop);
-      Range A = eval(F->Start), B = eval(F->Stop);
-      Range V;
+      // The variable lies in [start, stop - 1], where the bounds are taken
+      // as values computed (a bound that may have wrapped counts as the
+      // whole of its type). Where the loop runs, start <= stop - 1, so
+      // loopPositive's parameters are at least 1 in its body.
+      IntType T = IntType::of(F->VarType);
+      Range A = exactValues(eval(F->Start), F->Start->Type);
+      Range B = exactValues(eval(F->Stop), F->Stop->Type);
+      Poly Last = B.Hi - Poly::constant(1);
+      Range V = Range::exact(A.Lo, Last.Overflow ? Poly::constant(T.Max) : Last);
       std::set<std::string> Added;
-      if (A.Known && B.Known) {
-        V = {A.Lo, B.Hi - Poly::constant(1), true, true};
-        std::set<std::string> P;
-        loopPositive(V.Lo, V.Hi, P);
-        for (const std::string &N : P)
-          if (Positive.insert(N).second)
-            Added.insert(N);
-      }
+      std::set<std::string> P;
+      loopPositive(V.Lo, V.Hi, P);
+      for (const std::string &N : P)
+        if (Positive.insert(N).second)
+          Added.insert(N);
       auto Saved = Vars.find(F->Var) == Vars.end()
                        ? std::nullopt
                        : std::optional<Range>(Vars[F->Var]);
@@ -310,6 +247,9 @@ private:
         stmt(C->Else);
       return;
     }
+    case StmtKind::Allocate:
+      addCheckedSizes(*cast<Allocate>(S)->Buf);
+      return;
     case StmtKind::ExternalCall:
       for (const Expr &E : cast<ExternalCall>(S)->ScalarArgs)
         exprs(E);
@@ -351,17 +291,18 @@ private:
     for (size_t I = 0; I < C.Args.size(); ++I)
       if (auto *V = C.Args[I].Scalar ? dyn_cast<Var>(C.Args[I].Scalar) : nullptr)
         Rename.insert({V->Name, T.Params[I + 2].Name});
-    Range S = eval(C.Start), E = eval(C.Stop);
+    // The runtime passes begin and end from [start, stop]: values
+    // computed, so bounds that may have wrapped count as the whole of i64.
+    Range S = exactValues(eval(C.Start), DType::I64);
+    Range E = exactValues(eval(C.Stop), DType::I64);
     Prover Task(T, Out, Depth + 1);
-    std::set<std::string> Pos;
-    if (S.Known && E.Known) {
-      auto Lo = rename(S.Lo, Rename), Hi = rename(E.Hi, Rename);
-      if (Lo && Hi) {
-        for (const std::string &P : Positive)
-          if (Rename.count(P))
-            Pos.insert(Rename[P]);
-        Task.setTaskRange({*Lo, *Hi, true, true}, Pos);
-      }
+    auto Lo = rename(S.Lo, Rename), Hi = rename(E.Hi, Rename);
+    if (Lo && Hi) {
+      std::set<std::string> Pos;
+      for (const std::string &P : Positive)
+        if (Rename.count(P))
+          Pos.insert(Rename[P]);
+      Task.setTaskRange(Range::exact(*Lo, *Hi), Pos);
     }
     Task.run();
   }
@@ -390,6 +331,8 @@ private:
   unsigned Depth;
   std::map<std::string, Range> Vars;
   std::set<std::string> Positive;
+  /// Polynomials of sizes computed with every step checked.
+  std::vector<Poly> Checked;
 };
 
 } // namespace
