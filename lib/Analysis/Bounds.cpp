@@ -62,7 +62,9 @@ private:
     return SignOracle(Positive).nonNegative(P);
   }
 
-  /// Records the polynomials of B's dims and of its element count.
+  /// Records the polynomials of B's dims and of its element count (the
+  /// runtime rejects sizes that overflow, and a dense buffer's count is
+  /// bounded by the bytes it spans).
   void addCheckedSizes(const BufferNode &B) {
     Poly Count = Poly::constant(1);
     bool AllKnown = true;
@@ -75,7 +77,9 @@ private:
         AllKnown = false;
       }
     }
-    if (AllKnown && !Count.Overflow)
+    // A dense buffer's element count is bounded by its storage (stride 0
+    // would leave a dim out of it).
+    if (AllKnown && !Count.Overflow && B.Layout != LayoutKind::Explicit)
       Checked.push_back(Count);
   }
 
@@ -96,48 +100,11 @@ private:
     return R;
   }
 
-  Range eval(const Expr &E, unsigned D = 0) {
-    if (!isIntegral(E->Type))
-      return Range::unknown();
-    IntType T = IntType::of(E->Type);
-    if (D > 64)
-      return RangeRules::full(T);
-    RangeRules Rules = rules();
-    switch (E->Kind) {
-    case ExprKind::IntImm:
-      return Range::point(Poly::constant(cast<IntImm>(E)->Value));
-    case ExprKind::Var: {
-      auto It = Vars.find(cast<Var>(E)->Name);
-      return It == Vars.end() ? RangeRules::full(T) : It->second;
-    }
-    case ExprKind::Cast: {
-      auto *C = cast<Cast>(E);
-      if (!isIntegral(C->A->Type))
-        return Range::unknown();
-      return Rules.cast(eval(C->A, D + 1), IntType::of(C->A->Type), T);
-    }
-    case ExprKind::Neg:
-      return Rules.neg(eval(cast<Neg>(E)->A, D + 1), T);
-    case ExprKind::Binary: {
-      auto *B = cast<Binary>(E);
-      Range X = eval(B->A, D + 1), Y = eval(B->B, D + 1);
-      switch (B->Op) {
-      case BinOp::Add: return Rules.add(X, Y, T);
-      case BinOp::Sub: return Rules.sub(X, Y, T);
-      case BinOp::Mul: return Rules.mul(X, Y, T);
-      case BinOp::Div: return Rules.div(X, Y, T);
-      case BinOp::Mod: return Rules.mod(X, Y, T);
-      case BinOp::Shl: return Rules.shl(X, Y, T);
-      case BinOp::Shr: return Rules.shr(X, Y, T);
-      case BinOp::Min: return Rules.min(X, Y, T);
-      case BinOp::Max: return Rules.max(X, Y, T);
-      default: return RangeRules::full(T);
-      }
-    }
-    default:
-      // Loads, selects, bitwise operations...: some value of the type.
-      return RangeRules::full(T);
-    }
+  Range eval(const Expr &E) {
+    return evalRange(E, rules(), [&](const std::string &N) {
+      auto It = Vars.find(N);
+      return It == Vars.end() ? std::nullopt : std::optional(It->second);
+    });
   }
 
   //===--- Accesses --------------------------------------------------------===//

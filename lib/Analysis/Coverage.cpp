@@ -62,15 +62,23 @@ protected:
     std::string Ignored;
     auto Start = toAffine(Op->Start, En, Ignored);
     auto Stop = toAffine(Op->Stop, En, Ignored);
-    Loop L{Op->Var, Poly(), std::nullopt};
+    Loop L{Op->Var, Poly(), std::nullopt, false};
+    Interval R;
+    R.Known = false;
     if (Start && Stop && !Start->hasVars() && !Stop->hasVars()) {
-      L.Start = Start->Const;
-      L.Trip = Stop->Const - Start->Const;
+      L.Wraps = !exactValue(Start->Const, En) || !exactValue(Stop->Const, En);
+      if (!L.Wraps) {
+        L.Start = Start->Const;
+        L.Trip = Stop->Const - Start->Const;
+        R = {Start->Const, Stop->Const - Poly::constant(1), true};
+      }
     }
     Loops.push_back(std::move(L));
+    Env Saved = En;
     En.LoopVars.insert(Op->Var);
+    En.Ranges[Op->Var] = R;
     inScope(Op->Body);
-    En.LoopVars.erase(Op->Var);
+    En = std::move(Saved);
     Loops.pop_back();
   }
   void visitCond(const Cond *Op) override {
@@ -119,6 +127,7 @@ private:
     std::string Var;
     Poly Start;
     std::optional<Poly> Trip; ///< Unknown unless the bounds are affine.
+    bool Wraps;               ///< Affine bounds that may have wrapped.
   };
 
   /// Visits S in a scope of its own: what it writes is not known written
@@ -159,9 +168,10 @@ private:
       return fallShort(St.Loc, "is conditional");
     for (const Loop &L : Loops) {
       if (!L.Trip)
-        return fallShort(St.Loc, "is in loop '" + L.Var +
-                                     "', whose bounds are not affine in the "
-                                     "parameters");
+        return fallShort(St.Loc, "is in loop '" + L.Var + "', whose bounds " +
+                                     (L.Wraps ? "may wrap around"
+                                              : "are not affine in the "
+                                                "parameters"));
       auto C = L.Trip->constValue();
       if (C ? *C < 1 : !Sign.nonNegative(*L.Trip))
         return fallShort(St.Loc, "is in loop '" + L.Var +
@@ -228,6 +238,7 @@ bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
                        std::string &Why) {
   Env En;
   En.Params = integralScalars(K);
+  En.Checked = checkedSizes(K, En);
   // The storage's extent, 1 + sum((dim - 1) * stride), as a polynomial in
   // the parameters (N * D for [N, D] with strides [D, 1]). A parameter that
   // is a whole dim is at least 1 when B has elements at all; when B is
@@ -255,6 +266,7 @@ bool writesWholeBuffer(const Kernel &K, const Stmt &S, const Buffer &B,
       return false;
     }
   }
+  En.Positive = Positive;
   CoverageFinder F(B, std::move(Extent), std::move(En),
                    SignOracle(std::move(Positive)));
   F.visit(S);

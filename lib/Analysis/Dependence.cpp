@@ -35,16 +35,6 @@ using namespace analysis;
 
 // Affine forms (Affine, Env, toAffine, elementOffset) are in Affine.h.
 
-/// Inclusive symbolic interval; Known is false when a bound is unknown.
-struct Interval {
-  Poly Lo, Hi;
-  bool Known = true;
-
-  bool operator==(const Interval &O) const {
-    return Known == O.Known && Lo == O.Lo && Hi == O.Hi;
-  }
-};
-
 //===----------------------------------------------------------------------===//
 // Access collection
 //===----------------------------------------------------------------------===//
@@ -57,6 +47,9 @@ struct Access {
   /// Per-dimension indices, if affine and the layout does not overlap: two
   /// accesses then meet only if every dimension's indices are equal.
   std::optional<std::vector<Affine>> Dims;
+  /// Whether the offset (each index) computed is the form's value, not
+  /// another congruent to it modulo 2^64 (exactValue).
+  bool AddrExact = false, DimsExact = false;
   std::string Why;              ///< Why Addr is missing.
   std::map<std::string, Interval> InnerRanges; ///< Loops inside L around it.
   std::string Text;
@@ -66,6 +59,7 @@ struct Access {
   bool sameAs(const Access &O) const {
     return Buf == O.Buf && Write == O.Write && Whole == O.Whole &&
            Text == O.Text && Addr == O.Addr && Dims == O.Dims &&
+           AddrExact == O.AddrExact && DimsExact == O.DimsExact &&
            InnerRanges == O.InnerRanges;
   }
 };
@@ -83,18 +77,35 @@ std::string accessText(const Buffer &B, const std::vector<Expr> &Idx,
 }
 
 /// The values [Start, Stop) takes, if both bounds are affine in the
-/// parameters alone.
+/// parameters alone and values that did not wrap.
 Interval rangeOf(const Expr &Start, const Expr &Stop, const Env &En) {
   Interval R;
   std::string Why;
   auto A = toAffine(Start, En, Why), B = toAffine(Stop, En, Why);
-  if (!A || !B || A->hasVars() || B->hasVars()) {
+  if (!A || !B || A->hasVars() || B->hasVars() || !exactValue(A->Const, En) ||
+      !exactValue(B->Const, En)) {
     R.Known = false;
     return R;
   }
   R.Lo = A->Const;
   R.Hi = B->Const - Poly::constant(1);
+  R.Known = !R.Hi.Overflow;
   return R;
+}
+
+/// Adds to Out the parameter a loop over R needs to be at least 1 to run
+/// (loopPositive).
+void addPositive(const Interval &R, std::set<std::string> &Out) {
+  if (R.Known)
+    loopPositive(R.Lo, R.Hi, Out);
+}
+
+/// Enters a loop over R in En: its variable, its range, and what its
+/// running says of the parameters.
+void enterLoop(Env &En, const std::string &Var, const Interval &R) {
+  En.LoopVars.insert(Var);
+  En.Ranges[Var] = R;
+  addPositive(R, En.Positive);
 }
 
 class Collector : public IRVisitor {
@@ -107,7 +118,7 @@ public:
   std::set<const BufferNode *> Private; ///< Allocated inside the loop.
 
   void enterLoop(const std::string &Var, Interval R) {
-    En.LoopVars.insert(Var);
+    nnc::enterLoop(En, Var, R);
     Inner[Var] = R;
   }
 
@@ -129,12 +140,11 @@ protected:
     visit(Op->Stop);
     Interval R = rangeOf(Op->Start, Op->Stop, En);
     auto Saved = Inner;
-    auto SavedLets = En.Lets;
+    Env SavedEnv = En;
     enterLoop(Op->Var, R);
     visit(Op->Body);
     Inner = std::move(Saved);
-    En.Lets = std::move(SavedLets);
-    En.LoopVars.erase(Op->Var);
+    En = std::move(SavedEnv);
   }
   void visitAllocate(const Allocate *Op) override {
     Private.insert(Op->Buf.get());
@@ -169,6 +179,24 @@ private:
       if (Dims.size() == Idx.size())
         A.Dims = std::move(Dims);
     }
+    // Whether the offset and indices computed are the forms' values (in
+    // bounds, or of constant range), or may be others congruent to them.
+    if (Addr) {
+      auto Extent = storageExtent(*B, En);
+      A.AddrExact = exactValue(
+          *Addr, En,
+          Extent ? std::optional(*Extent - Poly::constant(1)) : std::nullopt);
+    }
+    if (A.Dims) {
+      A.DimsExact = true;
+      for (size_t D = 0; D < Idx.size() && A.DimsExact; ++D) {
+        std::string Ignored;
+        auto Size = toAffine(B->Dims[D], En, Ignored);
+        A.DimsExact = Size && !Size->hasVars() &&
+                      exactValue((*A.Dims)[D], En,
+                                 Size->Const - Poly::constant(1));
+      }
+    }
     A.Addr = Addr;
     A.Why = Why;
     push(std::move(A));
@@ -201,43 +229,9 @@ private:
   std::map<std::string, Interval> Inner;
 };
 
-/// Adds to Out the parameter a loop over R needs to be at least 1 to run
-/// (loopPositive).
-void addPositive(const Interval &R, std::set<std::string> &Out) {
-  if (R.Known)
-    loopPositive(R.Lo, R.Hi, Out);
-}
-
 //===----------------------------------------------------------------------===//
 // The pair test
 //===----------------------------------------------------------------------===//
-
-/// Interval of the affine E whose variables range over R.
-Interval boundOf(const Affine &E, const std::map<std::string, Interval> &R,
-                 const SignOracle &S) {
-  Interval Out;
-  Out.Lo = E.Const;
-  Out.Hi = E.Const;
-  for (const auto &[V, K] : E.Coef) {
-    auto It = R.find(V);
-    if (It == R.end() || !It->second.Known) {
-      Out.Known = false;
-      return Out;
-    }
-    const Interval &VI = It->second;
-    if (S.nonNegative(K)) {
-      Out.Lo = Out.Lo + K * VI.Lo;
-      Out.Hi = Out.Hi + K * VI.Hi;
-    } else if (S.nonNegative(-K)) {
-      Out.Lo = Out.Lo + K * VI.Hi;
-      Out.Hi = Out.Hi + K * VI.Lo;
-    } else {
-      Out.Known = false;
-      return Out;
-    }
-  }
-  return Out;
-}
 
 bool excludesZero(const Interval &I, const SignOracle &S) {
   return I.Known && (S.positive(I.Lo) || S.positive(-I.Hi));
@@ -300,6 +294,62 @@ std::optional<int64_t> constantTripCount(const For &L) {
   return *B > *A ? *B - *A : 0;
 }
 
+bool tripProductFits(const Kernel &K, const std::vector<const For *> &Band) {
+  Env En;
+  En.Params = integralScalars(K);
+  En.Checked = checkedSizes(K, En);
+  std::vector<Poly> Trips;
+  Poly Product = Poly::constant(1);
+  bool Constant = true;
+  int64_t ConstProduct = 1;
+  for (const For *F : Band) {
+    std::string Why;
+    auto A = toAffine(F->Start, En, Why), B = toAffine(F->Stop, En, Why);
+    if (!A || !B || A->hasVars() || B->hasVars())
+      return false;
+    Poly Trip = B->Const - A->Const;
+    if (!exactValue(Trip, En))
+      return false;
+    Trips.push_back(Trip);
+    Product = Product * Trip;
+    // A loop that does not run counts 0 times: the clamp of flattenBand.
+    if (auto C = Trip.constValue())
+      Constant &= !__builtin_mul_overflow(ConstProduct, std::max<int64_t>(*C, 0),
+                                         &ConstProduct);
+    else
+      Constant = false;
+  }
+  if (Constant || (!Product.Overflow &&
+                   std::find(En.Checked.begin(), En.Checked.end(), Product) !=
+                       En.Checked.end()))
+    return true;
+  // Each trip count at most a dim of one dense buffer parameter, all of its
+  // dims taken once: the product is at most the buffer's element count (0
+  // if a dim is 0, for that loop does not run).
+  SignOracle Sign = En.sign();
+  for (const Param &P : K.Params) {
+    if (!P.isBuffer() || P.Buf->Layout == LayoutKind::Explicit ||
+        P.Buf->rank() != Trips.size())
+      continue;
+    std::vector<bool> Used(Trips.size(), false);
+    bool All = true;
+    for (const Poly &Trip : Trips) {
+      bool Matched = false;
+      for (size_t D = 0; D < Used.size() && !Matched; ++D) {
+        std::string Why;
+        auto Dim = toAffine(P.Buf->Dims[D], En, Why);
+        if (!Used[D] && Dim && !Dim->hasVars() &&
+            Sign.nonNegative(Dim->Const - Trip))
+          Used[D] = Matched = true;
+      }
+      All &= Matched;
+    }
+    if (All)
+      return true;
+  }
+  return false;
+}
+
 namespace {
 
 /// A (possible) dependence between accesses A and B.
@@ -340,16 +390,20 @@ class PairTester {
 public:
   PairTester(const Kernel &K, const For &L,
              const std::vector<EnclosingLoop> &Outer,
-             std::set<std::string> AssumeNonNegative = {})
-      : NonNegative(std::move(AssumeNonNegative)), L(L) {
+             std::set<std::string> Assumed = {})
+      : NonNegative(std::move(Assumed)), L(L) {
     En.Params = integralScalars(K);
+    En.NonNegative = NonNegative;
+    for (const std::string &P : NonNegative)
+      (*En.Symbols)[P] = {0, kAssumedParamBound - 1};
+    En.Checked = checkedSizes(K, En);
     for (const EnclosingLoop &O : Outer) {
       Ranges[O.Var] = rangeOf(O.Start, O.Stop, En);
-      addPositive(Ranges[O.Var], Positive);
-      En.LoopVars.insert(O.Var);
+      enterLoop(En, O.Var, Ranges[O.Var]);
       OuterVars.insert(O.Var);
     }
     IR = rangeOf(L.Start, L.Stop, En);
+    Positive = En.Positive;
     addPositive(IR, Positive);
     TripMinus1 = IR.Hi - IR.Lo;
   }
@@ -391,7 +445,8 @@ private:
 
   /// Parameters the loops around L, and L itself, need positive to run.
   std::set<std::string> Positive;
-  /// Parameters assumed non-negative (a run-time check guards the result).
+  /// Parameters assumed in [0, kAssumedParamBound) (a run-time check
+  /// guards the result).
   std::set<std::string> NonNegative;
   const For &L;
   Env En;
@@ -422,24 +477,40 @@ PairTester::test(const Access &A, const Access &B, bool BothWays) const {
     R2["a#" + V] = I;
   for (const auto &[V, I] : B.InnerRanges)
     R2["b#" + V] = I;
-  auto NeverEqual = [&](const Affine &E) {
+  // E's interval excludes 0 for d > 0 (and for d < 0 if BothWays). The
+  // offsets computed are the forms' values modulo 2^64: where they may not
+  // be the values themselves (Exact false), E must also stay within
+  // (-2^64, 2^64) for every value of the parameters, so that no multiple
+  // of 2^64 but 0 is in it.
+  bool WrapOnly = false; // Excluded only as values, not modulo 2^64.
+  auto NeverEqual = [&](const Affine &E, bool Exact) {
+    auto Excludes = [&](const Interval &I) {
+      if (!excludesZero(I, Sign))
+        return false;
+      bool Ok = Exact || withinMagnitude(I, En, __int128(1) << 64);
+      WrapOnly |= !Ok;
+      return Ok;
+    };
     R2[D] = Interval{Poly::constant(1), TripMinus1, IR.Known};
-    if (!excludesZero(boundOf(E, R2, Sign), Sign))
+    if (!Excludes(boundOf(E, R2, Sign)))
       return false;
     if (!BothWays)
       return true;
     R2[D] = Interval{-TripMinus1, Poly::constant(-1), IR.Known};
-    return excludesZero(boundOf(E, R2, Sign), Sign);
+    return Excludes(boundOf(E, R2, Sign));
   };
   // Per dimension: different in one dimension means different elements.
   if (A.Dims && B.Dims)
     for (size_t K = 0; K < A.Dims->size(); ++K)
       if (NeverEqual(difference((*A.Dims)[K], (*B.Dims)[K], L.Var, OuterVars,
-                                I1, D)))
+                                I1, D),
+                     A.DimsExact && B.DimsExact))
         return std::nullopt;
   Affine E = difference(*A.Addr, *B.Addr, L.Var, OuterVars, I1, D);
+  bool Exact = A.AddrExact && B.AddrExact;
 
-  // GCD test on constant coefficients.
+  // GCD test on constant coefficients (of values: modulo 2^64 an odd GCD
+  // divides any constant).
   bool AllConst = E.Const.constValue().has_value();
   int64_t G = 0;
   for (const auto &[V, P] : E.Coef) {
@@ -450,11 +521,11 @@ PairTester::test(const Access &A, const Access &B, bool BothWays) const {
     }
     G = std::gcd(G, *CV < 0 ? -*CV : *CV);
   }
-  if (AllConst && (G != 0 ? *E.Const.constValue() % G != 0
-                          : *E.Const.constValue() != 0))
+  if (Exact && AllConst &&
+      (G != 0 ? *E.Const.constValue() % G != 0 : *E.Const.constValue() != 0))
     return std::nullopt;
 
-  if (NeverEqual(E))
+  if (NeverEqual(E, Exact))
     return std::nullopt;
 
   // Not independent: proven when E depends on d alone (or on nothing).
@@ -481,6 +552,8 @@ PairTester::test(const Access &A, const Access &B, bool BothWays) const {
       }
     }
   }
+  if (R.K == DependenceResult::Kind::Possible && R.Reason.empty() && WrapOnly)
+    R.Reason = "the index of '" + A.Buf->Name + "' may wrap around";
   if (R.K == DependenceResult::Kind::Possible && R.Reason.empty() &&
       !boundOf(E, R2, Sign).Known)
     R.Reason = "the bounds of a loop are not constant";
@@ -506,7 +579,7 @@ bool PairTester::mayReverse(const Access &A, const Access &B,
   // B's inner variable is A's plus e, with -(T - 1) <= e <= -1.
   const Interval &M = IA->second;
   R2[E] = Interval{-(M.Hi - M.Lo), Poly::constant(-1), M.Known};
-  auto CannotMeet = [&](const Affine &X, const Affine &Y) {
+  auto CannotMeet = [&](const Affine &X, const Affine &Y, bool Exact) {
     Affine Diff = difference(X, Y, L.Var, OuterVars, I1, D);
     auto It = Diff.Coef.find("b#" + Inner);
     if (It != Diff.Coef.end()) {
@@ -515,21 +588,24 @@ bool PairTester::mayReverse(const Access &A, const Access &B,
       Diff.addCoef("a#" + Inner, P);
       Diff.addCoef(E, P);
     }
-    return excludesZero(boundOf(Diff, R2, Sign), Sign);
+    // As in test: modulo 2^64 unless the values computed are the forms'.
+    Interval I = boundOf(Diff, R2, Sign);
+    return excludesZero(I, Sign) &&
+           (Exact || withinMagnitude(I, En, __int128(1) << 64));
   };
   if (A.Dims && B.Dims)
     for (size_t K = 0; K < A.Dims->size(); ++K)
-      if (CannotMeet((*A.Dims)[K], (*B.Dims)[K]))
+      if (CannotMeet((*A.Dims)[K], (*B.Dims)[K], A.DimsExact && B.DimsExact))
         return false;
-  return !CannotMeet(*A.Addr, *B.Addr);
+  return !CannotMeet(*A.Addr, *B.Addr, A.AddrExact && B.AddrExact);
 }
 
 } // namespace
 
 DependenceResult analyzeLoop(const Kernel &K, const For &L,
                              const std::vector<EnclosingLoop> &Outer,
-                             const std::set<std::string> &AssumeNonNegative) {
-  PairTester T(K, L, Outer, AssumeNonNegative);
+                             const std::set<std::string> &Assumed) {
+  PairTester T(K, L, Outer, Assumed);
   if (T.singleIteration())
     return {};
   Collector C = T.collect(L.Body);

@@ -379,4 +379,89 @@ Range RangeRules::cast(const Range &X0, IntType From, IntType To) const {
   return inside(X, To) ? X : full(To);
 }
 
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+Range evalRange(const Expr &E, const RangeRules &Rules,
+                const std::function<std::optional<Range>(const std::string &)>
+                    &Lookup,
+                unsigned Depth) {
+  if (!isIntegral(E->Type))
+    return Range::unknown();
+  IntType T = IntType::of(E->Type);
+  if (Depth > 64)
+    return RangeRules::full(T);
+  auto Sub = [&](const Expr &X) {
+    return evalRange(X, Rules, Lookup, Depth + 1);
+  };
+  switch (E->Kind) {
+  case ExprKind::IntImm:
+    return Range::point(Poly::constant(cast<IntImm>(E)->Value));
+  case ExprKind::Var: {
+    auto R = Lookup(cast<Var>(E)->Name);
+    return R ? *R : RangeRules::full(T);
+  }
+  case ExprKind::Cast: {
+    auto *C = cast<Cast>(E);
+    if (!isIntegral(C->A->Type))
+      return Range::unknown();
+    return Rules.cast(Sub(C->A), IntType::of(C->A->Type), T);
+  }
+  case ExprKind::Neg:
+    return Rules.neg(Sub(cast<Neg>(E)->A), T);
+  case ExprKind::Binary: {
+    auto *B = cast<Binary>(E);
+    Range X = Sub(B->A), Y = Sub(B->B);
+    switch (B->Op) {
+    case BinOp::Add: return Rules.add(X, Y, T);
+    case BinOp::Sub: return Rules.sub(X, Y, T);
+    case BinOp::Mul: return Rules.mul(X, Y, T);
+    case BinOp::Div: return Rules.div(X, Y, T);
+    case BinOp::Mod: return Rules.mod(X, Y, T);
+    case BinOp::Shl: return Rules.shl(X, Y, T);
+    case BinOp::Shr: return Rules.shr(X, Y, T);
+    case BinOp::Min: return Rules.min(X, Y, T);
+    case BinOp::Max: return Rules.max(X, Y, T);
+    default: return RangeRules::full(T);
+    }
+  }
+  default:
+    // Loads, selects, bitwise operations...: some value of the type.
+    return RangeRules::full(T);
+  }
+}
+
+std::optional<std::pair<I128, I128>> numericBounds(
+    const Poly &P,
+    const std::map<std::string, std::pair<int64_t, int64_t>> &Symbols) {
+  if (P.Overflow)
+    return std::nullopt;
+  const I128 Limit = I128(1) << 100;
+  auto Small = [&](I128 V) { return V > -Limit && V < Limit; };
+  I128 Lo = 0, Hi = 0;
+  for (const auto &[M, C] : P.T) {
+    // The monomial's interval, a product of its symbols' intervals.
+    I128 ML = C, MH = C;
+    for (const std::string &S : M) {
+      auto It = Symbols.find(S);
+      if (It == Symbols.end())
+        return std::nullopt;
+      I128 A = It->second.first, B = It->second.second;
+      // Products stay within 2^126 (no 128-bit overflow), or give up.
+      I128 F = std::max(abs128(A), abs128(B)), G = std::max(abs128(ML), abs128(MH));
+      if (F > 0 && G > (I128(1) << 126) / F)
+        return std::nullopt;
+      I128 X[] = {ML * A, ML * B, MH * A, MH * B};
+      ML = *std::min_element(X, X + 4);
+      MH = *std::max_element(X, X + 4);
+    }
+    Lo += ML;
+    Hi += MH;
+    if (!Small(Lo) || !Small(Hi))
+      return std::nullopt;
+  }
+  return std::make_pair(Lo, Hi);
+}
+
 } // namespace nnc::analysis

@@ -26,7 +26,9 @@
 #define NNC_LIB_ANALYSIS_RANGES_H
 
 #include "Poly.h"
-#include "nnc/IR/DType.h"
+#include "nnc/IR/IR.h"
+
+#include <functional>
 
 namespace nnc::analysis {
 
@@ -102,6 +104,21 @@ private:
 
   SignOracle Sign;
 };
+
+/// The range of the integer expression E by the rules; Lookup gives a
+/// variable's range (nullopt: the whole of its type). Unknown for
+/// non-integer expressions and integer conversions of floats.
+Range evalRange(const Expr &E, const RangeRules &Rules,
+                const std::function<std::optional<Range>(const std::string &)>
+                    &Lookup,
+                unsigned Depth = 0);
+
+/// Bounds on the values a polynomial takes when each of its symbols
+/// ranges over Symbols' interval for it: [Min, Max] in 128 bits, or nullopt
+/// when a symbol has no interval or the bounds leave +-2^100.
+std::optional<std::pair<__int128, __int128>> numericBounds(
+    const Poly &P,
+    const std::map<std::string, std::pair<int64_t, int64_t>> &Symbols);
 
 } // namespace nnc::analysis
 

@@ -154,6 +154,20 @@ void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
 void KernelLowering::lowerParallelCall(const ParallelCall *Op) {
   Function *Task = TaskFns.at(Op->Task.get());
   PointerType *P = B.getPtrTy();
+  // The task's accesses are checked against its own declarations: each
+  // buffer argument must have the sizes it declares (every step of the
+  // declared size checked; a stride of a dim of one element is not used).
+  for (const TaskSizeCheck &C : taskSizeChecks(*Op)) {
+    Value *Over = B.getFalse();
+    Value *Declared = lowerSize(C.Declared, Over);
+    const BufInfo &BI = Bufs.at(Op->Args[C.Arg].Buf.get());
+    Value *Bad = B.CreateOr(
+        Over, B.CreateICmpNE(Declared, C.Stride ? BI.Strides[C.Dim]
+                                                : BI.Dims[C.Dim]));
+    if (C.Stride)
+      Bad = B.CreateAnd(Bad, B.CreateICmpNE(BI.Dims[C.Dim], B.getInt64(1)));
+    checkError(Bad, ErrorKind::Message, Op->Loc, C.message(*Op));
+  }
   // The captures in the task's parameter order: buffers, then scalars.
   std::vector<Value *> Captures;
   for (const TaskArg &A : Op->Args)

@@ -1,6 +1,10 @@
 //===- IRVisitor.cpp - Default traversals ---------------------------------===//
 #include "nnc/IR/IRVisitor.h"
 #include "nnc/IR/Verifier.h"
+#include "nnc/IR/Equality.h"
+#include "nnc/IR/Printer.h"
+
+#include <map>
 
 namespace nnc {
 
@@ -531,6 +535,63 @@ Stmt replaceExternalCall(const Stmt &S, const ExternalCall *Old, Stmt New) {
   R.Old = Old;
   R.New = std::move(New);
   return R.mutate(S);
+}
+
+std::string TaskSizeCheck::message(const ParallelCall &C,
+                                   std::optional<int64_t> DeclaredValue,
+                                   std::optional<int64_t> PassedValue) const {
+  const Kernel &T = *C.Task;
+  const char *What = Stride ? "stride" : "size";
+  const std::string &Caller = C.Args[Arg].Buf->Name,
+                    &Callee = T.Params[Arg + 2].Name;
+  std::string S = "argument " + std::to_string(Arg + 1) + " of task '" +
+                  T.Name + "' ('" + Caller +
+                  (Caller == Callee ? "" : "' for '" + Callee) +
+                  "') does not have the " + What +
+                  " the task declares in dimension " + std::to_string(Dim);
+  if (DeclaredValue && PassedValue)
+    return S + ": " + std::to_string(*DeclaredValue) + " declared, " +
+           std::to_string(*PassedValue) + " passed";
+  return S + " (" + toString(Declared) + ")";
+}
+
+std::vector<TaskSizeCheck> taskSizeChecks(const ParallelCall &C) {
+  const Kernel &T = *C.Task;
+  std::vector<TaskSizeCheck> Out;
+  if (T.Params.size() != C.Args.size() + 2)
+    return Out;
+  // The task's scalars as the caller passes them.
+  struct Rename : IRMutator {
+    std::map<std::string, Expr> Map;
+    Expr mutateVar(const Var *Op, const Expr &E) override {
+      auto It = Map.find(Op->Name);
+      return It == Map.end() ? E : It->second;
+    }
+  } R;
+  R.Map[T.Params[0].Name] = C.Start;
+  R.Map[T.Params[1].Name] = C.Stop;
+  for (size_t I = 0; I < C.Args.size(); ++I)
+    if (C.Args[I].Scalar && C.Args[I].Scalar->Type == T.Params[I + 2].Type)
+      R.Map[T.Params[I + 2].Name] = C.Args[I].Scalar;
+  for (size_t I = 0; I < C.Args.size(); ++I) {
+    const Buffer &Passed = C.Args[I].Buf;
+    const Buffer &Declared = T.Params[I + 2].Buf;
+    if (!Passed || !Declared || Passed->rank() != Declared->rank())
+      continue;
+    for (bool Stride : {false, true}) {
+      const auto &D = Stride ? Declared->Strides : Declared->Dims;
+      const auto &P = Stride ? Passed->Strides : Passed->Dims;
+      for (size_t K = 0; K < D.size(); ++K) {
+        // The stride of a dim of one element is never used.
+        if (Stride && evaluateConstant(Passed->Dims[K]) == 1)
+          continue;
+        Expr Mine = R.mutate(D[K]);
+        if (!sameValues({Mine}, {P[K]}))
+          Out.push_back({I, Stride, K, Mine, P[K]});
+      }
+    }
+  }
+  return Out;
 }
 
 } // namespace nnc

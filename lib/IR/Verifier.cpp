@@ -149,6 +149,15 @@ private:
       if (P.Buf->isTemp()) // A caller's temporary, passed to a task.
         Live.insert(P.Name);
       checkShape(*P.Buf, "buffer '" + P.Name + "'");
+      // A task's buffers are the caller's, whichever chunk it runs.
+      if (K.IsTask && K.Params.size() >= 2)
+        for (const auto *Es : {&P.Buf->Dims, &P.Buf->Strides})
+          for (const Expr &E : *Es)
+            for (size_t R = 0; R < 2; ++R)
+              if (varsOf(E).count(K.Params[R].Name))
+                error(E->Loc, "the sizes of task parameter '" + P.Name +
+                                  "' may not use '" + K.Params[R].Name +
+                                  "', which differs between chunks");
     }
   }
 
@@ -700,6 +709,27 @@ private:
         error(A.Scalar->Loc, What + " has type " + typeStr(A.Scalar->Type) +
                                  ", the task expects " + typeStr(P.Type));
       }
+    }
+    // The task's parameters are noalias: one buffer may not be two of
+    // them where the task writes either.
+    for (size_t I = 0; I < Op->Args.size(); ++I)
+      for (size_t J = I + 1; J < Op->Args.size(); ++J) {
+        const Param &P = T.Params[I + 2], &Q = T.Params[J + 2];
+        if (Op->Args[I].Buf && Op->Args[I].Buf == Op->Args[J].Buf &&
+            P.isBuffer() && Q.isBuffer() &&
+            (P.Buf->isWritable() || Q.Buf->isWritable()))
+          error(Op->Loc, "task '" + T.Name + "' gets buffer '" +
+                             Op->Args[I].Buf->Name + "' twice (as '" + P.Name +
+                             "' and '" + Q.Name +
+                             "') and writes one of them; pass distinct "
+                             "buffers");
+      }
+    // Sizes known now must be the task's; the others are compared when the
+    // call runs (taskSizeChecks).
+    for (const TaskSizeCheck &C : taskSizeChecks(*Op)) {
+      auto D = evaluateConstant(C.Declared), P = evaluateConstant(C.Passed);
+      if (D && P && *D != *P)
+        error(Op->Loc, C.message(*Op, D, P));
     }
   }
 

@@ -688,8 +688,48 @@ StmtFn Compiler::compileParallelCall(const ParallelCall *Op, State &S) {
     CallerBuf.push_back(A.Buf ? static_cast<int>(bufferIndex(A.Buf.get(), S))
                               : -1);
   }
+  // Each buffer argument must have the sizes the task declares, as in
+  // compiled code (taskSizeChecks): a failed step or another value stops
+  // the call.
+  struct SizeCheck {
+    std::function<std::optional<int64_t>(State &)> Declared;
+    int Buf;
+    bool Stride;
+    size_t Dim;
+    std::string Message;
+  };
+  std::vector<SizeCheck> Checks;
+  for (const TaskSizeCheck &C : taskSizeChecks(*Op)) {
+    std::vector<std::pair<std::string, unsigned>> Slots;
+    for (const std::string &N : varsOf(C.Declared))
+      Slots.push_back({N, lookup(N, Op->Loc)});
+    Expr E = C.Declared;
+    auto Declared = [E, Slots](State &S) {
+      std::string Why;
+      return evaluateSize(
+          E,
+          [&](const std::string &N) -> std::optional<int64_t> {
+            for (const auto &[Name, Slot] : Slots)
+              if (Name == N)
+                return S.Slots[Slot].I;
+            return std::nullopt;
+          },
+          Why);
+    };
+    Checks.push_back({Declared, CallerBuf[C.Arg], C.Stride, C.Dim,
+                      C.message(*Op)});
+  }
+  SourceLoc Loc = Op->Loc;
   // Iterations may run in any order; the reference runs them in order.
-  return [TP, Start, Stop, Scalars, CallerBuf](State &S) {
+  return [TP, Start, Stop, Scalars, CallerBuf, Checks, Loc](State &S) {
+    for (const SizeCheck &C : Checks) {
+      const RtBuf &B = S.Bufs[C.Buf];
+      if (C.Stride && B.Dims[C.Dim] == 1)
+        continue;
+      auto V = C.Declared(S);
+      if (!V || *V != (C.Stride ? B.Strides[C.Dim] : B.Dims[C.Dim]))
+        fail(Loc, C.Message);
+    }
     State TS;
     TS.Slots.resize(TP->NumSlots);
     TS.Bufs.resize(TP->BufNodes.size());

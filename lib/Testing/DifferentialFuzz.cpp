@@ -426,12 +426,37 @@ bool checkRandomKernel(const FuzzKernel &FK, const FuzzTarget &Target,
 
 namespace {
 
+/// The random draws of the hostile generators.
+class Dice {
+public:
+  explicit Dice(uint64_t Seed) : R(Seed) {}
+
+protected:
+  int64_t pick(int64_t Lo, int64_t Hi) {
+    return std::uniform_int_distribution<int64_t>(Lo, Hi)(R);
+  }
+  bool coin() { return pick(0, 1) == 1; }
+  template <class T> const T &oneOf(std::initializer_list<T> L) {
+    return L.begin()[pick(0, static_cast<int64_t>(L.size()) - 1)];
+  }
+  /// A value near an edge: small, or around 2^7, 2^8, 2^31, 2^32, 2^62.
+  std::string edge() {
+    static const int64_t Edges[] = {0,          1,          3,
+                                    127,        255,        2147483647,
+                                    4294967296, int64_t(1) << 62};
+    int64_t V = Edges[pick(0, 7)] + pick(-1, 1);
+    return std::to_string(coin() ? V : -V);
+  }
+
+  std::mt19937_64 R;
+};
+
 /// Hostile kernels (issue 18): each draws one family of input that once
 /// crashed the compiler or gave a silent wrong answer, with parameter values
 /// at and beyond the edges.
-class HostileGenerator {
+class HostileGenerator : Dice {
 public:
-  explicit HostileGenerator(uint64_t Seed) : R(Seed) {}
+  explicit HostileGenerator(uint64_t Seed) : Dice(Seed) {}
 
   FuzzKernel kernel() {
     FuzzKernel H;
@@ -513,10 +538,6 @@ public:
   }
 
 private:
-  int64_t pick(int64_t Lo, int64_t Hi) {
-    return std::uniform_int_distribution<int64_t>(Lo, Hi)(R);
-  }
-  bool coin() { return pick(0, 1) == 1; }
   /// A size: small, or so large that with any other non-zero size it
   /// passes the 16 GiB limit of temporaries (or 64-bit arithmetic).
   std::string size() {
@@ -527,16 +548,220 @@ private:
       V += pick(-1, 1);
     return std::to_string(pick(0, 5) ? V : -V);
   }
-  /// A value near an edge: small, or around 2^7, 2^8, 2^31, 2^32, 2^62.
-  std::string edge() {
-    static const int64_t Edges[] = {0,          1,          3,
-                                    127,        255,        2147483647,
-                                    4294967296, int64_t(1) << 62};
-    int64_t V = Edges[pick(0, 7)] + pick(-1, 1);
-    return std::to_string(coin() ? V : -V);
+};
+
+/// Kernels whose index arithmetic wraps (issue 61): narrow loop variables
+/// and index arithmetic, casts, Min/Max of wrapped values, loop bounds that
+/// wrap, negative and huge parameters, collapsed narrow loops, and
+/// hand-written tasks (declared sizes, reads of begin and end, one buffer
+/// twice). Updates accumulate (`y[e] = y[e] + 1.f`), so that a loop run in
+/// parallel over a dependence it missed gives another result.
+class WrapGenerator : Dice {
+public:
+  explicit WrapGenerator(uint64_t Seed) : Dice(Seed) {}
+
+  FuzzKernel kernel() {
+    switch (pick(0, 8)) {
+    case 0: return narrowIndex();
+    case 1: return minMaxOfWrapped();
+    case 2: return wrappedBound();
+    case 3: return narrowParameterBound();
+    case 4: return taskSizes();
+    case 5: return castedIndex();
+    case 6: return narrowCollapse();
+    case 7: return taskRange();
+    default: return taskAlias();
+    }
   }
 
-  std::mt19937_64 R;
+private:
+  struct Narrow {
+    const char *C, *Short;
+    int64_t Min, Max;
+  };
+  /// A narrow type; Short leaves out int, whose wrapped loop bounds could
+  /// run 2^31 iterations.
+  const Narrow &narrow(bool Short = false) {
+    static const Narrow Types[] = {{"int8_t", "i8", -128, 127},
+                                   {"uint8_t", "u8", 0, 255},
+                                   {"int16_t", "i16", -32768, 32767},
+                                   {"int", "i32", INT32_MIN, INT32_MAX}};
+    return Types[pick(0, Short ? 2 : 3)];
+  }
+  static std::string lit(int64_t V) { return std::to_string(V) + "ll"; }
+  /// A constant of type T (in its own spelling: a cast for narrow types).
+  static std::string typed(const Narrow &T, int64_t V) {
+    return std::string(T.C) + "(" + lit(V) + ")";
+  }
+  /// A parallel mark, sometimes: one over a dependence is the compiler's
+  /// error, so the kernel may be refused.
+  std::string mark(FuzzKernel &K) {
+    if (!coin())
+      return "";
+    K.Refusable = true;
+    return " /* parallel */";
+  }
+  std::string param64() {
+    return oneOf<std::string>({edge(), edge(), std::to_string(pick(-5, 5)),
+                               "9223372036854775807", "-9223372036854775807"});
+  }
+
+  // 1. y[int64_t(e) + o] with e computed in a narrow type from its loop
+  // variable, near the type's edges.
+  FuzzKernel narrowIndex() {
+    const Narrow &T = narrow();
+    int64_t Lo = std::max<int64_t>(T.Min, oneOf<int64_t>({T.Min, -100, 0, 100,
+                                                          T.Max - 300}));
+    int64_t Hi = std::min<int64_t>(T.Max, Lo + pick(1, 300));
+    int64_t C = oneOf<int64_t>({1, 2, 3, 64, 100, 127, 200, 40000, 1 << 30});
+    std::string I = "i", E = oneOf<std::string>(
+        {I + " + " + typed(T, C % (T.Max + 1)), I + " - " + typed(T, C % (T.Max + 1)),
+         I + " * " + typed(T, C % (T.Max + 1)), I + " + " + I,
+         typed(T, C % (T.Max + 1)) + " - " + I});
+    int64_t Off = pick(-300, 300), Size = pick(1, 400);
+    std::string Idx = "int64_t(" + E + ") + " + lit(Off);
+    FuzzKernel K;
+    K.Text = "kernel wrap(inout y: f32[" + lit(Size) + "]) {\n  for (" + T.C +
+             " i = " + typed(T, Lo) + "; i < " + typed(T, Hi) + "; i++)" +
+             mark(K) + " {\n    y[" + Idx + "] = y[" + Idx +
+             "] + 1.f;\n  }\n}\n";
+    return K;
+  }
+
+  // 2. Min/Max of a sum that wraps.
+  FuzzKernel minMaxOfWrapped() {
+    std::string Op = coin() ? "Min" : "Max";
+    std::string Sum = oneOf<std::string>(
+        {"N + 9223372036854775807ll", "N + 9223372036854775804ll",
+         "N - 9223372036854775807ll", "N - 9223372036854775803ll",
+         "N + 4611686018427387904ll"});
+    std::string Idx = Op + "(" + Sum + ", " + lit(pick(0, 9)) + ", 1)";
+    FuzzKernel K;
+    K.Text = "kernel wrap(inout y: f32[10], N: i64) {\n"
+             "  for (int64_t a = 0ll; a < Min(N, 4ll, 1); a++)" + mark(K) +
+             " {\n    y[" + Idx + "] = y[" + Idx + "] + 1.f;\n  }\n}\n";
+    K.Params = {"N=" + param64()};
+    return K;
+  }
+
+  // 3. A loop bound A - B * N that wraps: empty as arithmetic, long as
+  // computed (or the reverse), inside a loop that may run in parallel.
+  FuzzKernel wrappedBound() {
+    int64_t A = oneOf<int64_t>({5, 1000, 4000}), Size = oneOf<int64_t>({10, 4000});
+    std::string B = oneOf<std::string>({"4611686018427387904ll",
+                                        "2305843009213693952ll",
+                                        "-4611686018427387904ll"});
+    std::string Bound = lit(A) + " - " + B + " * N";
+    bool AtStart = coin();
+    std::string Range = AtStart ? "int64_t j = " + B + " * N; j < " + lit(A)
+                                : "int64_t j = 0ll; j < " + Bound;
+    FuzzKernel K;
+    K.Text = "kernel wrap(in x: f32[" + lit(Size) + "], inout a: f32[" +
+             lit(Size) + "], N: i64) {\n"
+             "  for (int64_t i = 0ll; i < 4ll; i++)" + mark(K) + " {\n"
+             "    for (" + Range + "; j++) {\n"
+             "      a[j] = a[j] + x[Min(Max(j, 0ll, 1), " + lit(Size - 1) +
+             ", 1)];\n    }\n  }\n}\n";
+    K.Params = {"N=" + oneOf<std::string>({"0", "1", "2", "4", "-1", "-4",
+                                           edge()})};
+    return K;
+  }
+
+  // 4. A narrow parameter whose bound N - C wraps, and an index N % 4.
+  FuzzKernel narrowParameterBound() {
+    const Narrow &T = narrow(/*Short=*/true);
+    int64_t C = oneOf<int64_t>({1, 100, 127, 200, 30000});
+    C = std::min(C, T.Max);
+    FuzzKernel K;
+    K.Text = std::string("kernel wrap(inout y: f32[4], N: ") + T.Short +
+             ") {\n  for (" + T.C + " i = " + typed(T, 0) + "; i < N - " +
+             typed(T, C) + "; i++)" + mark(K) +
+             " {\n    y[int64_t(N % " + typed(T, 4) +
+             ")] = y[int64_t(N % " + typed(T, 4) + ")] + 1.f;\n  }\n}\n";
+    int64_t N = oneOf<int64_t>({T.Min, T.Min + 1, -99, -5, 0, 3, 50, T.Max});
+    K.Params = {"N=" + std::to_string(std::clamp(N, T.Min, T.Max))};
+    return K;
+  }
+
+  // 5. A task whose declared sizes may not be the caller's buffer's.
+  FuzzKernel taskSizes() {
+    std::string Decl = oneOf<std::string>({"M", "N", "100ll", "M * 2ll",
+                                           "10ll"});
+    std::string Stop = oneOf<std::string>({"M", "N", "100ll", "10ll"});
+    FuzzKernel K;
+    K.Text = "task t(begin: i64, end: i64, M: i64, inout y: f32[" + Decl +
+             "]) {\n  for (int64_t i = begin; i < end; i++) {\n"
+             "    y[i] = y[i] + 1.f;\n  }\n}\n"
+             "kernel wrap(inout y: f32[N], N: i64, M: i64) {\n"
+             "  nnc_parallel_for(task=t, start=0ll, stop=" + Stop +
+             ", grain=" + lit(pick(1, 64)) + ", args={M, y});\n}\n";
+    K.Params = {"N=" + std::to_string(oneOf<int64_t>({10, 50, 100})),
+                "M=" + std::to_string(oneOf<int64_t>({5, 10, 50, 100}))};
+    K.Refusable = true;
+    return K;
+  }
+
+  // 6. An accumulation through a cast that may change the index.
+  FuzzKernel castedIndex() {
+    const Narrow &T = narrow();
+    std::string F = oneOf<std::string>({"1ll", "64ll", "4294967296ll",
+                                        "2147483648ll", "-1ll"});
+    int64_t Trip = oneOf<int64_t>({200, 256, 300, 70000});
+    std::string Idx = "int64_t(" + std::string(T.C) + "(i * " + F + "))";
+    int64_t Size = oneOf<int64_t>({4, 256, 65536, 70000});
+    FuzzKernel K;
+    K.Text = "kernel wrap(in x: f32[" + lit(Trip) + "], inout a: f32[" +
+             lit(Size) + "]) {\n  for (int64_t i = 0ll; i < " + lit(Trip) +
+             "; i++)" + mark(K) + " {\n    a[" + Idx + "] = a[" + Idx +
+             "] + x[i];\n  }\n}\n";
+    return K;
+  }
+
+  // 7. Narrow loops the parallelizer may collapse into one.
+  FuzzKernel narrowCollapse() {
+    const Narrow &T = narrow();
+    int64_t A = pick(1, 3), B = std::min<int64_t>(T.Max, pick(2, 300));
+    FuzzKernel K;
+    K.Text = "kernel wrap(in x: f32[" + lit(A) + ", " + lit(B) +
+             ", 16], out y: f32[" + lit(A) + ", " + lit(B) + ", 16]) {\n"
+             "  for (" + T.C + " i = " + typed(T, 0) + "; i < " + typed(T, A) +
+             "; i++) {\n    for (" + T.C + " j = " + typed(T, 0) + "; j < " +
+             typed(T, B) + "; j++) {\n"
+             "      for (int64_t k = 0ll; k < 16ll; k++) {\n"
+             "        y[int64_t(i), int64_t(j), k] = x[int64_t(i), "
+             "int64_t(j), k] * 2.f;\n      }\n    }\n  }\n}\n";
+    return K;
+  }
+
+  // 8. A task that reads begin or end, or where its chunk's neighbours
+  // write.
+  FuzzKernel taskRange() {
+    std::string Read = oneOf<std::string>({"begin - 1ll", "end - 1ll", "begin",
+                                           "i - 1ll", "i"});
+    FuzzKernel K;
+    K.Text = "task t(begin: i64, end: i64, N: i64, in x: f32[N], inout y: "
+             "f32[N]) {\n  for (int64_t i = begin; i < end; i++) {\n"
+             "    y[i] = x[i] + y[" + Read + "] * 0.5f;\n  }\n}\n"
+             "kernel wrap(in x: f32[N], inout y: f32[N], N: i64) {\n"
+             "  nnc_parallel_for(task=t, start=1ll, stop=N, grain=" +
+             lit(pick(1, 16)) + ", args={N, x, y});\n}\n";
+    K.Params = {"N=" + std::to_string(pick(2, 5000))};
+    return K;
+  }
+
+  // 9. One buffer passed twice to a task, written through one of them.
+  FuzzKernel taskAlias() {
+    FuzzKernel K;
+    K.Text = "task t(begin: i64, end: i64, in x: f32[1001], inout y: "
+             "f32[1001]) {\n  for (int64_t i = begin; i < end; i++) {\n"
+             "    y[i + 1ll] = x[i] * 0.5f + 1.f;\n  }\n}\n"
+             "kernel wrap(inout a: f32[1001], inout b: f32[1001]) {\n"
+             "  nnc_parallel_for(task=t, start=0ll, stop=1000ll, grain=" +
+             lit(pick(1, 16)) + ", args={" +
+             oneOf<std::string>({"a, a", "b, a", "a, b"}) + "});\n}\n";
+    K.Refusable = true;
+    return K;
+  }
 };
 
 /// The temporaries a kernel allocates, by name.
@@ -668,13 +893,21 @@ FuzzKernel generateHostileKernel(uint64_t Seed) {
   return HostileGenerator(Seed).kernel();
 }
 
+FuzzKernel generateWrapKernel(uint64_t Seed) {
+  return WrapGenerator(Seed).kernel();
+}
+
 bool checkHostileKernel(const FuzzKernel &H, const FuzzTarget &Target,
                         std::string &Failure) {
   DiagnosticEngine Diags;
   auto K = parseKernel(H.Text, "", "hostile.nnc");
-  if (reportError(K.takeError(), Diags))
+  if (reportError(K.takeError(), Diags)) {
+    // A diagnostic the kernel may get (a task call the verifier refuses).
+    if (H.Refusable && Diags.numErrors() > 0)
+      return true;
     return fail(Failure, Diags,
                 "the generated kernel does not parse or verify");
+  }
   // Arguments the tool refuses (a negative stride, a value beyond its type,
   // a size that overflows) are refused for both engines alike.
   auto Ref = buildArgs(*K, H.Params, {}, 1, Diags);
@@ -688,6 +921,8 @@ bool checkHostileKernel(const FuzzKernel &H, const FuzzTarget &Target,
     DiagnosticEngine CompileDiags, JitDiags;
     std::string What;
     auto Run = runJit(*K, H.Params, C, CompileDiags, JitDiags, What);
+    if (!Run && H.Refusable && CompileDiags.numErrors() > 0)
+      continue; // Refused with a diagnostic (a dependence under a mark).
     if (!Run)
       return fail(Failure, CompileDiags, What);
     if (Run->Ok != RefOk) {

@@ -495,13 +495,12 @@ llvm::Expected<Stmt> fuseAdjacentLoops(const Kernel &K, const For &A,
 
 Stmt flattenBand(const std::vector<const For *> &Band,
                  const std::string &Name, bool AsLets) {
-  DType T = Band.front()->VarType;
+  // The flat loop counts in i64, whatever the loops' types: the product of
+  // their trip counts may not fit a narrower one (3 * 100 in int8_t).
+  const DType T = DType::I64;
   bool AllParallel = true;
-  for (const For *F : Band) {
-    if (F->VarType != T)
-      T = DType::I64;
+  for (const For *F : Band)
     AllParallel &= F->Options.Parallel;
-  }
   // Old variable k = start_k + (flat / (trips after k)) % trip_k.
   const For &Top = *Band.front();
   Expr Flat = Var::make(T, Name, Top.Loc);
@@ -560,6 +559,9 @@ llvm::Expected<Stmt> flattenLoops(const Kernel &K,
                        "' is nested there, not '" + Loops[I] + "'");
   if (auto E = checkRectangular(*Band, What))
     return E;
+  if (!tripProductFits(K, *Band))
+    return makeError("cannot " + What + ": the product of the trip counts "
+                     "may overflow i64");
   if (Name.empty())
     for (size_t I = 0; I < Loops.size(); ++I)
       Name += (I ? "_" : "") + Loops[I];

@@ -210,22 +210,39 @@ private:
     }
 
   private:
-    /// The task's body is one loop from its begin to its end parameter, and
-    /// no two of its iterations depend on each other (for any begin and
-    /// end, so for every split of the range into chunks).
+    /// The task's body is one i64 loop from its begin to its end parameter,
+    /// which it uses nowhere else, and no two of its iterations depend on
+    /// each other (for any begin and end, so for every split of the range
+    /// into chunks). A body that reads begin or end itself (`y[begin -
+    /// 1]`) depends on where a chunk starts, which the loop's analysis
+    /// cannot see.
     static bool provenIndependent(const Kernel &T, std::string &Why) {
       auto *B = dyn_cast<Block>(T.Body);
       auto *F = B && B->Stmts.size() == 1 ? dyn_cast<For>(B->Stmts[0]) : nullptr;
       auto IsParam = [&](const Expr &E, size_t I) {
-        const Expr *X = &E;
-        if (auto *C = dyn_cast<Cast>(*X))
-          X = &C->A;
-        auto *V = dyn_cast<Var>(*X);
+        auto *V = dyn_cast<Var>(E);
         return V && V->Name == T.Params[I].Name;
       };
-      if (!F || !IsParam(F->Start, 0) || !IsParam(F->Stop, 1)) {
-        Why = "its body is not one loop from '" + T.Params[0].Name +
+      if (!F || F->VarType != DType::I64 || !IsParam(F->Start, 0) ||
+          !IsParam(F->Stop, 1)) {
+        Why = "its body is not one int64_t loop from '" + T.Params[0].Name +
               "' to '" + T.Params[1].Name + "'";
+        return false;
+      }
+      struct Uses : IRVisitor {
+        const Kernel *T;
+        std::string Found;
+        void visitVar(const Var *Op) override {
+          if (Found.empty() && (Op->Name == T->Params[0].Name ||
+                                Op->Name == T->Params[1].Name))
+            Found = Op->Name;
+        }
+      } U;
+      U.T = &T;
+      U.visit(F->Body);
+      if (!U.Found.empty()) {
+        Why = "its loop's body reads '" + U.Found +
+              "', which differs between chunks";
         return false;
       }
       DependenceResult R = analyzeLoop(T, *F);
@@ -309,10 +326,11 @@ private:
     if (Trip && *Trip < Wanted && Inner && constantTripCount(*Inner) != 0 &&
         !usesVar(Inner->Start, F.Var) && !usesVar(Inner->Stop, F.Var) &&
         analyzeLoop(K, *Inner, {{F.Var, F.Start, F.Stop}}).independent()) {
-      if (containsLoop(Inner->Body))
+      if (containsLoop(Inner->Body) && tripProductFits(K, {&F, Inner}))
         return collapse(F, *Inner);
-      // The inner loop is innermost: keep it whole (vectorizable) and run
-      // it in parallel for each outer iteration.
+      // The inner loop is innermost (keep it whole, vectorizable), or the
+      // two trip counts' product may not fit i64: run the inner loop in
+      // parallel for each outer iteration.
       Diags.remark(Inner->Loc, "loop '" + Inner->Var + "' parallelized: trip count " +
                              tripText(*Inner) + " (outer loop '" + F.Var +
                              "' has only " + std::to_string(*Trip) +
@@ -377,37 +395,57 @@ private:
   }
 
   /// Run-time versioning: when F is independent only if some of the scalar
-  /// parameters it reads are non-negative (a shift by a parameter K >= 0 into
-  /// a region it does not write, say), `if (K >= 0) { F, parallel } else {
-  /// F }`. Tries each parameter alone, then all of them; null if none makes
-  /// the analysis prove independence. Sound: the parallel copy runs only
-  /// where the assumption the proof used holds.
+  /// parameters it reads lie in [0, kAssumedParamBound) (a shift by a
+  /// parameter K >= 0 into a region it does not write, say; the bound rules
+  /// out index arithmetic that wraps), `if (0 <= K < 2^31) { F, parallel }
+  /// else { F }`. Tries each parameter alone, then all of them less those
+  /// the proof does not need; null if none makes the analysis prove
+  /// independence. Sound: the parallel copy runs only where the assumption
+  /// the proof used holds.
   Stmt versioned(const For &F, const Stmt &S) {
     std::vector<std::string> Params = scalarsRead(S);
-    std::vector<std::set<std::string>> Tries;
+    auto Proves = [&](const std::set<std::string> &Assumed) {
+      return analyzeLoop(K, F, {}, Assumed).independent();
+    };
+    std::optional<std::set<std::string>> Found;
     for (const std::string &P : Params)
-      Tries.push_back({P});
-    if (Params.size() > 1)
-      Tries.push_back({Params.begin(), Params.end()});
-    for (const std::set<std::string> &Assumed : Tries) {
-      if (!analyzeLoop(K, F, {}, Assumed).independent())
-        continue;
-      Expr C;
-      std::string Text;
-      for (const std::string &P : Assumed) {
-        const Param *Pm = K.findParam(P);
-        Expr One = IntImm::make(DType::I32, 1), Zero = IntImm::make(DType::I32, 0);
-        Expr Check = CompareSelect::make(CmpOp::GE, Var::make(Pm->Type, P),
-                                         IntImm::make(Pm->Type, 0), One, Zero);
-        C = C ? Binary::make(BinOp::And, C, Check) : Check;
-        Text += (Text.empty() ? "" : " && ") + P + " >= 0";
+      if (!Found && Proves({P}))
+        Found = std::set<std::string>{P};
+    if (!Found && Params.size() > 1 &&
+        Proves({Params.begin(), Params.end()})) {
+      Found = std::set<std::string>(Params.begin(), Params.end());
+      for (const std::string &P : Params) {
+        std::set<std::string> Fewer = *Found;
+        Fewer.erase(P);
+        if (!Fewer.empty() && Proves(Fewer))
+          Found = std::move(Fewer);
       }
-      Diags.remark(F.Loc, "loop '" + F.Var + "' parallelized when " + Text +
-                        ", checked at run time (serial otherwise): its "
-                        "iterations are independent only then");
-      return Cond::make(C, withParallel(F), S, F.Loc);
     }
-    return nullptr;
+    if (!Found)
+      return nullptr;
+    Expr C;
+    std::string Text;
+    for (const std::string &P : *Found) {
+      const Param *Pm = K.findParam(P);
+      Expr One = IntImm::make(DType::I32, 1), Zero = IntImm::make(DType::I32, 0);
+      Expr V = Var::make(Pm->Type, P);
+      Expr Check = CompareSelect::make(CmpOp::GE, V, IntImm::make(Pm->Type, 0),
+                                       One, Zero);
+      // A narrower type's values are all below the bound.
+      if (Pm->Type == DType::I64)
+        Check = Binary::make(
+            BinOp::And, Check,
+            CompareSelect::make(CmpOp::LT, V,
+                                IntImm::make(DType::I64, kAssumedParamBound),
+                                One, Zero));
+      C = C ? Binary::make(BinOp::And, C, Check) : Check;
+      Text += (Text.empty() ? "" : " && ") + std::string("0 <= ") + P +
+              (Pm->Type == DType::I64 ? " < 2^31" : "");
+    }
+    Diags.remark(F.Loc, "loop '" + F.Var + "' parallelized when " + Text +
+                            ", checked at run time (serial otherwise): its "
+                            "iterations are independent only then");
+    return Cond::make(C, withParallel(F), S, F.Loc);
   }
 
   /// for i in [a, b) { for j in [c, d) { body } } becomes

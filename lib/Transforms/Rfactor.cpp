@@ -139,7 +139,17 @@ llvm::Expected<std::vector<Stmt>> rfactorLoop(const Kernel &K, const For &L,
   std::vector<Stmt> Out = std::move(Before);
   Out.push_back(For::make(PartVar, I64, constant(I64, 0), P,
                           Block::make(std::move(Inits), Loc), Par, Loc));
-  Out.push_back(For::make(CombineVar, I64, constant(I64, 0), P,
+  // Combined only if the chunks hold iterations: L may run no iteration,
+  // and then it evaluates no index of its targets (which may be out of
+  // bounds).
+  auto ConstChunk = getConstInt(Chunk);
+  Expr Partials =
+      ConstChunk ? constant(I64, *ConstChunk > 0 ? Parts : 0)
+                 : Binary::make(BinOp::Mul,
+                                Binary::make(BinOp::Min, Chunk,
+                                             constant(I64, 1), Loc),
+                                P, Loc);
+  Out.push_back(For::make(CombineVar, I64, constant(I64, 0), Partials,
                           Block::make(std::move(Combine), Loc), {}, Loc));
   // The iterations past the last whole chunk, as L runs them.
   auto Trip = constantTripCount(L);

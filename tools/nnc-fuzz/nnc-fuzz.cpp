@@ -40,6 +40,12 @@ static cl::opt<bool> Hostile(
              "overflowing sizes, offsets, empty shapes, views, aliasing, "
              "parameter ranges): both engines fail, or agree"),
     cl::cat(Category));
+static cl::opt<bool> Wrap(
+    "wrap",
+    cl::desc("Generate kernels whose index arithmetic wraps instead (narrow "
+             "types, casts, wrapped bounds, hand-written tasks), each run "
+             "three times: both engines fail, or agree"),
+    cl::cat(Category));
 static cl::opt<bool> Transforms(
     "transforms",
     cl::desc("Also apply random loop transforms of the embedded API to each "
@@ -50,9 +56,12 @@ int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(argc, argv, "nnc-fuzz: differential fuzzing\n");
+  auto Special = [](uint64_t S) {
+    return Wrap ? nnc::generateWrapKernel(S) : nnc::generateHostileKernel(S);
+  };
   if (Print) {
-    nnc::FuzzKernel FK = Hostile ? nnc::generateHostileKernel(Seed)
-                                 : nnc::generateRandomKernel(Seed);
+    nnc::FuzzKernel FK = Hostile || Wrap ? Special(Seed)
+                                         : nnc::generateRandomKernel(Seed);
     for (const std::string &P : FK.Params)
       std::cout << "// --param " << P << '\n';
     std::cout << FK.Text;
@@ -75,13 +84,15 @@ int main(int argc, char **argv) {
     if (Seconds && std::chrono::steady_clock::now() - Start >=
                        std::chrono::seconds(Seconds))
       break;
-    if (Hostile) {
-      nnc::FuzzKernel H = nnc::generateHostileKernel(S);
-      for (size_t I = 0; I < Targets.size(); ++I) {
+    if (Hostile || Wrap) {
+      nnc::FuzzKernel H = Special(S);
+      // A race shows in some runs only: wrap kernels run three times.
+      for (size_t I = 0; I < Targets.size() * (Wrap ? 3 : 1); ++I) {
         std::string Failure;
-        if (!nnc::checkHostileKernel(H, *Targets[I], Failure)) {
-          std::cout << "nnc-fuzz: seed " << S << " at -O" << Levels[I] << ": "
-                    << Failure << "\n";
+        if (!nnc::checkHostileKernel(H, *Targets[I % Targets.size()],
+                                     Failure)) {
+          std::cout << "nnc-fuzz: seed " << S << " at -O"
+                    << Levels[I % Targets.size()] << ": " << Failure << "\n";
           for (const std::string &P : H.Params)
             std::cout << "// --param " << P << '\n';
           std::cout << H.Text;

@@ -726,11 +726,22 @@ kernel k(in a: f32[N, D], out b: f32[D, N], N: i64, D: i64) {
 }
 
 TEST(LoopNest, SymbolicShiftsAndScansStaySerial) {
-  // A shift by a parameter may overlap for some K; a prefix sum over N
-  // carries a dependence of distance 1.
+  // A shift by a parameter may overlap for some K (and the bound N - K
+  // may wrap); a prefix sum over N carries a dependence of distance 1.
   expectRefusal(R"(
 kernel k(inout a: f32[N], N: i64, K: i64) {
   for (int64_t i = 0ll; i < N - K; i++) {
+    a[i + K] = a[i] + 1.f;
+  }
+}
+)",
+                [](LoopNest &LN) { return LN.parallelize("i"); },
+                "cannot parallelize loop 'i': possible loop-carried "
+                "dependence on 'a' (write a[i + K] at 4:5, write a[i + K] at "
+                "4:5): the bounds of a loop are not constant");
+  expectRefusal(R"(
+kernel k(inout a: f32[N], N: i64, K: i64) {
+  for (int64_t i = 0ll; i < N; i++) {
     a[i + K] = a[i] + 1.f;
   }
 }

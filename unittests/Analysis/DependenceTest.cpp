@@ -310,13 +310,24 @@ namespace {
 // A read K past the region the loop writes is independent only when K is
 // non-negative: the assumption proves it, and nothing weaker does.
 TEST(Dependence, AssumingAParameterNonNegativeProvesAShiftIndependent) {
-  Module M = test::parse(loop("inout a: f32[M], M: i64, N: i64, K: i64",
+  Module M = test::parse(loop("inout a: f32[(N + N) + K], N: i64, K: i64",
                               "    a[i] = (a[(i + N) + K]) * 2.f;", "N"));
   const Kernel &K = M.Kernels.at(0);
   const For &L = *cast<For>(cast<Block>(K.Body)->Stmts.at(0));
   EXPECT_FALSE(analyzeLoop(K, L).independent());
   EXPECT_TRUE(analyzeLoop(K, L, {}, {"K"}).independent());
-  EXPECT_FALSE(analyzeLoop(K, L, {}, {"M"}).independent());
+  EXPECT_FALSE(analyzeLoop(K, L, {}, {"N"}).independent());
+  // In a buffer of another size the read's index (i + N) + K is the value
+  // computed only modulo 2^64, and the difference of the two indices is
+  // not within i64 for every N and K: N = K = 2^63 - 1 makes the read
+  // a[i - 2], elements the loop writes.
+  Module W2 = test::parse(loop("inout a: f32[M], M: i64, N: i64, K: i64",
+                               "    a[i] = (a[(i + N) + K]) * 2.f;", "N"));
+  const Kernel &K2 = W2.Kernels.at(0);
+  DependenceResult R = analyzeLoop(
+      K2, *cast<For>(cast<Block>(K2.Body)->Stmts.at(0)), {}, {"K"});
+  EXPECT_FALSE(R.independent());
+  EXPECT_EQ(R.Reason, "the index of 'a' may wrap around");
   // Writing K ahead of the read is a dependence for every K in [1, N).
   Module W = test::parse(loop("inout a: f32[M], M: i64, N: i64, K: i64",
                               "    a[i + K] = (a[i]) + 1.f;", "N"));

@@ -164,15 +164,22 @@ TEST(WholeBufferWrite, ProvesSymbolicSizes) {
                    "  for (int64_t i = 0ll; i < N; i++) {\n"
                    "    t[i, j] = x[i, j];\n  }\n}"),
             "");
-  // Reversed, and a loop from 1 shifted back.
+  // Reversed (N - 1 cannot wrap: N >= 1 wherever t has elements), and a
+  // loop from 1 that leaves t[0] unwritten.
   EXPECT_EQ(whyNot(P, "N",
                    "for (int64_t i = 0ll; i < N; i++) {\n"
                    "  t[(N - 1ll) - i] = x[i, 0ll];\n}"),
             "");
   EXPECT_EQ(whyNot(P, "N",
+                   "for (int64_t i = 1ll; i < N; i++) {\n"
+                   "  t[N - i] = x[i - 1ll, 0ll];\n}"),
+            "the write at 4:3 does not write each of its (symbolic) elements "
+            "exactly once");
+  // A bound N + 1 may wrap (N = 2^63 - 1), and then the loop does not run.
+  EXPECT_EQ(whyNot(P, "N",
                    "for (int64_t i = 1ll; i < N + 1ll; i++) {\n"
                    "  t[i - 1ll] = x[i - 1ll, 0ll];\n}"),
-            "");
+            "the write at 4:3 is in loop 'i', whose bounds may wrap around");
 }
 
 TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
@@ -197,8 +204,9 @@ TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
                    "for (int64_t i = 0ll; i < 64ll; i++) {\n"
                    "  t[n * i] = 1.f;\n}"),
             "the write at 4:3 has a coefficient of unknown sign");
-  // Symbolic: a loop short by one, a trip count of unknown sign (the dim
-  // 5 - n says nothing about n - 5), a size with a load.
+  // Symbolic: a loop short by one, a bound that may wrap (n - 5 with n
+  // of unknown sign), a trip count of unknown sign (the analysis takes
+  // nothing from the dim 5 - n), a size with a load.
   EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "n",
                    "for (int64_t i = 0ll; i < n - 1ll; i++) {\n"
                    "  t[i] = 1.f;\n}"),
@@ -207,6 +215,10 @@ TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
   EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "5ll - n",
                    "for (int64_t i = 0ll; i < n - 5ll; i++) {\n"
                    "  t[i] = 1.f;\n}"),
+            "the write at 4:3 is in loop 'i', whose bounds may wrap around");
+  EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "5ll - n",
+                   "for (int64_t i = n; i < 5ll; i++) {\n"
+                   "  t[i - n] = 1.f;\n}"),
             "the write at 4:3 is in loop 'i', whose trip count may not be "
             "positive");
   EXPECT_EQ(whyNot("in x: f32[64], out y: f32[1], n: i64", "n",

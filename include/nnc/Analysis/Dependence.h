@@ -60,14 +60,20 @@ struct DependenceResult {
   std::string describe() const;
 };
 
+/// The bound below which the parameters a versioned nest assumes are
+/// taken to lie (analyzeLoop's Assumed): small enough that no index
+/// polynomial of small degree in them wraps, large enough for any
+/// tensor dim of practice.
+constexpr int64_t kAssumedParamBound = int64_t(1) << 31;
+
 /// Analyses loop L of kernel K, nested in Outer (outermost first). The
-/// integer scalar parameters in AssumeNonNegative are taken to be at least
-/// 0: a result that needs this holds only where a run-time check guards it
-/// (the parallelize pass's versioned nests).
+/// integer scalar parameters in Assumed are taken to lie in [0,
+/// kAssumedParamBound): a result that needs this holds only where a
+/// run-time check guards it (the parallelize pass's versioned nests).
 DependenceResult
 analyzeLoop(const Kernel &K, const For &L,
             const std::vector<EnclosingLoop> &Outer = {},
-            const std::set<std::string> &AssumeNonNegative = {});
+            const std::set<std::string> &Assumed = {});
 
 /// May loop First be fused with the loop right after it, whose body is
 /// SecondBody written in First's variable (same bounds)? Fusion runs
@@ -110,6 +116,13 @@ bool storesConsecutively(const For &L, const Store &S,
 
 /// The trip count of a loop if its bounds are constants.
 std::optional<int64_t> constantTripCount(const For &L);
+
+/// Whether the product of the trip counts of Band (a perfect nest of K,
+/// outermost first, with bounds in the parameters) is a value that cannot
+/// wrap in i64, as the single loop that flattens them counts in i64: a
+/// constant, or a dense buffer's element count (N * M for loops to N and
+/// to M and a buffer [N, M]), each trip count a value that did not wrap.
+bool tripProductFits(const Kernel &K, const std::vector<const For *> &Band);
 
 } // namespace nnc
 

@@ -676,6 +676,32 @@ bool usesBuffer(const Stmt &S, const Buffer &B, bool Frees = false);
 void forEachBufferUsed(const Stmt &S, bool Frees,
                        const std::function<void(const BufferNode *)> &F);
 
+/// One size (a dim or a stride) of a buffer argument of a parallel call
+/// that must equal the task's declaration of it: the task's accesses are
+/// checked and analysed against its own declaration, so a buffer of other
+/// sizes would be read and written out of its bounds.
+struct TaskSizeCheck {
+  size_t Arg = 0;     ///< Into the call's Args.
+  bool Stride = false; ///< A stride, else a dim.
+  size_t Dim = 0;
+  Expr Declared;      ///< The task's, in the caller's terms.
+  Expr Passed;        ///< The caller's buffer's.
+  /// "argument 1 of task 't' ('y') ..." with the sizes' values, if known.
+  std::string message(const ParallelCall &C,
+                      std::optional<int64_t> DeclaredValue = std::nullopt,
+                      std::optional<int64_t> PassedValue = std::nullopt) const;
+};
+
+/// The sizes of C's buffer arguments whose declaration in the task is not
+/// the same text or constant as the caller's buffer's (sameValues), with
+/// the task's scalar parameters replaced by the arguments passed for them
+/// (its begin and end by the call's start and stop: the verifier rejects
+/// sizes that use them). A constant pair that differs is the verifier's
+/// error; every other pair is compared when the call runs, with every
+/// step of the declared size checked, by compiled code and the
+/// interpreter alike.
+std::vector<TaskSizeCheck> taskSizeChecks(const ParallelCall &C);
+
 /// Every kernel of one file.
 struct Module {
   std::vector<Kernel> Kernels;

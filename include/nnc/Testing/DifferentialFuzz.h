@@ -15,6 +15,8 @@ namespace nnc {
 struct FuzzKernel {
   std::string Text;
   std::vector<std::string> Params;
+  /// The verifier may refuse it: a refusal is then the expected outcome.
+  bool Refusable = false;
 };
 
 /// A random valid kernel (the same for the same seed): elementwise nests,
@@ -67,6 +69,13 @@ bool checkRandomTransforms(const FuzzKernel &FK, uint64_t Seed,
 /// values beyond their types), with
 /// parameter values at and past the edges.
 FuzzKernel generateHostileKernel(uint64_t Seed);
+
+/// A kernel whose index arithmetic wraps (issue 61): narrow loop variables
+/// and index arithmetic near their types' edges, casts, Min/Max of wrapped
+/// values, loop bounds that wrap, narrow and huge parameters, collapsible
+/// narrow loops, hand-written tasks (declared sizes, reads of begin and
+/// end, one buffer twice). Checked with checkHostileKernel.
+FuzzKernel generateWrapKernel(uint64_t Seed);
 
 /// Runs H in the interpreter and with each of Target's compilers: arguments
 /// the tool refuses are fine; otherwise both engines must fail (a

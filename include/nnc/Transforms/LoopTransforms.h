@@ -81,8 +81,9 @@ llvm::Expected<Stmt> fuseAdjacentLoops(const Kernel &K, const For &A,
 /// loops, outermost first), named Name, from 0 to the product of the trip
 /// counts; each old variable is recomputed by division and remainder,
 /// substituted into the body or, with AsLets, bound by a let at its top.
-/// Always legal: the order of iterations is unchanged. The loop is parallel
-/// when every loop of the band was.
+/// The new loop counts in i64. Legal when the product of the trip counts
+/// fits i64 (tripProductFits): the order of iterations is unchanged. The
+/// loop is parallel when every loop of the band was.
 Stmt flattenBand(const std::vector<const For *> &Band,
                  const std::string &Name, bool AsLets = false);
 /// flattenBand on the loops named Loops (outermost first), after checking
