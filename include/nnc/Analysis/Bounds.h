@@ -5,17 +5,17 @@
 // proven in bounds when its symbolic interval over the loops around it lies
 // in [0, size - 1]: the interval of a loop variable comes from its bounds,
 // a let's from its value, a task's loop over [begin, end) from the range of
-// the nnc_parallel_for that calls it; sums, differences, products with
-// constants or parameters of known sign, and division and remainder by a
-// positive constant are followed exactly. Where an access executes, every
-// loop around it runs, so a parameter bounding one of them from 0 is at
-// least 1 there; nothing else is assumed of parameters.
+// the nnc_parallel_for that calls it. Where an access executes, every loop
+// around it runs, so a parameter bounding one of them from 0 is at least 1
+// there; nothing else is assumed of parameters.
 //
-// Soundness with wrapping arithmetic: +, - and * of i64 values are exact
-// modulo 2^64, so an index whose true value is proven in [0, size) is
-// computed exactly. Operations that are not (division, remainder, casts that
-// narrow or widen computed values) are followed only on values known exact:
-// constants, variables and their exact combinations.
+// Soundness with wrapping arithmetic (lib/Analysis/Ranges.h, issue 61):
+// every operation is followed at its own type's width, and an interval is
+// exact only where nothing can wrap. i64's + - * keep a congruent interval
+// (the value computed is congruent to a value in it modulo 2^64), which
+// proves an index whose interval lies in [0, size), size < 2^63; every
+// other operation, and every loop bound, takes only exact values, a value
+// that may have wrapped counting as the whole of its type.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNC_ANALYSIS_BOUNDS_H
