@@ -348,28 +348,32 @@ Range RangeRules::shr(const Range &X0, const Range &Y0, IntType T) const {
 // Min, max, casts
 //===----------------------------------------------------------------------===//
 
+/// The smaller (Larger: the larger) of A and B, if one is proven to be.
+static std::optional<Poly> pick(const RangeRules &R, const Poly &A,
+                                const Poly &B, bool Larger) {
+  if (Larger ? R.le(B, A) : R.le(A, B))
+    return A;
+  if (Larger ? R.le(A, B) : R.le(B, A))
+    return B;
+  return std::nullopt;
+}
+
+// min(x, y) lies in [min(X.Lo, Y.Lo), min(X.Hi, Y.Hi)], and X.Hi alone is
+// an upper bound too; max likewise, with X.Lo a lower bound.
 Range RangeRules::min(const Range &X0, const Range &Y0, IntType T) const {
   Range X = exact(X0, T), Y = exact(Y0, T);
-  // min(x, y) lies in [min(X.Lo, Y.Lo), min(X.Hi, Y.Hi)], and X.Hi (or
-  // Y.Hi) is an upper bound too.
-  std::optional<Poly> Lo = le(X.Lo, Y.Lo)   ? std::optional(X.Lo)
-                           : le(Y.Lo, X.Lo) ? std::optional(Y.Lo)
-                                            : std::nullopt;
+  auto Lo = pick(*this, X.Lo, Y.Lo, /*Larger=*/false);
   if (!Lo)
     return full(T);
-  Poly Hi = le(Y.Hi, X.Hi) ? Y.Hi : X.Hi;
-  return Range::exact(*Lo, Hi);
+  return Range::exact(*Lo, pick(*this, X.Hi, Y.Hi, false).value_or(X.Hi));
 }
 
 Range RangeRules::max(const Range &X0, const Range &Y0, IntType T) const {
   Range X = exact(X0, T), Y = exact(Y0, T);
-  std::optional<Poly> Hi = le(Y.Hi, X.Hi)   ? std::optional(X.Hi)
-                           : le(X.Hi, Y.Hi) ? std::optional(Y.Hi)
-                                            : std::nullopt;
+  auto Hi = pick(*this, X.Hi, Y.Hi, /*Larger=*/true);
   if (!Hi)
     return full(T);
-  Poly Lo = le(X.Lo, Y.Lo) ? Y.Lo : X.Lo;
-  return Range::exact(Lo, *Hi);
+  return Range::exact(pick(*this, X.Lo, Y.Lo, true).value_or(X.Lo), *Hi);
 }
 
 Range RangeRules::cast(const Range &X0, IntType From, IntType To) const {
