@@ -203,6 +203,13 @@ llvm::Error marshalScalars(const Kernel &K, const std::vector<ParamInfo> &Params
       return argumentError(K, Params, I,
                            "an integer (" + std::string(dtypeName(P.Type)) +
                                ") is expected, not a floating-point value");
+    // An integer that does not fit the parameter's type is refused, not
+    // wrapped (an i32 given 2^40 would be 0, a u8 given -1 255).
+    if (!A.isFloat() && isIntegral(P.Type) &&
+        wrapInt(P.Type, A.intValue()) != A.intValue())
+      return argumentError(K, Params, I,
+                           std::to_string(A.intValue()) + " does not fit in " +
+                               std::string(dtypeName(P.Type)));
     ScalarValue V = convertScalar(A.isFloat() ? DType::F64 : DType::I64,
                                   P.Type, {A.intValue(), A.floatValue()});
     storeScalar(P.Type, &M.Slots[I], V);

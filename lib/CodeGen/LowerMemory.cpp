@@ -168,18 +168,23 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
   }
   // Constant-size temporaries that are small go on the stack, once, while
   // the function's stack budget lasts (a worker thread's stack is small).
+  // (The byte count may wrap where the element count does not: 2^62 f32
+  // elements are 2^64 bytes. Such a temporary is refused below.)
   auto Elems = constantStorageSize(DimEs, StrideEs);
-  if (Elems && *Elems * Size <= kMaxStackTempBytes &&
-      (BI.Stack || StackBytes + *Elems * Size <= kMaxStackBytes)) {
+  int64_t StackTempBytes = 0;
+  if (Elems &&
+      !__builtin_mul_overflow(*Elems, int64_t(Size), &StackTempBytes) &&
+      StackTempBytes <= kMaxStackTempBytes &&
+      (BI.Stack || StackBytes + StackTempBytes <= kMaxStackBytes)) {
     if (!BI.Stack) {
       BI.Stack = entryAlloca(MT, std::max<int64_t>(*Elems, 1), Buf->Name);
-      StackBytes += *Elems * Size;
+      StackBytes += StackTempBytes;
     }
     BI.Stack->setAlignment(Align(64));
     BI.Base = BI.Stack;
     BI.Extent = B.getInt64(*Elems);
     if (ZeroFill)
-      B.CreateMemSet(BI.Base, B.getInt8(0), B.getInt64(*Elems * Size),
+      B.CreateMemSet(BI.Base, B.getInt8(0), B.getInt64(StackTempBytes),
                      Align(64));
     return;
   }

@@ -137,6 +137,31 @@ kernel t(in a: f32[M, N] strides [1, M], out b: f32[N, M], M: int64_t, N: int64_
               "error: argument 1 ('b') of kernel 't': its size -2 is negative");
 }
 
+// An integer argument beyond its parameter's type is refused, never
+// wrapped (issue 62: an i32 given 2^40 was 0, a u8 given -1 was 255).
+TEST(Compiler, ScalarArgumentsBeyondTheirTypeAreRefused) {
+  Function F = compiled(R"(
+kernel k(out y: f32[1], a: i32, b: u8, c: bool) {
+  y[0ll] = float(a) + float(b) + float(c);
+}
+)");
+  std::vector<float> Y(1);
+  auto Call = [&](int64_t A, int64_t B, int64_t C) {
+    return F.call({BufferArg::of(Y.data(), {1}), A, B, C});
+  };
+  expectError(Call(int64_t(1) << 40, 1, 0),
+              "error: argument 1 ('a') of kernel 'k': 1099511627776 does not "
+              "fit in i32");
+  expectError(Call(1, -1, 0),
+              "error: argument 2 ('b') of kernel 'k': -1 does not fit in u8");
+  expectError(Call(1, 256, 0),
+              "error: argument 2 ('b') of kernel 'k': 256 does not fit in u8");
+  expectError(Call(1, 1, 2),
+              "error: argument 3 ('c') of kernel 'k': 2 does not fit in bool");
+  ASSERT_FALSE(!!Call(INT32_MIN, 255, 1));
+  EXPECT_EQ(Y[0], float(INT32_MIN) + 255.f + 1.f);
+}
+
 TEST(Compiler, KernelErrorsComeBackAsValues) {
   CompileOptions O;
   O.Bounds = BoundsChecking::All;
