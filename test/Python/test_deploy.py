@@ -3,6 +3,7 @@ OptimizedModule.save(), nncjit.torch.load() in a fresh process, and
 nnc-torch-run. Each saved file is untrusted input: damaged files get
 their message."""
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -697,6 +698,66 @@ def test_nnc_torch_run_errors(torch_run, tmp_path):
     r = _run(torch_run, bad, "--input", xp)
     assert r.returncode == 1 and r.stderr.startswith(
         "nnc-torch-run: error: cannot load model '%s': " % bad), r.stderr
+
+
+def _renamed_forward(src):
+    """A copy of the saved model src whose TorchScript code calls forward
+    forwarx (same length: the archive stays well formed)."""
+    dst = src[:-len(".pt")] + "-noforward.pt"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            b = zin.read(info.filename)
+            zout.writestr(info, b.replace(b"def forward(", b"def forwarx(")
+                          if info.filename.endswith(".py") else b)
+    return dst
+
+
+def test_nnc_torch_run_refuses_hostile_inputs_with_one_line(torch_run, tmp_path):
+    # Issue 62: each ends in one line and exit status 1, never a signal, a
+    # hang, an unbounded read or exit 0 without output.
+    path = _saved(tmp_path)
+    xp = str(tmp_path / "x.npy")
+    np.save(xp, np.zeros((1, 3, 16, 16), np.float32))
+    big = str(tmp_path / "big.npy")
+    with open(big, "wb") as f:  # A header of 2^64 bytes, and no data.
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": "<f4", "fortran_order": False, "shape": (2**62, 4)})
+    short = str(tmp_path / "short.npy")
+    open(short, "wb").write(open(xp, "rb").read()[:-4])
+    cases = [
+        ([path, "--input", big],
+         "nnc-torch-run: error: input '%s': its shape holds more than "
+         "17179869184 bytes" % big),
+        ([path, "--input", short],
+         "nnc-torch-run: error: input '%s': the file holds fewer elements "
+         "than its shape" % short),
+        ([path, "--input", "/dev/zero"],
+         "nnc-torch-run: error: input '/dev/zero': is not a .npy file (no NUMPY magic)"),
+        ([path, "--input", str(tmp_path)],
+         "nnc-torch-run: error: cannot read input '%s'" % tmp_path),
+        ([path, "--input", xp, "--threads", "2147483648"],
+         "nnc-torch-run: error: --threads expects at most 1024 threads, not '2147483648'"),
+        ([path, "--input", xp, "--threads=2000"],
+         "nnc-torch-run: error: --threads expects at most 1024 threads, not '2000'"),
+        ([path, "--input", xp, "--output", "/dev/full"],
+         "nnc-torch-run: error: cannot write output '/dev/full': No space left on device"),
+        ([_renamed_forward(path), "--input", xp],
+         "nnc-torch-run: error: the model '%s' has no forward method"
+         % _renamed_forward(path)),
+    ]
+    for args, message in cases:
+        r = _run(torch_run, *args)
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert r.stderr == message + "\n", (args, r.stderr)
+    # A forward that raises gives its reason, not the TorchScript
+    # interpreter's "The following operation failed" (5 channels for 3).
+    wrong = str(tmp_path / "wrong.npy")
+    np.save(wrong, np.zeros((1, 5, 16, 16), np.float32))
+    r = _run(torch_run, path, "--input", wrong)
+    last = r.stderr.splitlines()[-1]
+    assert r.returncode == 1 and re.fullmatch(
+        r"nnc-torch-run: error: the model rejects the inputs: RuntimeError: "
+        r".*expected input\[1, 5, 16, 16\] to have 3 channels.*", last), r.stderr
 
 
 _OTHER_INPUTS = """

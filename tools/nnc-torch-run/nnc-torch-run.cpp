@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "nnc/Check/Npy.h"
+#include "nnc/Support/CompileOptions.h"
+#include "nnc/Support/FileIO.h"
 #include "nnc/Torch/Torch.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -49,11 +52,6 @@ class ToolWarnings : public c10::WarningHandler {
   }
 };
 
-/// The first line of a c10::Error (libtorch appends a C++ backtrace).
-std::string firstLine(const std::string &What) {
-  return What.substr(0, What.find('\n'));
-}
-
 /// The type of a .npy element description ("<f4"), or nullopt.
 std::optional<at::ScalarType> scalarTypeOf(const std::string &Descr) {
   for (nnc::DType T : {nnc::DType::Bool, nnc::DType::I8, nnc::DType::U8,
@@ -65,29 +63,54 @@ std::optional<at::ScalarType> scalarTypeOf(const std::string &Descr) {
   return std::nullopt;
 }
 
+/// What one input may hold (the 16 GiB of nnc-jit's files), and the most of
+/// a file read for its .npy header.
+constexpr uint64_t kMaxInputBytes = uint64_t(1) << 34;
+constexpr size_t kMaxNpyHeader = size_t(1) << 20;
+
+/// Reads the header, then exactly the bytes its shape needs: a huge shape is
+/// an error before anything is allocated, and an endless file (/dev/zero)
+/// is read no further than that.
 at::Tensor readNpy(const std::string &Path) {
+  std::error_code EC;
   std::ifstream In(Path, std::ios::binary);
-  if (!In)
+  if (!In || std::filesystem::is_directory(Path, EC))
     die("cannot read input '" + Path + "'");
-  std::stringstream SS;
-  SS << In.rdbuf();
-  std::string Data = SS.str(), Descr, Why;
+  std::string Head(kMaxNpyHeader, '\0'), Descr, Why;
+  In.read(Head.data(), static_cast<std::streamsize>(Head.size()));
+  Head.resize(static_cast<size_t>(In.gcount()));
   std::vector<int64_t> Shape;
   size_t Start = 0;
-  if (!nnc::parseNpy(Data, Descr, Shape, Start, Why))
+  if (!nnc::parseNpy(Head, Descr, Shape, Start, Why))
     die("input '" + Path + "': " + Why);
   std::optional<at::ScalarType> T = scalarTypeOf(Descr);
   if (!T)
     die("input '" + Path + "': element type '" + Descr +
         "' is not one a model takes");
+  __int128 Bytes = c10::elementSize(*T);
+  if (std::find(Shape.begin(), Shape.end(), 0) != Shape.end())
+    Bytes = 0;
+  for (int64_t D : Shape)
+    if (Bytes && (Bytes *= D) > static_cast<__int128>(kMaxInputBytes))
+      die("input '" + Path + "': its shape holds more than " +
+          std::to_string(kMaxInputBytes) + " bytes");
   at::Tensor X = at::empty(Shape, at::TensorOptions().dtype(*T));
-  size_t Bytes = X.numel() * X.element_size();
-  if (Data.size() - Start < Bytes)
+  char *Out = static_cast<char *>(X.data_ptr());
+  size_t Want = static_cast<size_t>(Bytes),
+         Have = std::min(Want, Head.size() - Start);
+  if (Have)
+    std::memcpy(Out, Head.data() + Start, Have);
+  if (Want > Have) {
+    In.read(Out + Have, static_cast<std::streamsize>(Want - Have));
+    Have += static_cast<size_t>(In.gcount());
+  }
+  if (Have < Want)
     die("input '" + Path + "': the file holds fewer elements than its shape");
-  std::memcpy(X.data_ptr(), Data.data() + Start, Bytes);
   return X;
 }
 
+/// Writes T as .npy, every write and the close checked (a full disk,
+/// /dev/full).
 void writeNpy(const std::string &Path, const at::Tensor &T) {
   at::Tensor X = T.contiguous();
   std::optional<nnc::DType> D = nnc::libtorch::dtypeOf(X.scalar_type());
@@ -97,15 +120,36 @@ void writeNpy(const std::string &Path, const at::Tensor &T) {
     die("output '" + Path + "': element type " +
         std::string(c10::toString(X.scalar_type())) +
         " cannot be written as .npy");
-  std::ofstream Out(Path, std::ios::binary);
-  std::string Header =
+  std::string Data =
       nnc::npyHeader(*D, std::vector<int64_t>(X.sizes().begin(),
                                               X.sizes().end()));
-  Out.write(Header.data(), Header.size());
-  Out.write(static_cast<const char *>(X.data_ptr()),
-            X.numel() * X.element_size());
-  if (!Out)
-    die("cannot write output '" + Path + "'");
+  Data.append(static_cast<const char *>(X.data_ptr()),
+              X.numel() * X.element_size());
+  std::string Err;
+  if (!nnc::writeFile(Path, Data, Err))
+    die("cannot write output '" + Path + "': " + Err);
+}
+
+/// The reason in an error's text: its first line that is not blank, or,
+/// where the TorchScript interpreter passes an exception on ("The
+/// following operation failed in the TorchScript interpreter." and a
+/// traceback), the exception's own line ("RuntimeError: ...").
+std::string reason(const std::string &What) {
+  std::vector<std::string> Lines;
+  std::istringstream In(What);
+  for (std::string L; std::getline(In, L);) {
+    L = llvm::StringRef(L).trim().str();
+    if (!L.empty())
+      Lines.push_back(L);
+  }
+  if (Lines.empty())
+    return "(no reason given)";
+  if (Lines[0].find("failed in the TorchScript interpreter") !=
+      std::string::npos)
+    for (auto It = Lines.rbegin(); It != Lines.rend(); ++It)
+      if (It->find("Error: ") != std::string::npos)
+        return *It;
+  return Lines[0];
 }
 
 /// The tensors of a forward's result, in order: a tensor, or a tuple or
@@ -183,7 +227,11 @@ Options parse(int Argc, char **Argv) {
     } else if (Flag == "--output") {
       O.Outputs.push_back(Next());
     } else if (Flag == "--threads") {
-      O.Threads = number(Flag, Next());
+      std::string Text = Next();
+      O.Threads = number(Flag, Text);
+      if (O.Threads > nnc::kMaxThreads)
+        die("--threads expects at most " + std::to_string(nnc::kMaxThreads) +
+            " threads, not '" + Text + "'");
     } else if (Flag == "--cache-dir") {
       O.CacheDir = Next();
     } else if (Flag == "--stats") {
@@ -228,16 +276,19 @@ int main(int Argc, char **Argv) {
   try {
     M = nnc::libtorch::load(Model, LO);
   } catch (const c10::Error &E) {
-    die("cannot load model '" + Model + "': " + firstLine(E.what_without_backtrace()));
+    die("cannot load model '" + Model + "': " + reason(E.what_without_backtrace()));
   } catch (const std::exception &E) {
-    die("cannot load model '" + Model + "': " + firstLine(E.what()));
+    die("cannot load model '" + Model + "': " + reason(E.what()));
   }
   M.eval();
+  auto Method = M.find_method("forward");
+  if (!Method)
+    die("the model '" + Model + "' has no forward method");
 
   std::vector<c10::IValue> Args;
   for (const std::string &P : Opts.Inputs)
     Args.push_back(readNpy(P));
-  const c10::FunctionSchema &S = M.get_method("forward").function().getSchema();
+  const c10::FunctionSchema &S = Method->function().getSchema();
   // After self: those without a default, then those with one, which
   // TorchScript fills in where they are not given.
   size_t Most = S.arguments().size() - 1;
@@ -256,9 +307,9 @@ int main(int Argc, char **Argv) {
       return M.forward(Args);
     } catch (const c10::Error &E) {
       die("the model rejects the inputs: " +
-          firstLine(E.what_without_backtrace()));
+          reason(E.what_without_backtrace()));
     } catch (const std::exception &E) {
-      die("the model rejects the inputs: " + firstLine(E.what()));
+      die("the model rejects the inputs: " + reason(E.what()));
     }
   };
   std::vector<at::Tensor> Results;
