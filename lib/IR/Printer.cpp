@@ -77,6 +77,9 @@ int precOf(const Expr &E) {
 std::string floatLiteral(double V, DType T) {
   if (std::isnan(V))
     return "NAN";
+  // A value beyond T's range is T's infinity (1e39 as f32), never "inf.f".
+  if (T != DType::F64)
+    V = static_cast<float>(V);
   if (std::isinf(V))
     return V > 0 ? "POS_INFINITY" : "NEG_INFINITY";
   char Buf[64];
