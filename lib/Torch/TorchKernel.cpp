@@ -49,6 +49,11 @@ void noteRefusal(const std::string &Why) {
                     "and dtypes the model runs on.");
 }
 
+/// The compile() keywords a loaded kernel takes from its loader alone,
+/// never from its file.
+constexpr llvm::StringLiteral kLoaderOnlyOptions[] = {"bounds", "trust_parallel",
+                                                      "cache_dir"};
+
 /// Options that override a loaded kernel's saved ones (set_load_options).
 std::mutex OverridesMu;
 std::vector<std::string> LoadOverrides;
@@ -205,8 +210,18 @@ public:
     TORCH_CHECK(Version == kStateVersion, "nncjit.Kernel: state version ",
                 Version, " is not supported (this library reads version ",
                 kStateVersion, ")");
+    // A file may choose what a kernel computes, never how safely
+    // (docs/reliability.md, "Untrusted model files"): its bounds policy,
+    // a trust in its parallel marks and the cache it writes are the
+    // loader's, so the file's are dropped.
+    std::vector<std::string> Options;
+    for (std::string &O : std::get<2>(S))
+      if (!llvm::any_of(kLoaderOnlyOptions, [&](llvm::StringRef Key) {
+            return llvm::StringRef(O).starts_with((Key + "=").str());
+          }))
+        Options.push_back(std::move(O));
     return c10::make_intrusive<TorchKernel>(
-        std::move(std::get<1>(S)), std::move(std::get<2>(S)),
+        std::move(std::get<1>(S)), std::move(Options),
         std::move(std::get<3>(S)), std::move(std::get<4>(S)),
         /*Loaded=*/true);
   }

@@ -570,6 +570,34 @@ def _edit_kernel_state(src, old, new):
     return dst
 
 
+def _kernels_of(graph):
+    """The nncjit.Kernel objects a loaded model's graph holds."""
+    for n in graph.nodes():
+        for o in n.outputs():
+            if "nncjit.Kernel" in str(o.type()):
+                yield o.toIValue()
+        for b in n.blocks():
+            yield from _kernels_of(b)
+
+
+@pytest.mark.parametrize("planted", [b"bounds=none", b"cache_dir=/"])
+def test_a_file_cannot_choose_how_safely_its_kernels_run(tmp_path, planted):
+    # Issue 62: the saved options are the file's, and a file may choose
+    # what to compute, never its bounds policy, a trust in its parallel
+    # marks or where the cache is written. An option of the same length
+    # keeps the pickle well formed.
+    m, x = _block()
+    path = str(tmp_path / "m.pt")
+    nt.optimize(m, [x], grain=12345).save(path)
+    edited = _edit_kernel_state(path, b"grain=12345", planted)
+    loaded = nt.load(edited, cache_dir="none")
+    options = [o for k in _kernels_of(loaded.module.graph) for o in k.options()]
+    assert options and not any(o.startswith(("bounds=", "cache_dir=", "trust_parallel="))
+                               for o in options), options
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), m(x), rtol=1e-4, atol=1e-5)
+
+
 def test_truncated_file_is_an_error(tmp_path):
     path = _saved(tmp_path)
     data = open(path, "rb").read()
