@@ -9,7 +9,6 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/xxhash.h"
@@ -29,6 +28,9 @@ namespace nnc {
 namespace {
 
 constexpr char kCacheMagic[8] = {'N', 'N', 'C', 'J', 'I', 'T', 'C', '\0'};
+/// The largest entry read: a kernel's object code is kilobytes, or a few
+/// megabytes for thousands of statements.
+constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 30;
 
 class ByteWriter {
 public:
@@ -232,13 +234,41 @@ std::string ObjectCache::pathFor(const std::string &Key) const {
   return std::string(P);
 }
 
+/// The bytes of the entry at Path: a regular file, not a link (to
+/// /dev/zero, say, which never ends) nor a device or a FIFO (opened
+/// without blocking), of at most kMaxEntryBytes; anything else is a miss.
+static std::optional<std::string> readEntry(const std::string &Path) {
+  int Fd = ::open(Path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (Fd < 0)
+    return std::nullopt;
+  struct stat St;
+  std::optional<std::string> Data;
+  if (::fstat(Fd, &St) == 0 && S_ISREG(St.st_mode) &&
+      static_cast<uint64_t>(St.st_size) <= kMaxEntryBytes) {
+    Data.emplace(static_cast<size_t>(St.st_size), '\0');
+    size_t Have = 0;
+    while (Have < Data->size()) {
+      ssize_t N = ::read(Fd, Data->data() + Have, Data->size() - Have);
+      if (N < 0 && errno == EINTR)
+        continue;
+      if (N <= 0)
+        break;
+      Have += static_cast<size_t>(N);
+    }
+    if (Have != Data->size())
+      Data.reset();
+  }
+  ::close(Fd);
+  return Data;
+}
+
 std::optional<CacheEntry> ObjectCache::load(const std::string &Key) const {
   if (!enabled())
     return std::nullopt;
-  auto Buf = MemoryBuffer::getFile(pathFor(Key));
-  if (!Buf)
+  std::optional<std::string> Data = readEntry(pathFor(Key));
+  if (!Data)
     return std::nullopt;
-  return decode((*Buf)->getBuffer(), Key, Secret);
+  return decode(*Data, Key, Secret);
 }
 
 void ObjectCache::store(const std::string &Key, const CacheEntry &E) const {

@@ -97,6 +97,13 @@ std::shared_ptr<Compiler> compilerFor(const std::vector<std::string> &Options) {
     for (const std::string &S : Options)
       applyOption(O, S);
     C = std::make_shared<Compiler>(O);
+    // A cache directory refused as unsafe is said (nnc-torch-run prints it
+    // as its warning, Python as a UserWarning), as nnc-jit says it.
+    llvm::Expected<std::string> Warning = C->cacheWarning();
+    if (!Warning)
+      llvm::consumeError(Warning.takeError()); // compile() reports it.
+    else if (!Warning->empty())
+      TORCH_WARN("nncjit: ", *Warning);
   }
   return C;
 }

@@ -11,6 +11,7 @@
 #include "Bindings.h"
 
 #include "nnc/API/Compiler.h"
+#include "nnc/JIT/ObjectCache.h"
 #include "nnc/IR/IR.h"
 #include "nnc/IR/Printer.h"
 #include "nnc/Runtime/OneDNN.h"
@@ -713,6 +714,15 @@ std::shared_ptr<Compiler> compilerFor(const py::kwargs &Kw) {
         return C;
   }
   auto C = std::make_shared<Compiler>(compileOptions(Kw));
+  // A cache directory refused as unsafe is said, as nnc-jit says it (the
+  // kernels are compiled all the same, each time).
+  llvm::Expected<std::string> Warning = C->cacheWarning();
+  if (!Warning)
+    llvm::consumeError(Warning.takeError()); // compile() reports it.
+  else if (!Warning->empty() &&
+           PyErr_WarnEx(PyExc_UserWarning, ("nncjit: " + *Warning).c_str(),
+                        1) != 0)
+    throw py::error_already_set();
   std::lock_guard<std::mutex> L(Mu);
   if (Cache.size() == 16)
     Cache.erase(Cache.begin());
@@ -840,6 +850,12 @@ PYBIND11_MODULE(_nncjit, m) {
         "The most bytes of reordered weights the oneDNN caches keep.");
   m.def("set_cache_budget", &onednn::setCacheBudget, py::arg("bytes"),
         "Sets cache_budget(); past it the least recently used entries go.");
+  m.def(
+      "cache_directory_warning",
+      [](const std::string &Dir) { return ObjectCache(Dir).warning(); },
+      py::arg("dir"),
+      "Why the kernel cache directory dir is not used (made 0700 where it "
+      "does not exist; one others can write is refused), or \"\".");
   m.def(
       "print",
       [](py::handle Src) -> std::string {

@@ -381,3 +381,18 @@ def test_cache_budget_bounds_weights_in_new_buffers():
         assert nncjit.cache_stats()["misses"] == after["misses"] + 1
     finally:
         nncjit.set_cache_budget(old)
+
+
+def test_an_unsafe_cache_directory_is_said_not_used(tmp_path):
+    # Issue 62: a cache directory others can write is refused, and compile()
+    # says so as nnc-jit does, instead of compiling without it silently.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    text = "kernel k(out y: f32[4]) {\n  y[0ll] = 2.f;\n}\n"
+    with pytest.warns(UserWarning, match=r"nncjit: not using cache directory "
+                      r"'.*shared': others can write to it"):
+        k = nncjit.compile(text, cache_dir=str(shared), grain=4097)
+    y = np.zeros(4, np.float32)
+    k(y)
+    assert y[0] == 2

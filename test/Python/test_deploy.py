@@ -598,6 +598,23 @@ def test_a_file_cannot_choose_how_safely_its_kernels_run(tmp_path, planted):
         torch.testing.assert_close(loaded(x), m(x), rtol=1e-4, atol=1e-5)
 
 
+def test_an_unsafe_cache_directory_is_said_not_used_at_load(torch_run, tmp_path):
+    # Issue 62: nncjit.torch.load and nnc-torch-run say that they do not use
+    # a cache directory others can write, as nnc-jit does.
+    path = _saved(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    message = "not using cache directory '%s': others can write to it" % shared
+    with pytest.warns(UserWarning, match=re.escape("nncjit: " + message)):
+        nt.load(path, cache_dir=str(shared), grain=4099)
+    xp = str(tmp_path / "x.npy")
+    np.save(xp, np.zeros((1, 3, 16, 16), np.float32))
+    r = _run(torch_run, path, "--input", xp, "--cache-dir", str(shared), "--threads", "3")
+    assert r.returncode == 0, r.stderr
+    assert "nnc-torch-run: warning: nncjit: " + message in r.stderr.splitlines(), r.stderr
+
+
 def test_truncated_file_is_an_error(tmp_path):
     path = _saved(tmp_path)
     data = open(path, "rb").read()

@@ -164,6 +164,20 @@ TEST(ObjectCache, DamagedFilesMiss) {
   std::filesystem::copy_file(C2.pathFor(Key), P,
                              std::filesystem::copy_options::overwrite_existing);
   EXPECT_FALSE(C.load(Key));
+  // A link, even to a good entry, and a link to a file that never ends
+  // (issue 62: /dev/zero was read until memory ran out), and a FIFO that
+  // no one writes: misses, at once.
+  std::string Elsewhere = T2.Path + "/good.nncobj";
+  writeAll(Elsewhere, Good);
+  for (const char *Target : {Elsewhere.c_str(), "/dev/zero"}) {
+    std::filesystem::remove(P);
+    std::filesystem::create_symlink(Target, P);
+    EXPECT_FALSE(C.load(Key)) << Target;
+  }
+  std::filesystem::remove(P);
+  ASSERT_EQ(::mkfifo(P.c_str(), 0600), 0);
+  EXPECT_FALSE(C.load(Key));
+  std::filesystem::remove(P);
   // The undamaged file loads again.
   writeAll(P, Good);
   EXPECT_TRUE(C.load(Key));

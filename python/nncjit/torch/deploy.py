@@ -12,6 +12,7 @@ graph holds no Python and no profiling node; and save() and load().
 
 import json
 import threading
+import warnings
 
 import torch as _torch
 
@@ -555,6 +556,13 @@ def load(path, *, threads=None, cache_dir=None, **compile_options):
     overrides = dict(compile_options, threads=threads)
     overrides["cache_dir"] = "" if cache_dir == "none" else \
         (cache_dir if cache_dir is not None else _torch.ops.nncjit.default_cache_dir())
+    # A directory refused as unsafe is said, as nnc-jit says it (the
+    # kernels' own warning comes while TorchScript unpickles them, where
+    # it reaches no Python warning).
+    if overrides["cache_dir"]:
+        why = _nncjit.cache_directory_warning(overrides["cache_dir"])
+        if why:
+            warnings.warn("nncjit: " + why, stacklevel=2)
     extra = {"nncjit.json": ""}
     with _LOAD_LOCK:
         _torch.ops.nncjit.set_load_options(option_strings(overrides))
