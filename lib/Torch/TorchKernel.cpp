@@ -410,13 +410,31 @@ private:
     if (!T.device().is_cpu())
       return Bad("it is on device '" + T.device().str() +
                  "'; nnc-jit kernels take CPU memory");
+    // A lazily negated view holds the values' negations (torch._neg_view):
+    // its data read as they are would be wrong.
+    if (T.is_neg() || T.is_conj())
+      return Bad("it is a lazily negated or conjugated view; call "
+                 ".resolve_neg() or .resolve_conj() first");
     if (!P.isBuffer()) {
       if (T.numel() != 1)
         return Bad("a number is expected, not a tensor of shape " +
                    shapeText(T.sizes()));
+      if (at::isComplexType(T.scalar_type()))
+        return Bad("a real number is expected, not " +
+                   std::string(c10::toString(T.scalar_type())));
       if (isFloat(P.Type))
         return Arg(T.item<double>());
-      return Arg(T.item<int64_t>());
+      // An integer is never wrapped into the parameter's type (2^40 is
+      // not an i32 0), and never made of a float.
+      if (!at::isIntegralType(T.scalar_type(), /*includeBool=*/true))
+        return Bad("an integer (" + std::string(dtypeName(P.Type)) +
+                   ") is expected, not " +
+                   std::string(c10::toString(T.scalar_type())));
+      int64_t V = T.item<int64_t>();
+      if (wrapInt(P.Type, V) != V)
+        return Bad(std::to_string(V) + " does not fit in " +
+                   std::string(dtypeName(P.Type)));
+      return Arg(V);
     }
     std::optional<DType> Ty = dtypeOf(T.scalar_type());
     if (Ty != P.Buf->Type)

@@ -680,6 +680,32 @@ def test_constant_of_the_wrong_shape_is_an_error():
     assert torch.equal(k.run([torch.ones(4)])[0], torch.full((4,), 2.0))
 
 
+def test_kernel_arguments_at_the_boundary_are_refused_never_wrapped():
+    # Issue 62: scalar arguments wrapped into their type (an i32 given 2^40
+    # was 0, a u8 given -1 was 255), accepts() raised where it should say
+    # False, and a negated view was read without its sign.
+    text = ("kernel k(in a: f32[4], out y: f32[4], n: i32, u: u8) {\n"
+            "  for (int64_t i = 0ll; i < 4ll; i++) {\n"
+            "    y[i] = (a[i]) * float(n) + float(u);\n  }\n}\n")
+    k = torch.classes.nncjit.Kernel(text, ["threads=1"], [], [])
+    a = torch.ones(4)
+    cases = [
+        ([a, torch.tensor(2**40), torch.tensor(1)], "1099511627776 does not fit in i32"),
+        ([a, torch.tensor(1), torch.tensor(-1)], "-1 does not fit in u8"),
+        ([a, torch.tensor(2.5), torch.tensor(1)], r"an integer \(i32\) is expected, not Float"),
+        ([a, torch.tensor(1e30), torch.tensor(1)], r"an integer \(i32\) is expected, not Float"),
+        ([torch._neg_view(a), torch.tensor(1), torch.tensor(1)],
+         "it is a lazily negated or conjugated view"),
+    ]
+    for inputs, message in cases:
+        assert not k.accepts(inputs), message
+        with pytest.raises(RuntimeError, match=message):
+            k.run(inputs)
+    y = k.run([torch._neg_view(a).resolve_neg(), torch.tensor(-3, dtype=torch.int32),
+               torch.tensor(255, dtype=torch.uint8)])[0]
+    assert torch.equal(y, torch.full((4,), 258.0))
+
+
 # -- nnc-torch-run ---------------------------------------------------------------
 
 def _run(tool, *args):
