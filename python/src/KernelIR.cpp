@@ -118,14 +118,15 @@ PostOp postOpOf(py::handle H, const std::map<std::string, Buffer> &Bufs) {
   return P;
 }
 
-PyKernel replaceCall(const PyKernel &PK, size_t Index,
+PyKernel replaceCall(const PyKernel &PK, int64_t Index,
                      const std::string &Function,
                      const std::vector<std::string> &BufArgs,
                      const std::vector<int64_t> &Args,
                      const py::sequence &PostOps) {
   const Kernel &K = *PK.K;
   std::vector<const ExternalCall *> Calls = externalCallsOf(K.Body);
-  if (Index >= Calls.size())
+  // (A negative index is this error too, not pybind's TypeError.)
+  if (Index < 0 || static_cast<size_t>(Index) >= Calls.size())
     raise("kernel '" + K.Name + "' has " + std::to_string(Calls.size()) +
           " external call(s); there is no call " + std::to_string(Index));
   const ExternalCall *Old = Calls[Index];

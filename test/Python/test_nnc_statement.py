@@ -89,6 +89,7 @@ def test_post_ops_with_parameters():
 
 @pytest.mark.parametrize("args,message", [
     (dict(index=1), "kernel 'g' has 1 external call(s); there is no call 1"),
+    (dict(index=-1), "kernel 'g' has 1 external call(s); there is no call -1"),
     (dict(buf_args=["nope"]), "kernel 'g' has no buffer 'nope'"),
     (dict(post_ops=["swish"]), "unknown post-op 'swish'"),
     (dict(post_ops=[("clamp", 0.0)]), "post-op 'clamp' takes 2 parameter(s), got 1"),
