@@ -145,6 +145,26 @@ def test_layer_norm_that_amplifies_rounding_stays_on_nncjit():
         assert off <= 1e-5 or off <= 2 * float((ln(x).double() - exact).abs().max())
 
 
+@pytest.mark.parametrize("value", [1e10, 1e15, -3e12])
+@pytest.mark.parametrize("n", [7, 100, 768])
+def test_layer_norm_of_equal_large_values_is_not_nan(value, n):
+    # Issue 62: optimized on ordinary inputs, then called with rows of one
+    # large value, whose variance rounded below 0 and made rsqrt NaN; it is
+    # clamped at 0, as PyTorch's.
+    ln = torch.nn.LayerNorm(n).eval()
+    opt = nt.backend(torch.fx.symbolic_trace(ln), [torch.randn(3, n)])
+    x = torch.full((3, n), value)
+    x[1] = -value
+    with torch.no_grad():
+        got, eager = opt(x), ln(x)
+        exact = F.layer_norm(x.double(), (n,))  # 0: every row is one value
+    assert not torch.isnan(got).any(), got
+    # Refereed in float64, as the bridge's check does: PyTorch's own
+    # result is off by its rounding times 1 / sqrt(eps) (1e5 at 1e10).
+    off = float((got.double() - exact).abs().max())
+    assert off <= 1e-5 or off <= float((eager.double() - exact).abs().max()), (got, eager)
+
+
 @pytest.mark.parametrize("shape", [(5, 16), (2, 3, 16), (16,), (1, 16)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear(shape, bias):

@@ -16,7 +16,8 @@ layer_norm takes the sum, then the sums of the deviations from its mean
 and of their squares (the corrected two-pass algorithm: the first sum's
 rounding, which a row of values near one another leaves large beside
 their spread, is taken back out), mean = sum / n + dev / n, var = sq / n -
-(dev / n)^2, and (x - mean) * rsqrt(var + eps) * w + b.
+(dev / n)^2 clamped at 0 (rounding may make it negative where a row's
+values are equal), and (x - mean) * rsqrt(var + eps) * w + b.
 
 Attention, matmul(softmax(mask(scale * matmul(q, kt))), v) with the softmax
 over the keys, is one nnc_aten_attention call (find_attention): the scores
@@ -462,7 +463,9 @@ class KernelWriter:
             row = self._row(idx, dims, len(v.shape))
             count = _lit(1.0 / max(_numel(op.attrs["shape"]), 1))
             mean_dev = "%s * %s" % (dev + row, count)
-            e = "((%s) - (%s * %s + %s)) * rsqrt(%s * %s - %s * %s + %s)" % (
+            # The variance's rounding may make it negative where the row's
+            # values are equal (a row of 1e10): clamped at 0, as PyTorch's.
+            e = "((%s) - (%s * %s + %s)) * rsqrt(Max(%s * %s - %s * %s, 0.f, 1) + %s)" % (
                 self.load(x, idx), total + row, count, mean_dev, sq + row, count,
                 mean_dev, mean_dev, _lit(op.attrs["eps"]))
             if w is not None:
