@@ -145,6 +145,20 @@ def test_layer_norm_that_amplifies_rounding_stays_on_nncjit():
         assert off <= 1e-5 or off <= 2 * float((ln(x).double() - exact).abs().max())
 
 
+@pytest.mark.parametrize("exponent", [0.5, -0.5, -1.0, 2.0, 3.0, -2.0, 1.5, 0.0])
+def test_pow_of_special_values_is_pytorchs(exponent):
+    # Issue 62: PyTorch computes x ** 0.5 as sqrt(x) (NaN at -inf, -0 at -0,
+    # where IEEE's pow gives inf and +0), and likewise its other special
+    # exponents; optimized on finite inputs, called with special ones.
+    opt = nt.backend(torch.fx.symbolic_trace(_Wrap(lambda x: torch.pow(x, exponent), 1)),
+                     [torch.rand(9) + 0.5])
+    x = torch.tensor([float("-inf"), -0.0, 0.0, -2.5, 3.0, float("inf"), float("nan"),
+                      1e30, -1e-30])
+    got, want = opt(x), torch.pow(x, exponent)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)
+    assert torch.equal(torch.signbit(got), torch.signbit(want)), (got, want)
+
+
 @pytest.mark.parametrize("value", [1e10, 1e15, -3e12])
 @pytest.mark.parametrize("n", [7, 100, 768])
 def test_layer_norm_of_equal_large_values_is_not_nan(value, n):

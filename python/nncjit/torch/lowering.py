@@ -153,6 +153,14 @@ _BINARY_FORMS = {
     "div": "({0}) / ({1})", "pow": "pow({0}, {1})", "maximum": "Max({0}, {1}, 1)",
     "minimum": "Min({0}, {1}, 1)",
 }
+# The exponents PyTorch's pow computes otherwise than as pow, with their
+# special values: x ** 0.5 is sqrt(x) (NaN at -inf, -0 at -0, where IEEE's
+# pow gives inf and 0), x ** -0.5 rsqrt(x), x ** -1 1 / x, and the integer
+# powers products.
+_POW_FORMS = {
+    0.5: "sqrt({0})", -0.5: "rsqrt({0})", -1.0: "1.f / ({0})",
+    2.0: "({0}) * ({0})", 3.0: "({0}) * ({0}) * ({0})", -2.0: "1.f / (({0}) * ({0}))",
+}
 # Ops that are oneDNN calls, whose results are in memory.
 _CALLS = {"linear", "matmul", "conv2d"}
 _REDUCTIONS = {"softmax", "log_softmax", "layer_norm", "sum", "mean"}
@@ -385,6 +393,10 @@ class KernelWriter:
         if k in BINARY:
             args = [_lit(a) if not isinstance(a, Value)
                     else self.load(a, _broadcast(idx, a.shape)) for a in op.inputs]
+            exponent = op.inputs[1]
+            if k == "pow" and not isinstance(exponent, Value) and \
+                    float(exponent) in _POW_FORMS:
+                return "(%s)" % _POW_FORMS[float(exponent)].format(args[0])
             return "(%s)" % _BINARY_FORMS[k].format(*args)
         if k == "reshape":
             x = op.inputs[0]
