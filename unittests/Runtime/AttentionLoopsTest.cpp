@@ -103,6 +103,28 @@ TEST(AttentionLoops, ExpSumOfEveryLength) {
       }
 }
 
+// Shifts far from 0 (scores of 1e10, issue 62): the exponent is s - Shift
+// taken first, so the row's maximum is exp(0) = 1 and no exponent is far
+// above 0 (2^512, from the rounding of Shift log2(e), was inf, then NaN).
+TEST(AttentionLoops, ExpSumOfLargeShifts) {
+  for (const Table &T : tables())
+    for (float Shift : {1e10f, -3e12f, 5000.f, 1e30f})
+      for (int64_t N : {5, 40, 129}) {
+        std::vector<float> Row(N);
+        for (int64_t J = 0; J < N; ++J)
+          Row[J] = J % 3 == 0 ? Shift : Shift - float(J) * std::fabs(Shift) * 1e-7f;
+        std::vector<float> In = Row;
+        float Sum = T.Rows->ExpSum(Row.data(), N, Shift);
+        double WantSum = 0;
+        for (int64_t J = 0; J < N; ++J) {
+          double Want = std::exp(double(In[J]) - Shift);
+          WantSum += Want;
+          EXPECT_NEAR(Row[J], Want, Want * 1e-6) << T.Name << ", " << Shift;
+        }
+        EXPECT_NEAR(Sum, WantSum, WantSum * 2e-6) << T.Name << ", " << Shift;
+      }
+}
+
 TEST(AttentionLoops, ExpSumOfSpecialValues) {
   for (const Table &T : tables()) {
     // -inf is 0 exactly, far below the shift underflows to (almost) 0 and
