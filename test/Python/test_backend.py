@@ -894,3 +894,47 @@ def test_region_whose_kernel_still_refuses_runs_its_pytorch_ops(monkeypatch):
     assert r1.reason == ("its kernel refuses the inputs the graph gives it: "
                          "no kernel for these strides")
     torch.testing.assert_close(opt(x, w), _view_then_sign(x, w), rtol=1e-4, atol=1e-5)
+
+
+class _Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(4))
+
+    def forward(self, x):
+        self.count.add_(1)
+        return x * 2 + self.count
+
+
+def test_a_buffer_forward_updates_stays_the_models():
+    # Issue 62: compiling ran the graph three more times, each advancing the
+    # buffer, and its value was then read as a constant. Now compiling
+    # leaves it as it was, and each call reads it as it is.
+    m = _Counter().eval()
+    x = torch.zeros(4)
+    gm = traced(m, x)  # make_fx runs forward once: count is 1.
+    before = m.count.clone()
+    opt = nt.backend(gm, [x])
+    assert torch.equal(m.count, before), m.count
+    assert [r.on_nncjit for r in opt.report if r.kernel] == [True], opt.summary()
+    for step in (2.0, 3.0, 4.0):
+        assert torch.equal(opt(x), torch.full((4,), step)), step
+
+
+class _Noise(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(64))
+
+    def forward(self, x):
+        return x + torch.rand_like(self.w) + F.dropout(self.w, 0.5, training=True)
+
+
+def test_random_ops_on_constants_draw_anew_at_each_call():
+    # Issue 62: rand_like and dropout(training=True) of a constant were
+    # computed once at compile time, so every call had the same draw.
+    m = _Noise().eval()
+    x = torch.zeros(64)
+    for gm in (torch.fx.symbolic_trace(m), traced(m, x)):
+        opt = nt.backend(gm, [x])
+        assert not torch.equal(opt(x), opt(x)), opt.summary()

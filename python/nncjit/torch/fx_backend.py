@@ -13,7 +13,7 @@ from .check import _copy as _copy_strided, _in_double, _verdict
 from .common import GroupReport
 from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
-from .opgraph import from_fx, mutates
+from .opgraph import from_fx, mutates, written_attributes
 
 
 def partition(graph):
@@ -247,6 +247,31 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
     compile_options are nncjit.compile's keywords."""
     _remove_dead_code(gm.graph)
     _reshapes_of_any_layout(gm)
+    # Compiling runs the graph (shapes, the check, _settle): a buffer that
+    # forward updates in place is put back as it was after.
+    state = _attributes_written(gm)
+    try:
+        return _backend(gm, example_inputs, check, rtol, atol, fuse_attention,
+                        compile_options)
+    finally:
+        with _torch.no_grad():
+            for t, saved in state:
+                t.copy_(saved)
+
+
+def _attributes_written(gm):
+    """(tensor, copy) of each attribute tensor gm's graph writes in place."""
+    out = []
+    for node in written_attributes(gm.graph):
+        t = gm
+        for name in node.target.split("."):
+            t = getattr(t, name)
+        if isinstance(t, _torch.Tensor):
+            out.append((t, t.detach().clone()))
+    return out
+
+
+def _backend(gm, example_inputs, check, rtol, atol, fuse_attention, compile_options):
     with _torch.no_grad():
         # On copies: a graph may write its inputs in place.
         graph = from_fx(gm, [_copy(t) for t in example_inputs])

@@ -680,10 +680,11 @@ def from_fx(gm, example_inputs):
         return v
 
     epoch = 0
+    written = written_attributes(gm.graph)
     for node in gm.graph.nodes:
         first = len(g.ops)
         try:
-            _add_node(g, node, gm, modules, values, value_of, new_value)
+            _add_node(g, node, gm, modules, values, value_of, new_value, written)
         finally:
             for op in g.ops[first:]:
                 op.epoch = epoch
@@ -717,7 +718,38 @@ def mutates(node):
     return node.op == "call_method" and node.target.endswith("_")
 
 
-def _add_node(g, node, gm, modules, values, value_of, new_value):
+def written_attributes(graph):
+    """The get_attr nodes of graph whose tensors it may write in place: an
+    in-place op on the attribute or on anything made from it (a view may
+    alias it; any op counts, to be safe). Such a tensor (a buffer that
+    forward updates) is no constant: it is read as it is at each call."""
+    written = set()
+    for attr in (n for n in graph.nodes if n.op == "get_attr"):
+        seen, todo = {attr}, [attr]
+        while todo and attr not in written:
+            for user in todo.pop().users:
+                if user.op == "output" or user in seen:
+                    continue
+                if mutates(user):
+                    written.add(attr)
+                    break
+                seen.add(user)
+                todo.append(user)
+    return written
+
+
+# Ops whose every call draws anew: never computed once at compile time.
+_RANDOM = ("rand", "bernoulli", "dropout", "normal", "multinomial", "poisson",
+           "uniform", "exponential", "geometric", "cauchy")
+
+
+def _is_random(node):
+    name = node.target if node.op == "call_method" else \
+        getattr(node.target, "__name__", str(node.target))
+    return any(r in str(name) for r in _RANDOM)
+
+
+def _add_node(g, node, gm, modules, values, value_of, new_value, written=()):
     """Adds node's ops (none, one or a composite's) to g."""
     if node.op == "placeholder":
         v = new_value(node)
@@ -727,7 +759,10 @@ def _add_node(g, node, gm, modules, values, value_of, new_value):
         for name in node.target.split("."):   # a parameter, buffer or attribute
             t = getattr(t, name)
         if isinstance(t, _torch.Tensor):
-            new_value(node, constant=t.detach())
+            if node in written:
+                new_value(node)  # Read at each call, as an input is.
+            else:
+                new_value(node, constant=t.detach())
     elif node.op == "output":
         # Every node of the result, in tuples, lists and dicts at any depth.
         outs = []
@@ -772,6 +807,7 @@ def _fold_constant(node, values):
     False if it is not such a node."""
     inputs = node.all_input_nodes
     if node.op not in ("call_function", "call_method") or not inputs or mutates(node) or \
+            _is_random(node) or \
             any(values.get(a) is None or values[a].constant is None for a in inputs):
         return False
     args, kwargs = _torch.fx.node.map_arg((node.args, node.kwargs),
