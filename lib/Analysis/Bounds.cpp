@@ -214,9 +214,6 @@ private:
         stmt(C->Else);
       return;
     }
-    case StmtKind::Allocate:
-      addCheckedSizes(*cast<Allocate>(S)->Buf);
-      return;
     case StmtKind::ExternalCall:
       for (const Expr &E : cast<ExternalCall>(S)->ScalarArgs)
         exprs(E);
