@@ -68,8 +68,16 @@ bool parseNpy(const std::string &Data, std::string &Descr,
     Why = "is not a .npy file (no NUMPY magic)";
     return false;
   }
-  unsigned Major = static_cast<unsigned char>(Data[6]);
+  unsigned Major = static_cast<unsigned char>(Data[6]),
+           Minor = static_cast<unsigned char>(Data[7]);
   size_t HeaderLen, Start;
+  // Versions 1.0, 2.0 and 3.0, as NumPy reads them; any other minor
+  // version is a format of which nothing is known.
+  if (Minor != 0) {
+    Why = "has an unknown .npy format version " + std::to_string(Major) + "." +
+          std::to_string(Minor);
+    return false;
+  }
   if (Major == 1) {
     HeaderLen = static_cast<unsigned char>(Data[8]) |
                 static_cast<size_t>(static_cast<unsigned char>(Data[9])) << 8;

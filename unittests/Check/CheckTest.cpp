@@ -147,10 +147,10 @@ TEST(Check, ExpectComparesWithinTolerance) {
 /// Writes a .npy file of format 1.0 with the given header text and Bytes
 /// bytes of data, to Dir/Name, and returns its path.
 std::string npyFile(const std::string &Name, const std::string &Header,
-                    size_t Bytes, char Major = 1) {
+                    size_t Bytes, char Major = 1, char Minor = 0) {
   std::string Path = testing::TempDir() + "/" + Name;
   std::ofstream F(Path, std::ios::binary);
-  F << "\x93NUMPY" << Major << '\0' << static_cast<char>(Header.size() & 0xff)
+  F << "\x93NUMPY" << Major << Minor << static_cast<char>(Header.size() & 0xff)
     << static_cast<char>(Header.size() >> 8) << Header
     << std::string(Bytes, '\0');
   return Path;
@@ -178,6 +178,10 @@ TEST(Check, MalformedNpyInputsAreErrors) {
                             "np.ascontiguousarray");
   P = npyFile("version.npy", Good, 24, 7);
   EXPECT_EQ(ErrorOf(P), "input '" + P + "' has an unknown .npy format version 7");
+  // A minor version NumPy does not know either (nnc-torch-run's fuzzer).
+  P = npyFile("minor.npy", Good, 24, 1, static_cast<char>(128));
+  EXPECT_EQ(ErrorOf(P),
+            "input '" + P + "' has an unknown .npy format version 1.128");
   P = npyFile("nodtype.npy", "{'fortran_order': False, 'shape': (2, 3), }\n", 24);
   EXPECT_EQ(ErrorOf(P), "input '" + P + "' has no dtype in its .npy header");
   P = npyFile("noshape.npy", "{'descr': '<f4', 'fortran_order': False, }\n", 24);
