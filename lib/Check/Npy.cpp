@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/Check/Npy.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 namespace nnc {
@@ -97,6 +99,19 @@ bool parseNpy(const std::string &Data, std::string &Descr,
   }
   std::string Header = Data.substr(Start, HeaderLen);
   DataStart = Start + HeaderLen;
+  // A dict's text, padded with spaces and a newline, as NumPy writes and
+  // reads it: anything else (data bytes a longer length field takes in)
+  // is no header.
+  size_t First = Header.find_first_not_of(" "),
+         Last = Header.find_last_not_of(" \n");
+  bool Text = std::all_of(Header.begin(), Header.end(), [](char C) {
+    return C == '\n' || (C >= 32 && C <= 126);
+  });
+  if (!Text || First == std::string::npos || Header[First] != '{' ||
+      Header[Last] != '}') {
+    Why = "has a .npy header that is not a dict's text";
+    return false;
+  }
   std::string D = npyField(Header, "descr");
   if (D.size() < 2) {
     Why = "has no dtype in its .npy header";

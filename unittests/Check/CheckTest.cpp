@@ -178,7 +178,11 @@ TEST(Check, MalformedNpyInputsAreErrors) {
                             "np.ascontiguousarray");
   P = npyFile("version.npy", Good, 24, 7);
   EXPECT_EQ(ErrorOf(P), "input '" + P + "' has an unknown .npy format version 7");
-  // A minor version NumPy does not know either (nnc-torch-run's fuzzer).
+  // Data bytes in the header (a length field past the dict), and a
+  // minor version NumPy does not know either (nnc-torch-run's fuzzer).
+  P = npyFile("garbage.npy", Good.substr(0, Good.size() - 1) + "\x01\x02\n", 24);
+  EXPECT_EQ(ErrorOf(P),
+            "input '" + P + "' has a .npy header that is not a dict's text");
   P = npyFile("minor.npy", Good, 24, 1, static_cast<char>(128));
   EXPECT_EQ(ErrorOf(P),
             "input '" + P + "' has an unknown .npy format version 1.128");
