@@ -198,19 +198,10 @@ public:
   /// A size or stride: like compile(E), but a step that overflows, or a
   /// negative stride, is a run-time error (What names the buffer).
   ExprFn compileSize(const Expr &E, const std::string &What, bool IsStride) {
-    std::vector<std::pair<std::string, unsigned>> Slots;
-    for (const std::string &N : varsOf(E))
-      Slots.push_back({N, lookup(N, E->Loc)});
     SourceLoc L = E->Loc;
-    return [E, Slots, L, What, IsStride](State &S) {
-      auto Lookup = [&](const std::string &N) -> std::optional<int64_t> {
-        for (const auto &[Name, Slot] : Slots)
-          if (Name == N)
-            return S.Slots[Slot].I;
-        return std::nullopt;
-      };
+    return [E, Eval = sizeEvaluator(E, L), L, What, IsStride](State &S) {
       std::string Why;
-      auto R = evaluateSize(E, Lookup, Why);
+      auto R = Eval(S, Why);
       if (!R)
         fail(L, "a size of " + What + " (" + toString(E) + ") " + Why);
       if (IsStride && *R < 0)
@@ -218,6 +209,26 @@ public:
       Val Out;
       Out.I = *R;
       return Out;
+    };
+  }
+
+  /// E evaluated as evaluateSize does, every step checked, with the
+  /// variables in scope at L: nullopt with Why set where a step overflows.
+  std::function<std::optional<int64_t>(State &, std::string &)>
+  sizeEvaluator(const Expr &E, SourceLoc L) {
+    std::vector<std::pair<std::string, unsigned>> Slots;
+    for (const std::string &N : varsOf(E))
+      Slots.push_back({N, lookup(N, L)});
+    return [E, Slots](State &S, std::string &Why) {
+      return evaluateSize(
+          E,
+          [&](const std::string &N) -> std::optional<int64_t> {
+            for (const auto &[Name, Slot] : Slots)
+              if (Name == N)
+                return S.Slots[Slot].I;
+            return std::nullopt;
+          },
+          Why);
     };
   }
 
@@ -692,33 +703,16 @@ StmtFn Compiler::compileParallelCall(const ParallelCall *Op, State &S) {
   // compiled code (taskSizeChecks): a failed step or another value stops
   // the call.
   struct SizeCheck {
-    std::function<std::optional<int64_t>(State &)> Declared;
+    std::function<std::optional<int64_t>(State &, std::string &)> Declared;
     int Buf;
     bool Stride;
     size_t Dim;
     std::string Message;
   };
   std::vector<SizeCheck> Checks;
-  for (const TaskSizeCheck &C : taskSizeChecks(*Op)) {
-    std::vector<std::pair<std::string, unsigned>> Slots;
-    for (const std::string &N : varsOf(C.Declared))
-      Slots.push_back({N, lookup(N, Op->Loc)});
-    Expr E = C.Declared;
-    auto Declared = [E, Slots](State &S) {
-      std::string Why;
-      return evaluateSize(
-          E,
-          [&](const std::string &N) -> std::optional<int64_t> {
-            for (const auto &[Name, Slot] : Slots)
-              if (Name == N)
-                return S.Slots[Slot].I;
-            return std::nullopt;
-          },
-          Why);
-    };
-    Checks.push_back({Declared, CallerBuf[C.Arg], C.Stride, C.Dim,
-                      C.message(*Op)});
-  }
+  for (const TaskSizeCheck &C : taskSizeChecks(*Op))
+    Checks.push_back({sizeEvaluator(C.Declared, Op->Loc), CallerBuf[C.Arg],
+                      C.Stride, C.Dim, C.message(*Op)});
   SourceLoc Loc = Op->Loc;
   // Iterations may run in any order; the reference runs them in order.
   return [TP, Start, Stop, Scalars, CallerBuf, Checks, Loc](State &S) {
@@ -726,7 +720,8 @@ StmtFn Compiler::compileParallelCall(const ParallelCall *Op, State &S) {
       const RtBuf &B = S.Bufs[C.Buf];
       if (C.Stride && B.Dims[C.Dim] == 1)
         continue;
-      auto V = C.Declared(S);
+      std::string Why;
+      auto V = C.Declared(S, Why);
       if (!V || *V != (C.Stride ? B.Strides[C.Dim] : B.Dims[C.Dim]))
         fail(Loc, C.Message);
     }
