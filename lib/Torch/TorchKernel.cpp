@@ -441,12 +441,47 @@ private:
       return Bad("element type " + std::string(dtypeName(P.Buf->Type)) +
                  " is expected, not " + std::string(c10::toString(
                                             T.scalar_type())));
+    if (T.layout() != c10::kStrided)
+      return Bad("it is a " + std::string(c10::toString(T.layout())) +
+                 " tensor; nnc-jit kernels take strided (dense) tensors");
+    if (std::optional<std::string> Why = outsideStorage(T))
+      return Bad(*Why);
     BufferArg B;
     B.Data = T.data_ptr();
     B.Type = *Ty;
     B.Shape.assign(T.sizes().begin(), T.sizes().end());
     B.Strides.assign(T.strides().begin(), T.strides().end());
     return Arg(std::move(B));
+  }
+
+  /// Why the elements of T do not all lie in its storage, if they do not.
+  /// A tensor unpickled from a file has the sizes, strides and offset the
+  /// file gives, over a storage as long as the file's record: PyTorch does
+  /// not check that they agree, and a kernel would read past it.
+  static std::optional<std::string> outsideStorage(const at::Tensor &T) {
+    if (T.numel() == 0)
+      return std::nullopt;
+    if (!T.has_storage())
+      return "it has no storage";
+    // The last element's offset, in elements; every step checked.
+    int64_t Last = T.storage_offset();
+    bool Overflow = Last < 0;
+    for (int64_t D = 0; D < T.dim(); ++D) {
+      int64_t Step;
+      Overflow |= T.stride(D) < 0 ||
+                  __builtin_mul_overflow(T.size(D) - 1, T.stride(D), &Step) ||
+                  __builtin_add_overflow(Last, Step, &Last);
+    }
+    int64_t End;
+    Overflow |= __builtin_add_overflow(Last, 1, &End) ||
+                __builtin_mul_overflow(End, int64_t(T.element_size()), &End);
+    size_t Bytes = T.storage().nbytes();
+    if (Overflow || static_cast<uint64_t>(End) > Bytes)
+      return "its sizes " + shapeText(T.sizes()) + ", strides " +
+             shapeText(T.strides()) + " and offset " +
+             std::to_string(T.storage_offset()) + " reach past its storage of " +
+             std::to_string(Bytes) + " bytes";
+    return std::nullopt;
   }
 
   std::string Text;
@@ -492,6 +527,7 @@ torch::jit::Module load(const std::string &Path, const LoadOptions &O) {
   Options.push_back("cache_dir=" + (Cache == "none" ? "" : Cache));
   if (O.Threads)
     Options.push_back("threads=" + std::to_string(O.Threads));
+  checkArchiveStorages(Path);
   // One load at a time: the overrides are the process's while it runs.
   static std::mutex Mu;
   std::lock_guard<std::mutex> L(Mu);
@@ -568,6 +604,10 @@ TORCH_LIBRARY(nncjit, m) {
   m.def("set_load_options(str[] options) -> ()",
         [](const std::vector<std::string> &O) {
           nnc::libtorch::setLoadOptions(O);
+        });
+  m.def("check_archive_storages(str path) -> ()",
+        [](const std::string &Path) {
+          nnc::libtorch::checkArchiveStorages(Path);
         });
   m.def("stats() -> int[]", []() {
     nnc::libtorch::Stats S = nnc::libtorch::stats();

@@ -598,6 +598,61 @@ def test_a_file_cannot_choose_how_safely_its_kernels_run(tmp_path, planted):
         torch.testing.assert_close(loaded(x), m(x), rtol=1e-4, atol=1e-5)
 
 
+def _edit_records(src, name, edit, tag="edited"):
+    """A copy of the saved model src whose records ending in name are
+    edit(bytes); returns its path (src's, with -tag before .pt)."""
+    dst = src[:-len(".pt")] + "-%s.pt" % tag
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            b = zin.read(info.filename)
+            zout.writestr(info, edit(b) if info.filename.endswith(name) else b)
+    return dst
+
+
+def test_a_storage_smaller_than_its_tensors_is_refused_at_load(torch_run, tmp_path):
+    # Issue 62: PyTorch's unpickler makes a storage of the element count
+    # its pickle gives, over a record that may be shorter, and rebuilds a
+    # tensor of any sizes over a storage: a kernel given one read past it.
+    path = _saved(tmp_path)
+    xp = str(tmp_path / "x.npy")
+    np.save(xp, np.zeros((1, 3, 16, 16), np.float32))
+    short = _edit_records(path, "constants/0", lambda b: b[:16], "short")
+    # The first storage's element count, made 1 (the record stays).
+    counted = _edit_records(path, "constants.pkl", lambda b: re.sub(
+        rb"(X\x03\x00\x00\x00cpuq.)(K.|M..|J....)t", lambda m: m.group(1) + b"K\x01t",
+        b, count=1, flags=re.S), "counted")
+    record = (r"constants.pkl: storage 'constants/0' holds 16 bytes; its \d+ elements "
+              r"of torch.FloatStorage take \d+")
+    past = (r"constants.pkl: a tensor's offset, sizes and strides reach past its "
+            r"storage of 1 elements")
+    for bad, message in ((short, record), (counted, past)):
+        with pytest.raises(nncjit.Error, match=r"^%s: cannot load the model: %s$" % (
+                re.escape(bad), message)):
+            nt.load(bad, cache_dir="none")
+        r = _run(torch_run, bad, "--input", xp, "--cache-dir", "none")
+        assert r.returncode == 1 and re.fullmatch(
+            r"nnc-torch-run: error: cannot load model '%s': %s\n" % (re.escape(bad), message),
+            r.stderr), r.stderr
+    # torch.jit.load checks no archive: the kernel refuses the constant.
+    with pytest.raises(RuntimeError, match=r"argument '\w+' of nncjit kernel '\w+': its "
+                       r"sizes \[[\d, ]+\], strides \[[\d, ]+\] and offset 0 reach past "
+                       r"its storage of 4 bytes"):
+        torch.jit.load(counted)
+
+
+def test_a_load_error_that_starts_with_a_newline_keeps_its_text(torch_run, tmp_path):
+    # Issue 62: PyTorch's "\nUnknown type name ..." became an empty reason.
+    path = _saved(tmp_path)
+    bad = _edit_records(path, "constants.pkl",
+                        lambda b: b.replace(b"nncjit\nKernel", b"nncjit\nKernex"))
+    message = "Unknown type name '__torch__.torch.classes.nncjit.Kernex':"
+    with pytest.raises(nncjit.Error, match=re.escape(": cannot load the model: " + message)):
+        nt.load(bad)
+    r = _run(torch_run, bad)
+    assert r.returncode == 1 and r.stderr == "nnc-torch-run: error: cannot load model " \
+        "'%s': %s\n" % (bad, message), r.stderr
+
+
 def test_an_unsafe_cache_directory_is_said_not_used_at_load(torch_run, tmp_path):
     # Issue 62: nncjit.torch.load and nnc-torch-run say that they do not use
     # a cache directory others can write, as nnc-jit does.

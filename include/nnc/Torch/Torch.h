@@ -13,7 +13,8 @@
 //                           (dtypes, shapes and strides)
 //   nncjit::run(Kernel, Tensor[]) -> Tensor[]
 //                           runs it on them; returns its outputs
-//   nncjit::set_load_options(str[]), nncjit::stats() -> int[]
+//   nncjit::set_load_options(str[]), nncjit::stats() -> int[],
+//   nncjit::check_archive_storages(str path)
 //
 // A saved model's graph calls each kernel behind accepts(), with PyTorch's
 // own ops as the other branch (docs/python.md, "Saving and loading").
@@ -53,8 +54,15 @@ struct LoadOptions {
 
 /// Loads a model saved by OptimizedModule.save() (or any TorchScript file;
 /// torch::jit::load's errors are its own) with its kernels compiled under
-/// O. Bad kernel state is a c10::Error that names the kernel.
+/// O, once checkArchiveStorages has passed. Bad kernel state is a
+/// c10::Error that names the kernel.
 torch::jit::Module load(const std::string &Path, const LoadOptions &O = {});
+
+/// Checks that each storage the TorchScript archive at Path refers to has
+/// a record that holds it: a c10::Error where one is shorter than its
+/// element count (PyTorch's unpickler does not check, and the storage it
+/// makes reaches past the record's memory).
+void checkArchiveStorages(const std::string &Path);
 
 /// The kernels made in this process, how many of them were compiled (the
 /// others came from the persistent cache), how many loaded ones were saved

@@ -43,6 +43,15 @@ class GroupReport:
                                        where)
 
 
+def first_line(error):
+    """The first line of an error's text that says something (PyTorch's
+    messages often start with a newline), else the error's type."""
+    for line in str(error).split("\n"):
+        if line.strip():
+            return line.strip()
+    return type(error).__name__
+
+
 class _Unsupported(Exception):
     """A group that cannot be written as a .nnc kernel."""
 

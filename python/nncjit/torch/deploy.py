@@ -18,6 +18,7 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _TENSOR, _signature
+from .common import first_line
 from .fx_script import insert_fx, insert_node
 from .kernels import TorchKernel, operator_library, option_strings
 from .rewrite import _GROUPS
@@ -567,10 +568,11 @@ def load(path, *, threads=None, cache_dir=None, **compile_options):
     with _LOAD_LOCK:
         _torch.ops.nncjit.set_load_options(option_strings(overrides))
         try:
+            _torch.ops.nncjit.check_archive_storages(str(path))
             module = _torch.jit.load(path, _extra_files=extra)
         except (RuntimeError, ValueError) as e:
             raise _nncjit.Error("%s: cannot load the model: %s" % (
-                path, str(e).split("\n")[0])) from None
+                path, first_line(str(e)))) from None
         finally:
             _torch.ops.nncjit.set_load_options([])
     try:

@@ -10,7 +10,7 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _copy as _copy_strided, _in_double, _verdict
-from .common import GroupReport
+from .common import GroupReport, first_line
 from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
 from .opgraph import from_fx, mutates, written_attributes
@@ -158,7 +158,7 @@ class _RegionCall(_torch.nn.Module):
             r = self.function(*_kernel_args(inputs))
         except _nncjit.Error as e:
             if self.recording and self.refused is None:
-                self.refused = ([_copy(t) for t in inputs], str(e).split("\n")[0])
+                self.refused = ([_copy(t) for t in inputs], first_line(e))
             return tuple(self.fallback(*inputs))
         return (r,) if self.n_outputs == 1 else tuple(r)
 
@@ -312,7 +312,7 @@ def _backend(gm, example_inputs, check, rtol, atol, fuse_attention, compile_opti
             want = [interp.values[v.producer.node] for v in region.outputs]
             function = _compile_region(region, inputs, want, fallback, *settings, entry)
         except (Unsupported, _nncjit.Error) as e:
-            entry.reason = str(e).split("\n")[0]
+            entry.reason = first_line(e)
             continue
         except Exception as e:  # noqa: BLE001 (a defect: the region stays PyTorch's)
             entry.reason = "the lowering failed: %s: %s" % (type(e).__name__, e)
@@ -368,7 +368,7 @@ def _settle(gm, calls, regions, report, example_inputs, settings, rounds=8):
                     c.function = _compile_region(region, inputs, want, c.fallback, *settings,
                                                  report[index])
                 except (Unsupported, _nncjit.Error) as e:
-                    given_up[index] = str(e).split("\n")[0]
+                    given_up[index] = first_line(e)
         given_up.update((i, c.refused[1]) for i, c in refusing.items())
         for index, why in given_up.items():
             calls[index].function = None

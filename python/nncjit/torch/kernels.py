@@ -9,6 +9,7 @@ import warnings
 import torch as _torch
 
 from .. import _nncjit
+from .common import first_line
 
 
 _LIBRARY_NAME = "libnncjit_torch.so"
@@ -120,7 +121,7 @@ class TorchKernel:
             outs = self.kernel.run([x if isinstance(x, _torch.Tensor) else _torch.tensor(x)
                                     for x in inputs])
         except RuntimeError as e:
-            raise _nncjit.Error(str(e).split("\n")[0]) from None
+            raise _nncjit.Error(first_line(e)) from None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -137,5 +138,5 @@ def compile_kernel(text, compile_options, constants):
         kernel = _torch.classes.nncjit.Kernel(text, option_strings(compile_options),
                                               names, values)
     except RuntimeError as e:
-        raise _nncjit.Error(str(e).split("\n")[0].replace("nncjit.Kernel: ", "")) from None
+        raise _nncjit.Error(first_line(e).replace("nncjit.Kernel: ", "")) from None
     return TorchKernel(kernel)

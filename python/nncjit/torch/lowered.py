@@ -7,6 +7,7 @@ import torch as _torch
 
 from . import deploy as _deploy
 from .capture import _with_defaults
+from .common import first_line
 from .check import (_TENSOR, _copy, _in_double, _matches, _nested_tensors, _others,
                     _signature, _verdict)
 from .fx_backend import backend
@@ -170,7 +171,7 @@ def lower(sm, example_inputs, options, defaults):
     try:
         gm = trace()
     except Exception as e:  # noqa: BLE001 (whatever the trace meets, optimize goes on)
-        first = str(e).strip().split("\n")[0] or type(e).__name__
+        first = first_line(e)
         return None, ("tracing it into ATen ops failed (a tensor's value decides what runs, "
                       "or an op cannot be traced): %s" % first)
     for node in gm.graph.nodes:
@@ -190,7 +191,7 @@ def lower(sm, example_inputs, options, defaults):
             got = _nested_tensors(model(*example_inputs))
     except Exception as e:  # noqa: BLE001 (a defect: the fusion groups run the model)
         return None, "the lowering failed: %s: %s" % (type(e).__name__,
-                                                       str(e).strip().split("\n")[0])
+                                                       first_line(e))
     # The backend rewrote gm: a trace of its own runs in float64 where the
     # results differ.
     why = None if len(got) == len(want) else "%d outputs, not %d" % (len(got), len(want))

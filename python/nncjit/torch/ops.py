@@ -8,7 +8,7 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _copy, _matches, _signature, _verdict
-from .common import GroupReport, _Unsupported
+from .common import GroupReport, _Unsupported, first_line
 from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _kernel_text
 from .rewrite import _GROUPS, _call_group
@@ -161,7 +161,7 @@ class _OpKernel:
             text, constants = self._write(x)
             fn = compile_kernel(text, self.options["compile"], constants)
         except (_Unsupported, _nncjit.Error) as e:
-            self.report.reason = "input %s: %s" % (list(x.shape), str(e).split("\n")[0])
+            self.report.reason = "input %s: %s" % (list(x.shape), first_line(e))
             return None
         self.report.kernel = text
         if self.options["check"]:

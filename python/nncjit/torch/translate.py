@@ -6,7 +6,8 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _copy, _matches, _verdict
-from .common import _DTYPES, GroupReport, _Unsupported, _scalar_type, _tensor_type
+from .common import (_DTYPES, GroupReport, _Unsupported, _scalar_type, _tensor_type,
+                     first_line)
 from .kernels import compile_kernel
 from .kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
 
@@ -241,7 +242,7 @@ class _Group:
         except _Unsupported as e:
             self.report.reason = str(e)
         except _nncjit.Error as e:
-            self.report.reason = "nnc-jit cannot compile it: " + str(e).split("\n")[0]
+            self.report.reason = "nnc-jit cannot compile it: " + first_line(e)
 
     def compile(self, options, built=False):
         """Writes and compiles the kernel (unless build() did); with
@@ -456,7 +457,7 @@ def _codegen_stmt(graph):
     try:
         return str(C._te.TensorExprKernel(graph).get_codegen_stmt())
     except Exception as e:  # noqa: BLE001
-        raise _Unsupported("NNC cannot lower it: %s" % str(e).split("\n")[0])
+        raise _Unsupported("NNC cannot lower it: %s" % first_line(e))
     finally:
         C._jit_set_te_must_use_llvm_cpu(must)
         C._jit_texpr_set_fallback_allowed(fallback)
