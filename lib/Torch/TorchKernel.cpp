@@ -442,7 +442,7 @@ private:
                  " is expected, not " + std::string(c10::toString(
                                             T.scalar_type())));
     if (T.layout() != c10::kStrided)
-      return Bad("it is a " + std::string(c10::toString(T.layout())) +
+      return Bad("it is a " + c10::str(T.layout()) +
                  " tensor; nnc-jit kernels take strided (dense) tensors");
     if (std::optional<std::string> Why = outsideStorage(T))
       return Bad(*Why);

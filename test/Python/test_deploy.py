@@ -751,6 +751,8 @@ def test_kernel_arguments_at_the_boundary_are_refused_never_wrapped():
         ([a, torch.tensor(1e30), torch.tensor(1)], r"an integer \(i32\) is expected, not Float"),
         ([torch._neg_view(a), torch.tensor(1), torch.tensor(1)],
          "it is a lazily negated or conjugated view"),
+        ([a.to_sparse(), torch.tensor(1), torch.tensor(1)],
+         "it is a Sparse tensor; nnc-jit kernels take strided"),
     ]
     for inputs, message in cases:
         assert not k.accepts(inputs), message
