@@ -601,6 +601,11 @@ TORCH_LIBRARY(nncjit, m) {
   m.def(torch::schema("refused(str why) -> ()",
                       c10::AliasAnalysisKind::CONSERVATIVE),
         [](const std::string &Why) { nnc::libtorch::noteRefusal(Why); });
+  // A copy no pass folds (its side effect, as TorchScript sees it): a
+  // saved graph's result that is a constant is a new tensor at each call.
+  m.def(torch::schema("fresh(Tensor x) -> Tensor",
+                      c10::AliasAnalysisKind::CONSERVATIVE),
+        [](const at::Tensor &X) { return X.clone(); });
   m.def("set_load_options(str[] options) -> ()",
         [](const std::vector<std::string> &O) {
           nnc::libtorch::setLoadOptions(O);

@@ -1089,3 +1089,39 @@ def test_max_shapes_is_a_positive_int(bad):
     m, x = _block()
     with pytest.raises(ValueError, match=r"^nncjit: max_shapes is a positive int, not "):
         nt.optimize(m, [x], max_shapes=bad)
+
+
+class _ConstantResults(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4), requires_grad=False)
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return (self.lin(x).relu(), self.w * 2, torch.relu(self.w) + 1,
+                self.lin.weight.t().contiguous(), self.w.t())
+
+
+@pytest.mark.parametrize("lowering", [None, "fx"])
+def test_results_made_of_constants_are_new_tensors_at_each_call(tmp_path, lowering):
+    # Issue 62: freezing folds w * 2 into a constant, which TorchScript
+    # returned by reference: a caller who wrote to it changed every later
+    # call. Eager computes it anew; a view of an attribute (w.t()) it
+    # returns as it is, and so do the optimized models.
+    m = _ConstantResults().eval()
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        want = [t.clone() for t in m(x)]
+    path = str(tmp_path / "m.pt")
+    optimized = nt.optimize(m, [x], lowering=lowering, check=False)
+    optimized.save(path)
+    for model in (optimized, nt.load(path, cache_dir="none")):
+        with torch.no_grad():
+            first = model(x)
+            for t in first[1:4]:
+                t.add_(100)
+            second = model(x)
+        for got, expected in zip(second[:4], want):
+            torch.testing.assert_close(got, expected)
+        assert [a.data_ptr() == b.data_ptr() for a, b in zip(first, second)] == \
+            [False, False, False, False, True]

@@ -14,7 +14,7 @@
 //   nncjit::run(Kernel, Tensor[]) -> Tensor[]
 //                           runs it on them; returns its outputs
 //   nncjit::set_load_options(str[]), nncjit::stats() -> int[],
-//   nncjit::check_archive_storages(str path)
+//   nncjit::check_archive_storages(str path), nncjit::fresh(Tensor) -> Tensor
 //
 // A saved model's graph calls each kernel behind accepts(), with PyTorch's
 // own ops as the other branch (docs/python.md, "Saving and loading").

@@ -10,6 +10,7 @@ import torch._jit_internal
 import torch._sources
 import torch.jit.frontend
 
+from .rewrite import _register_operator
 from .translate import _Group
 
 
@@ -115,6 +116,7 @@ def _script(module):
         if not (hasattr(sm, "training") and list(sm.parameters())):
             return copy.deepcopy(sm)
         callers = {_storage_of(t) for t in list(module.parameters()) + list(module.buffers())}
+        aliases = [_aliases_attribute(v) for v in _output_leaves(sm.graph)]
         # freeze() makes a module of its own, whose copy shares its graph.
         sm = copy.deepcopy(_torch.jit.freeze(sm))
     finally:
@@ -124,7 +126,68 @@ def _script(module):
         if isinstance(node.output().type(), _torch._C.TensorType) and \
                 _storage_of(node.t("value")) in callers:
             node.t_("value", node.t("value").clone())
+    _fresh_constant_outputs(sm.graph, aliases)
     return sm
+
+
+def _output_leaves(graph):
+    """The values graph returns, through the tuples and lists that build
+    its result, in order."""
+    leaves = []
+
+    def visit(v):
+        n = v.node()
+        if n.kind() in ("prim::TupleConstruct", "prim::ListConstruct"):
+            for i in n.inputs():
+                visit(i)
+        else:
+            leaves.append(v)
+    for o in graph.outputs():
+        visit(o)
+    return leaves
+
+
+# Ops whose result may alias their input, or may be a copy of it.
+_MAY_COPY = ("aten::contiguous", "aten::reshape", "aten::reshape_as", "aten::flatten",
+             "aten::to", "aten::type_as")
+
+
+def _aliases_attribute(v):
+    """Whether the value v is a module attribute or a view of one (eager
+    returns the attribute's own memory)."""
+    n = v.node()
+    while n.kind() != "prim::GetAttr":
+        returns = _torch._C.parse_schema(n.schema()).returns \
+            if n.schema() != "(no schema)" else []
+        alias = returns[0].alias_info if len(returns) == 1 else None
+        if alias is None or alias.is_write or not list(n.inputs()) or \
+                n.kind() in _MAY_COPY:
+            return False
+        n = n.inputsAt(0).node()
+    return True
+
+
+def _fresh_constant_outputs(graph, aliases):
+    """Makes each result of the frozen graph that freezing folded into a
+    constant a new tensor at each call (nncjit_py::fresh, which no pass
+    folds back), as eager computes one (a caller
+    who writes to it must not change later calls), unless it was an
+    attribute or a view of one (aliases: _aliases_attribute of each leaf
+    before freezing), which eager returns as it is."""
+    leaves = _output_leaves(graph)
+    if len(leaves) != len(aliases):
+        aliases = [False] * len(leaves)
+    for v, alias in zip(leaves, aliases):
+        if alias or v.node().kind() != "prim::Constant" or \
+                not isinstance(v.type(), _torch._C.TensorType):
+            continue
+        _register_operator()
+        clone = graph.create("nncjit_py::fresh", [v])
+        clone.insertAfter(v.node())
+        clone.output().setType(v.type())
+        for use in [u for u in v.uses() if u.user.kind() in (
+                "prim::TupleConstruct", "prim::ListConstruct", "prim::Return")]:
+            use.user.replaceInput(use.offset, clone.output())
 
 
 def _storage_of(t):

@@ -252,6 +252,12 @@ def deploy(model, channels_last_inputs):
         _deploy_op(graph, node)
     for node in graph.findAllNodes("nncjit_py::run_group"):
         _deploy_group(graph, node)
+    for node in graph.findAllNodes("nncjit_py::fresh"):
+        fresh = graph.create("nncjit::fresh", list(node.inputs()))
+        fresh.insertBefore(node)
+        fresh.output().setType(node.output().type())
+        node.output().replaceAllUsesWith(fresh.output())
+        node.destroy()
     _layouts(graph, channels_last_inputs, model._contiguous_outputs or ())
     _printable(graph)
     _torch._C._jit_pass_dce(graph)

@@ -1,5 +1,6 @@
-"""The operators the rewritten graph calls (nncjit_py::run_group and
-nncjit_py::run_op, on torch.library), and the rewriting of groups into calls."""
+"""The operators the rewritten graph calls (nncjit_py::run_group,
+nncjit_py::run_op and nncjit_py::fresh, on torch.library), and the rewriting
+of groups into calls."""
 
 
 import torch as _torch
@@ -40,6 +41,11 @@ def _register_operator():
         _LIBRARY.impl("run_group", _run_group, "CPU")
         _LIBRARY.define("run_op(int id, Tensor x) -> Tensor")
         _LIBRARY.impl("run_op", _run_op, "CPU")
+        # A copy that TorchScript never computes once (its side effect, as
+        # it sees it, keeps constant propagation away): the result of a
+        # graph that is a constant is a new tensor at each call.
+        _LIBRARY.define("fresh(Tensor x) -> Tensor", alias_analysis="CONSERVATIVE")
+        _LIBRARY.impl("fresh", _torch.clone, "CPU")
 
 
 def _call_group(graph, gid, inputs, node):
