@@ -38,6 +38,7 @@ import traceback
 import warnings
 
 import torch
+import torch.fx
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -65,7 +66,7 @@ class ModelWriter:
         self.r = random.Random(seed)
         self.init, self.body = [], []
         self.values, self.count = [], 0
-        self.mode = self.r.choice(["script", "script", "trace"])
+        self.mode = self.r.choice(["script", "script", "trace", "fx"])
 
     # names
     def _fresh(self, prefix="v"):
@@ -347,12 +348,49 @@ class ModelWriter:
             expr = "F.gelu(%s, approximate='tanh')" % v.name
         return self._emit(v.kind, v.shape, expr)
 
+    def power(self, v):
+        """pow at the exponents with special forms (sqrt, square, ...):
+        their values at -inf, -0.0 and NaN are PyTorch's."""
+        e = self.r.choice(["0.5", "2.0", "3.0", "-1.0", "-0.5", "0.0", "1.5"])
+        return self._emit(v.kind, v.shape, "torch.pow(%s, %s)" % (v.name, e))
+
+    def buffer_update(self, v):
+        """A buffer that forward updates in place, and reads: each call
+        sees the count of the calls before it."""
+        b = self._fresh("calls")
+        self.init.append("self.register_buffer(%r, torch.zeros(1))" % b)
+        self.body.append("self.%s.add_(1.0)" % b)
+        return self._emit(v.kind, v.shape, "%s * (1.0 + 0.125 * self.%s)" % (v.name, b))
+
+    def extras(self):
+        """Outputs made of the model's own tensors: a random draw (new at
+        each call), a constant's computation (a new tensor at each call in
+        eager), the constant itself or a view of it. Returns their
+        expressions, and the positions among them of the random ones."""
+        r, out, random_ = self.r, [], []
+        for _ in range(r.choice([0, 0, 0, 1, 2])):
+            c = self._fresh("const")
+            shape = r.choice([(4, 6), (3, 5)])
+            self.init.append("self.%s = nn.Parameter(torch.randn%s, requires_grad=False)" %
+                             (c, shape))
+            choice = r.choice(["rand", "dropout", "computed", "itself", "view"])
+            if choice in ("rand", "dropout"):
+                random_.append(len(out))
+            out.append({"rand": "torch.rand_like(self.%s)",
+                        "dropout": "F.dropout(self.%s, 0.5, True)",
+                        "computed": "torch.relu(self.%s) * 2.0",
+                        "itself": "self.%s",
+                        "view": "self.%s.t()"}[choice] % c)
+        return out, random_
+
     IMG_OPS = [("conv", 6), ("batchnorm", 2), ("activation", 4), ("pool", 2),
                ("binary", 3), ("cat", 1), ("split", 1), ("shuffle", 1),
                ("squeeze_excite", 1), ("channel_norm", 1), ("transpose_hw", 1),
-               ("img_softmax", 1), ("masked", 1), ("flatten", 1)]
+               ("img_softmax", 1), ("masked", 1), ("flatten", 1), ("power", 1),
+               ("buffer_update", 1)]
     VEC_OPS = [("linear", 3), ("matmul", 1), ("activation", 2), ("layer_norm", 1),
-               ("softmax", 1), ("binary", 1), ("gate", 1), ("rows", 1), ("boxes", 1)]
+               ("softmax", 1), ("binary", 1), ("gate", 1), ("rows", 1), ("boxes", 1),
+               ("power", 1), ("buffer_update", 1)]
     SEQ_OPS = VEC_OPS + [("attention", 2), ("seq_reshape", 1), ("encoder_layer", 1),
                          ("multihead", 1)]
 
@@ -379,21 +417,27 @@ class ModelWriter:
             ops = {"img": self.IMG_OPS, "seq": self.SEQ_OPS, "vec": self.VEC_OPS}[v.kind]
             op = r.choices([o for o, _ in ops], [w for _, w in ops])[0]
             getattr(self, op)(v)
-        outs = self._outputs(inputs)
-        return self._source(inputs, outs)
+        outs, random_ = self._outputs(inputs)
+        return self._source(inputs, outs, random_)
 
     def _outputs(self, inputs):
+        """The return expression, and the positions of random outputs."""
         made = [v for v in self.values if v not in inputs]
         r = self.r
         picks = [made[-1]] + r.sample(made[:-1], min(len(made) - 1, r.choice([0, 0, 1, 2])))
         names = [v.name for v in picks]
+        extras, random_ = self.extras()
+        random_ = [len(names) + i for i in random_]
+        names += extras
         if len(names) == 1 and r.random() < 0.7:
-            return names[0]
+            return names[0], random_
         if self.mode == "script" and r.random() < 0.4:
-            names.insert(r.randint(0, len(names)), "None")
-        return "(%s,)" % ", ".join(names)
+            at = r.randint(0, len(names))
+            names.insert(at, "None")
+            random_ = [i + (i >= at) for i in random_]
+        return "(%s,)" % ", ".join(names), random_
 
-    def _source(self, inputs, outs):
+    def _source(self, inputs, outs, random_):
         shapes = ", ".join("(%s)" % ", ".join(map(str, v.shape)) for v in inputs)
         cl = (".contiguous(memory_format=torch.channels_last)"
               if self.layout == "channels_last" else "")
@@ -404,6 +448,7 @@ class ModelWriter:
             "import torch.nn.functional as F",
             "",
             "MODE = %r" % self.mode,
+            "RANDOM = %r  # the outputs drawn anew at each call" % random_,
             "",
             "",
             "class Model(nn.Module):",
@@ -459,30 +504,57 @@ def _flat(out):
 
 def difference(got, want, exact=None):
     """Why got is not want within the bridge's tolerance, or None. Equal
-    infinities and NaN in the same positions match. Where a finite result
-    is farther from eager's than the tolerance, exact() (if given: the
-    model in float64) referees: the result passes if it is within the
-    tolerance of float64's, or no farther from it than twice eager's is
-    plus ATOL (the model amplifies float32 rounding, as a layer norm over
-    values that differ by less than its eps does). Written apart from the
-    bridge's own check (nncjit.torch.check) on purpose: the oracle must
-    not share the code it judges."""
+    infinities and NaN in the same positions match. exact() (if given:
+    the model in float64) referees where they differ:
+    - where either result is NaN or infinite, they must be the same,
+      unless eager's float32 result is not the exact one there (a NaN or
+      an infinity the exact result has not, or a finite value grossly off
+      it: an intermediate overflowed, as a sum of squares of 1e30 does),
+      where eager is no oracle;
+    - where both are finite, ours passes if it is within the tolerance of
+      float64's, or no farther from it than twice eager's is plus ATOL
+      (the model amplifies float32 rounding, as a layer norm over values
+      that differ by less than its eps does, or over a row of 1e10 whose
+      spread is its rounding).
+    Written apart from the bridge's own check (nncjit.torch.check) on
+    purpose: the oracle must not share the code it judges."""
     why = _difference(got, want)
-    if why and " differs by " in why and exact is not None:
-        try:
-            reference = _flat(exact())
-        except Exception:  # noqa: BLE001 - an op without float64: no referee
+    if not why or exact is None or " outputs, " in why or " is None" in why or \
+            "eager's " in why.split(":")[0]:
+        return why
+    try:
+        reference = _flat(exact())
+    except Exception:  # noqa: BLE001 - an op without float64: no referee
+        return why
+    for a, b, r in zip(_flat(got), _flat(want), reference):
+        if a is None or _difference(a, b) is None:
+            continue
+        finite = torch.isfinite(a) & torch.isfinite(b)
+        if _difference(a[~finite & _faithful(b, r)], b[~finite & _faithful(b, r)]) or \
+                _difference(a[finite], b[finite]) and not _closer(a[finite], b[finite], r[finite]):
             return why
-        if all(a is None or _closer(a, b, r) for a, b, r in zip(_flat(got), _flat(want), reference)):
-            return None
-    return why
+    return None
+
+
+def _faithful(want, exact):
+    """Where eager's float32 result stands for the exact (float64) one: the
+    same NaN, the same infinity, or finite and not grossly off it (half
+    of it, beyond the tolerance: float32 rounding adds up to less)."""
+    want, exact = want.double(), exact.double()
+    fin = torch.isfinite(exact)
+    bound = ATOL + RTOL * float(exact[fin].abs().max()) if fin.any() else ATOL
+    close = torch.isfinite(want) & ((want - exact).abs() <= bound + 0.5 * exact.abs())
+    return torch.where(fin, close, torch.isnan(want) & torch.isnan(exact) | (want == exact))
 
 
 def _closer(got, want, exact):
     """Whether got is within the tolerance of exact, or no farther from it
-    than twice want plus ATOL, at exact's finite positions."""
+    than twice want plus ATOL, at exact's finite positions (and equal to
+    want at the others)."""
     exact = exact.double()
     fin = torch.isfinite(exact)
+    if _difference(got[~fin], want[~fin]) is not None:
+        return False
     if not fin.any():
         return True
     off = float((got.double()[fin] - exact[fin]).abs().max())
@@ -525,6 +597,67 @@ def _in_double(model, args):
                                                for a in args])
 
 
+def special_inputs(xs, seed):
+    """xs, each made extreme in one way (in its own layout): scaled to
+    1e5..1e30 or to denormals, rows of one value (up to 1e10), or with a
+    tenth of its elements ±0, ±inf, NaN or the smallest denormal. (Not
+    values near the float range's end among ordinary ones: sums of them
+    overflow in one order of summation and not in another, in PyTorch's
+    kernels as in nnc-jit's.)"""
+    r, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    specials = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-45])
+    out = []
+    for x in xs:
+        y = x.clone()
+        regime = r.choice(["large", "tiny", "rows", "specials"])
+        if regime == "large":
+            y.mul_(10.0 ** r.choice([5, 10, 15, 30]))
+        elif regime == "tiny":
+            y.mul_(1e-40)
+        elif regime == "rows":
+            y.copy_(x[..., :1].expand_as(x) * 10.0 ** r.choice([0, 4, 10]))
+        else:
+            pick = specials[torch.randint(len(specials), x.shape, generator=g)]
+            mask = torch.rand(x.shape, generator=g) < 0.1
+            y[mask] = pick[mask]
+        out.append(y)
+    return out
+
+
+def fx_trace(model):
+    """model as a GraphModule, its buffers read (and written) by the graph
+    at each call: symbolic_trace's default runs a buffer's in-place update
+    once, at trace time, and bakes the result in."""
+    tracer = torch.fx.Tracer()
+    tracer.proxy_buffer_attributes = True
+    return torch.fx.GraphModule(model, tracer.trace(model))
+
+
+def _compile(ns, model, xs, threads):
+    """(the model as the bridge takes it: scripted, traced or FX-traced,
+    the bridge's result) or a failure's text."""
+    import nncjit.torch as nt
+    try:
+        # torch warns of its own modules' scripting (TransformerEncoderLayer's
+        # batch_first constant): not the bridge's concern.
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            given = {"trace": lambda: torch.jit.trace(model, xs),
+                     "script": lambda: torch.jit.script(model),
+                     "fx": lambda: fx_trace(model)}[ns["MODE"]]()
+    except Exception as e:  # noqa: BLE001 - a model PyTorch rejects is the generator's bug
+        return "generator: PyTorch cannot %s the model: %s" % (ns["MODE"], e)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if ns["MODE"] == "fx":
+                return given, nt.backend(given, xs, threads=threads), caught
+            return given, nt.optimize(given, xs, threads=threads), caught
+    except Exception:  # noqa: BLE001
+        return "%s raised %s" % ("backend" if ns["MODE"] == "fx" else "optimize",
+                                 _exception())
+
+
 def check(source, threads=2, stats=None):
     """Runs one model through the bridge; returns None or what failed.
     stats, a dict, counts the groups and ops that ran on nnc-jit."""
@@ -534,22 +667,13 @@ def check(source, threads=2, stats=None):
         model, xs = ns["model"](), ns["inputs"]()
     except Exception as e:  # noqa: BLE001 - a model torch rejects is the generator's bug
         return "generator: PyTorch cannot make the model: %s" % e
+    compiled = _compile(ns, model, xs, threads)
+    if isinstance(compiled, str):
+        return compiled
+    given, fast, caught = compiled
+    # Eager from here: tracing ran the model (its buffers, which the traced
+    # module shares, moved on), and compiling must leave them as they are.
     eager = copy.deepcopy(model)
-    try:
-        # torch warns of its own modules' scripting (TransformerEncoderLayer's
-        # batch_first constant): not the bridge's concern.
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            given = (torch.jit.trace(model, xs) if ns["MODE"] == "trace"
-                     else torch.jit.script(model))
-    except Exception as e:  # noqa: BLE001 - a model PyTorch rejects is the generator's bug
-        return "generator: PyTorch cannot %s the model: %s" % (ns["MODE"], e)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fast = nt.optimize(given, xs, threads=threads)
-    except Exception:  # noqa: BLE001
-        return "optimize raised " + _exception()
     # The grammar has no op whose shape or branch depends on the data: the
     # lowering, where optimize chooses it, must take every model.
     refusal = next((str(w.message) for w in caught
@@ -557,20 +681,29 @@ def check(source, threads=2, stats=None):
     if refusal:
         return refusal
     if stats is not None:
-        stats["groups"] = stats.get("groups", 0) + len(fast.groups)
-        stats["ops"] = stats.get("ops", 0) + len(fast.ops)
-        stats["merged"] = stats.get("merged", 0) + sum(len(r.merged) for r in fast.report)
-    # Fresh inputs of the same shapes run the kernels; another batch size
+        if ns["MODE"] == "fx":
+            stats["regions"] = stats.get("regions", 0) + sum(1 for r in fast.report
+                                                             if r.kernel)
+        else:
+            stats["groups"] = stats.get("groups", 0) + len(fast.groups)
+            stats["ops"] = stats.get("ops", 0) + len(fast.ops)
+            stats["merged"] = stats.get("merged", 0) + sum(len(r.merged) for r in fast.report)
+    # Fresh inputs of the same shapes run the kernels, and so do inputs
+    # with special values and extreme magnitudes; another batch size
     # fails the groups' type checks and runs PyTorch's fallback (where the
     # model takes it: a reshape may name the batch size).
     other = [torch.cat([x, x[:1] * 0.5]) for x in xs]
     try:
         with torch.no_grad():
-            eager(*other)
+            copy.deepcopy(eager)(*other)
     except Exception:  # noqa: BLE001 - eager refuses it: nothing to compare
         other = None
+    if ns["MODE"] == "fx":
+        other = None  # backend's regions take the example's shapes only.
+    random_, draws = ns.get("RANDOM", []), []
     for name, args in (("the example inputs", xs),
                        ("fresh inputs", ns["inputs"](ns_seed(ns) + 1)),
+                       ("special values", special_inputs(xs, ns_seed(ns) + 2)),
                        ("another batch size", other)):
         if args is None:
             continue
@@ -588,11 +721,24 @@ def check(source, threads=2, stats=None):
         if args is not other and refused:
             return "on %s: kernels refused their inputs %d times (PyTorch's ops " \
                 "ran in their place)" % (name, refused)
+        before = copy.deepcopy(eager)  # Its buffers as the call finds them.
         with torch.no_grad():
             want = eager(*args)
-        why = difference(got, want, lambda: _in_double(eager, args))
+        got, want = _flat(got), _flat(want)
+        draws.append([got[i] for i in random_ if i < len(got)])
+        why = difference([None if i in random_ else t for i, t in enumerate(got)],
+                         [None if i in random_ else t for i, t in enumerate(want)],
+                         lambda: _in_double(before, args))
         if why:
             return "on %s: %s" % (name, why)
+        # A caller may write to what it is given: later calls must not see it.
+        with torch.no_grad():
+            for t in got + want:
+                if t is not None:
+                    t.add_(1.0)
+    for i, draw in enumerate(zip(*draws)):
+        if any(torch.equal(a, b) for a, b in zip(draw, draw[1:])):
+            return "random output %d is the same at two calls" % random_[i]
     # A group or op left to PyTorch; an op kernel refuses an input shape
     # when it first sees it, and keeps its other shapes on nnc-jit.
     # On the lowering, an op it does not cover runs in PyTorch by design.
@@ -623,9 +769,17 @@ REPRODUCER = '''
 if __name__ == "__main__":
     # Standalone reproducer: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE
     import nncjit.torch as nt
+    import copy
+    import torch.fx
     m, xs = model(), inputs()
-    given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
-    fast = nt.optimize(given, xs, threads=2)
+    if MODE == "fx":
+        tracer = torch.fx.Tracer()
+        tracer.proxy_buffer_attributes = True
+        fast = nt.backend(torch.fx.GraphModule(m, tracer.trace(m)), xs, threads=2)
+    else:
+        given = torch.jit.trace(m, xs) if MODE == "trace" else torch.jit.script(m)
+        fast = nt.optimize(given, xs, threads=2)
+    m = copy.deepcopy(m)
     print(fast.summary())
     with torch.no_grad():
         got, want = fast(*xs), m(*xs)

@@ -86,6 +86,10 @@ public:
     Value *S = pow2(T);
     Value *M = fma(S, fma(Q, B.CreateFMul(H, H), H), fma(S, f(0.5f), f(-0.5f)));
     Value *Y = B.CreateFDiv(M, B.CreateFAdd(M, f(1.f)));
+    // tanh |x| <= |x|, which the rounding of m and of the quotient may
+    // break by an ulp where tanh x rounds to x: tanh(x) - x then took the
+    // wrong sign (and pow(tanh(x) - x, 0.5) NaN where PyTorch's is 0).
+    Y = B.CreateSelect(B.CreateFCmpOGT(Y, A), A, Y);
     return B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, Y, X);
   }
 

@@ -4,7 +4,10 @@
 #include "nnc/IR/Printer.h"
 #include "nnc/Runtime/Runtime.h"
 
+#include "SourceDigest.inc" // NNC_SOURCE_DIGEST, generated (CMakeLists.txt)
+
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -132,7 +135,11 @@ public:
 
   std::string cacheKey(const Kernel &K) const {
     std::ostringstream OS;
+    // The compiler's sources and LLVM: another build of nnc-jit (an
+    // upgrade, a fix of its code generation) compiles anew.
     OS << "nnc-jit cache v" << ObjectCache::FormatVersion << '\n'
+       << "compiler=" << NNC_SOURCE_DIGEST << " llvm=" << LLVM_VERSION_STRING
+       << '\n'
        << "cpu=" << CPU << '\n'
        << "features=" << Features << '\n'
        << "contract=" << Contract << " vector-width=" << VectorWidth << '\n'

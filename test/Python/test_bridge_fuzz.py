@@ -87,6 +87,21 @@ def test_oracle_compares_special_values():
     assert "NaN" in bridge_fuzz.difference(torch.tensor([float("nan"), 2.0]), eager,
                                            lambda: got.double())
 
+    # Where eager's float32 result is not the exact one (an intermediate
+    # overflowed: inf where float64 is finite, or NaN, or grossly off),
+    # eager is no oracle; elsewhere special values must match.
+    exact = torch.tensor([3.0e38, 1.0, 2.0]).double()
+    assert bridge_fuzz.difference(torch.tensor([3.0e38, 1.0, 2.0]),
+                                  torch.tensor([inf, 1.0, 2.0]), lambda: exact) is None
+    assert bridge_fuzz.difference(torch.tensor([nan, 1.0, 2.0]),
+                                  torch.tensor([inf, 1.0, 2.0]), lambda: exact) is None
+    assert bridge_fuzz.difference(torch.tensor([1.0, 0.0, 2.0]),
+                                  torch.tensor([1.0, nan, 2.0]), lambda: exact) is None
+    assert "NaN" in bridge_fuzz.difference(torch.tensor([3.0e38, nan, 2.0]),
+                                           torch.tensor([inf, 1.0, 2.0]), lambda: exact)
+    assert "infinities" in bridge_fuzz.difference(
+        torch.tensor([inf, 1.0, 2.0]), torch.tensor([3.0e38, 1.0, 2.0]), lambda: exact)
+
     def no_float64():
         raise RuntimeError("no kernel for Double")
     assert "differs by" in bridge_fuzz.difference(got, eager, no_float64)

@@ -198,7 +198,8 @@ def test_check_referees_a_difference_with_float64():
 
 def test_group_closer_to_float64_than_pytorch_stays_on_nncjit():
     # a * b - c with c = a * b: PyTorch rounds the product, nnc-jit's fma
-    # does not, and the cancellation times 1e4 puts them 1e-3 apart. The
+    # (fp_contract=True; the bridge's default is PyTorch's rounding) does
+    # not, and the cancellation times 1e4 puts them 1e-3 apart. The
     # group's check referees with its ops in float64, which nnc-jit is
     # within 1e-6 of (PyTorch 1e-3).
     def f(a, b, c):
@@ -207,10 +208,35 @@ def test_group_closer_to_float64_than_pytorch_stays_on_nncjit():
     torch.manual_seed(0)
     a, b = torch.rand(64) + 1, torch.rand(64) + 1
     c = a * b
-    fast = nt.optimize(torch.jit.script(f), [a, b, c], lowering=False)
+    fast = nt.optimize(torch.jit.script(f), [a, b, c], lowering=False, fp_contract=True)
     assert len(fast.groups) == 1 and all(r.on_nncjit for r in fast.report), fast.summary()
     exact = (a.double() * b.double() - c.double()) * 1e4
     assert float((fast(a, b, c).double() - exact).abs().max()) < 1e-6
+
+
+class _Scores(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = torch.nn.Linear(16, 24, bias=False), torch.nn.Linear(16, 24)
+
+    def forward(self, x):
+        s = torch.matmul(self.q(x), self.k(x).transpose(1, 2)) * 0.204124
+        return torch.matmul(torch.softmax(s, -1), x)
+
+
+@pytest.mark.parametrize("lowering", [False, True])
+def test_each_op_is_rounded_as_pytorch_rounds_it(lowering):
+    # Issue 62: softmax's exponent s * 0.204124 - max was one fma, the
+    # product unrounded where the row's maximum had it rounded: 512 apart
+    # for scores of 1e10, so exp gave inf and the row NaN. The bridge
+    # compiles with fp_contract=False unless told otherwise.
+    torch.manual_seed(0)
+    m, x = _Scores().eval(), torch.randn(3, 12, 16)
+    fast = nt.optimize(m, [x], lowering=lowering)
+    for scale in (1e5, 1e6):
+        with torch.no_grad():
+            got, want = fast(x * scale), m(x * scale)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5 * scale)
 
 
 def test_masked_softmax_with_rows_of_minus_infinity():

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "nnc/Check/MathAccuracy.h"
 #include "nnc/API/Error.h"
+#include "nnc/Parse/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -108,6 +109,38 @@ TEST(MathAccuracy, InlineFunctionsOnAVX2WithoutAVX512) {
   CompileOptions O;
   O.CPU = "haswell";
   expectAccurate(O, "haswell", true);
+}
+
+TEST(MathAccuracy, InlineTanhIsNoLargerThanItsArgument) {
+  // |tanh x| <= |x|: where tanh x rounds to x, tanh(x) - x must not take
+  // the wrong sign (pow(tanh(x) - x, 0.5) was NaN where PyTorch's is 0).
+  auto K = parseKernel(R"(
+kernel gap(in x: f32[N], out y: f32[N], N: int64_t) {
+  for (int64_t i = 0ll; i < N; i++) {
+    y[i] = (tanh(x[i])) - (x[i]);
+  }
+}
+)",
+                       "", "gap.nnc");
+  ASSERT_TRUE(!!K) << errorText(K.takeError());
+  for (const char *CPU : {"", "haswell"}) {
+    CompileOptions O;
+    O.CPU = CPU;
+    auto F = Compiler(O).compile(*K);
+    ASSERT_TRUE(!!F) << errorText(F.takeError());
+    std::vector<float> X, Y;
+    for (float V = 1e-8f; V < 0.1f; V *= 1.0001f) {
+      X.push_back(V);
+      X.push_back(-V);
+    }
+    Y.resize(X.size());
+    int64_t N = static_cast<int64_t>(X.size());
+    ASSERT_FALSE(!!F->call({BufferArg::of(X.data(), {N}),
+                            BufferArg::of(Y.data(), {N}), N}));
+    for (size_t I = 0; I < X.size(); ++I)
+      ASSERT_LE(Y[I] * X[I], 0.f)
+          << CPU << ": tanh(" << X[I] << ") - " << X[I] << " = " << Y[I];
+  }
 }
 
 TEST(MathAccuracy, Libmvec) {

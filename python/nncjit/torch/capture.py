@@ -116,7 +116,8 @@ def _script(module):
         if not (hasattr(sm, "training") and list(sm.parameters())):
             return copy.deepcopy(sm)
         callers = {_storage_of(t) for t in list(module.parameters()) + list(module.buffers())}
-        aliases = [_aliases_attribute(v) for v in _output_leaves(sm.graph)]
+        fresh = [_made_of_constants(sm.graph, v) and not _aliases_attribute(v)
+                 for v in _output_leaves(sm.graph)]
         # freeze() makes a module of its own, whose copy shares its graph.
         sm = copy.deepcopy(_torch.jit.freeze(sm))
     finally:
@@ -126,7 +127,7 @@ def _script(module):
         if isinstance(node.output().type(), _torch._C.TensorType) and \
                 _storage_of(node.t("value")) in callers:
             node.t_("value", node.t("value").clone())
-    _fresh_constant_outputs(sm.graph, aliases)
+    _fresh_constant_outputs(sm.graph, fresh)
     return sm
 
 
@@ -167,19 +168,42 @@ def _aliases_attribute(v):
     return True
 
 
-def _fresh_constant_outputs(graph, aliases):
-    """Makes each result of the frozen graph that freezing folded into a
-    constant a new tensor at each call (nncjit_py::fresh, which no pass
-    folds back), as eager computes one (a caller
-    who writes to it must not change later calls), unless it was an
-    attribute or a view of one (aliases: _aliases_attribute of each leaf
-    before freezing), which eager returns as it is."""
+def _made_of_constants(graph, v):
+    """Whether the value v of graph is computed from the module and
+    constants alone (no argument of forward reaches it)."""
+    arguments = set(list(graph.inputs())[1:])
+    seen, todo = set(), [v]
+    while todo:
+        u = todo.pop()
+        if u in arguments:
+            return False
+        if u in seen:
+            continue
+        seen.add(u)
+        nodes = [u.node()]
+        while nodes:
+            n = nodes.pop()
+            todo.extend(n.inputs())
+            for b in n.blocks():  # What a branch or loop reads.
+                nodes.extend(b.nodes())
+                todo.extend(b.returnNode().inputs())
+    return True
+
+
+def _fresh_constant_outputs(graph, fresh):
+    """Makes each result of the frozen graph that eager computes anew at
+    each call from the module alone (fresh: whether each leaf is such,
+    from the graph before freezing) a new tensor at each call, with
+    nncjit_py::fresh, which no pass folds: freezing and constant
+    propagation make it a constant, which TorchScript returns by
+    reference, so that a caller who wrote to it changed later calls. An
+    attribute, or a view of one, eager returns as it is. Where the leaves
+    do not match, each constant tensor leaf is made fresh."""
     leaves = _output_leaves(graph)
-    if len(leaves) != len(aliases):
-        aliases = [False] * len(leaves)
-    for v, alias in zip(leaves, aliases):
-        if alias or v.node().kind() != "prim::Constant" or \
-                not isinstance(v.type(), _torch._C.TensorType):
+    if len(leaves) != len(fresh):
+        fresh = [v.node().kind() == "prim::Constant" for v in leaves]
+    for v, wanted in zip(leaves, fresh):
+        if not wanted or not isinstance(v.type(), _torch._C.TensorType):
             continue
         _register_operator()
         clone = graph.create("nncjit_py::fresh", [v])

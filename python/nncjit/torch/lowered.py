@@ -10,7 +10,7 @@ from .capture import _with_defaults
 from .common import first_line
 from .check import (_TENSOR, _copy, _in_double, _matches, _nested_tensors, _others,
                     _signature, _verdict)
-from .fx_backend import backend
+from .fx_backend import _attributes_written, backend
 from .kernels import TorchKernel, note_refused, operator_library
 
 # TorchScript ops that mark a model as a transformer: the fuser groups
@@ -157,8 +157,18 @@ def lower(sm, example_inputs, options, defaults):
     from torch.fx.experimental.proxy_tensor import make_fx
     inputs = [_copy(x) if isinstance(x, _torch.Tensor) else x for x in example_inputs]
     results = []
+    # Reading the sizes, tracing and the check run the module: a buffer
+    # that forward updates in place (sm's own, which the trace's constants
+    # may share) is put back as it was after each run, so that both sides
+    # of the check start from one state and the model from the caller's.
+    state = [(t, t.detach().clone()) for t in sm.buffers()]
 
+    def restore(more=()):
+        with _torch.no_grad():
+            for t, saved in state + list(more):
+                t.copy_(saved)
     call = _traceable(sm, inputs) or sm
+    restore()
 
     def traced(*xs):
         out = call(*xs)
@@ -169,11 +179,22 @@ def lower(sm, example_inputs, options, defaults):
         with _torch.no_grad():
             return make_fx(traced)(*inputs)
     try:
+        return _lower_traced(sm, example_inputs, options, defaults, inputs, trace,
+                             results, restore)
+    finally:
+        restore()
+
+
+def _lower_traced(sm, example_inputs, options, defaults, inputs, trace, results, restore):
+    """lower's work once its state is saved (restore puts it back)."""
+    try:
         gm = trace()
     except Exception as e:  # noqa: BLE001 (whatever the trace meets, optimize goes on)
         first = first_line(e)
         return None, ("tracing it into ATen ops failed (a tensor's value decides what runs, "
                       "or an op cannot be traced): %s" % first)
+    restore()
+    written = _attributes_written(gm)
     for node in gm.graph.nodes:
         name = getattr(node.target, "__name__", str(node.target))
         if node.op == "call_function" and any(name.startswith(d) for d in _DATA_SHAPED):
@@ -185,10 +206,16 @@ def lower(sm, example_inputs, options, defaults):
         optimized = backend(gm, inputs, check=options["check"], rtol=options["rtol"],
                             atol=options["atol"], **options["compile"])
         model = LoweredModule(sm, optimized, example_inputs, defaults, results[0])
-        with _torch.no_grad():
+        # Both from one state of the random generator (the caller's is
+        # left as it was): a random op's draws then match.
+        with _torch.no_grad(), _torch.random.fork_rng():
+            _torch.manual_seed(0)
             want = _nested_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
                                       for x in example_inputs]))
+            restore(written)
+            _torch.manual_seed(0)
             got = _nested_tensors(model(*example_inputs))
+            restore(written)
     except Exception as e:  # noqa: BLE001 (a defect: the fusion groups run the model)
         return None, "the lowering failed: %s: %s" % (type(e).__name__,
                                                        first_line(e))
@@ -260,8 +287,9 @@ def _traceable(sm, inputs):
 
 
 # Arithmetic whose other operand may be a Python number (its Scalar
-# overload).
-_SCALAR_OPS = ("aten::div", "aten::mul", "aten::add", "aten::sub")
+# overload), in place too (a traced buffer update, `calls.add_(1.0)`).
+_SCALAR_OPS = ("aten::div", "aten::mul", "aten::add", "aten::sub",
+               "aten::div_", "aten::mul_", "aten::add_", "aten::sub_")
 
 
 def _skeleton(out):

@@ -503,9 +503,12 @@ class KernelWriter:
                 guards = ["(%s>=0ll ? 1 : 0) & (%s<%s ? 1 : 0)" % (p, p, _ll(n))
                           for p, n in ((h, x.shape[2]), (w, x.shape[3]))]
                 terms.append("IfThenElse(%s, %s, NEG_INFINITY)" % (" & ".join(guards), e))
+        # Max(t, e) keeps e, the earlier term, where they are equal (0.0
+        # and -0.0): PyTorch's max_pool2d takes a later value only where it
+        # is greater (or NaN).
         e = terms[0]
         for t in terms[1:]:
-            e = "Max(%s, %s, 1)" % (e, t)
+            e = "Max(%s, %s, 1)" % (t, e)
         return e
 
     @staticmethod

@@ -795,10 +795,28 @@ def _add_node(g, node, gm, modules, values, value_of, new_value, written=()):
             op.kind = None
             op.reason = str(e) if isinstance(e, _Unsupported) else \
                 "its arguments are not understood (%s: %s)" % (type(e).__name__, e)
-            op.inputs = [values[a] for a in node.all_input_nodes if a in values]
+            op.inputs = _sources(node, values)
         for v in op.tensor_inputs():
             v.users.append(op)
         g.ops.append(op)
+
+
+def _sources(node, values):
+    """The tensor values node reads, through the nodes that have none (a
+    module returning a tuple, as nn.MultiheadAttention, and its getitem):
+    the partition follows them, so that a region does not depend on
+    itself through such a node."""
+    out, seen, todo = [], set(), list(node.all_input_nodes)
+    while todo:
+        a = todo.pop(0)
+        if a in seen:
+            continue
+        seen.add(a)
+        if a in values:
+            out.append(values[a])
+        else:
+            todo.extend(a.all_input_nodes)
+    return out
 
 
 def _fold_constant(node, values):
