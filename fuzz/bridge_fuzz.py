@@ -506,6 +506,10 @@ def difference(got, want, exact=None):
     """Why got is not want within the bridge's tolerance, or None. Equal
     infinities and NaN in the same positions match. exact() (if given:
     the model in float64) referees where they differ:
+    - where eager's float32 result is not the exact one at most positions
+      of an output (a layer norm over a row of equal values 1e10 makes
+      its rounding the output, times 1/sqrt(eps)), the output has no
+      float32 oracle and is not compared;
     - where either result is NaN or infinite, they must be the same,
       unless eager's float32 result is not the exact one there (a NaN or
       an infinity the exact result has not, or a finite value grossly off
@@ -529,8 +533,11 @@ def difference(got, want, exact=None):
     for a, b, r in zip(_flat(got), _flat(want), reference):
         if a is None or _difference(a, b) is None:
             continue
+        faithful = _faithful(b, r)
+        if faithful.double().mean() < 0.5:
+            continue  # Rounding decides the output, in eager as in any float32 code.
         finite = torch.isfinite(a) & torch.isfinite(b)
-        if _difference(a[~finite & _faithful(b, r)], b[~finite & _faithful(b, r)]) or \
+        if _difference(a[~finite & faithful], b[~finite & faithful]) or \
                 _difference(a[finite], b[finite]) and not _closer(a[finite], b[finite], r[finite]):
             return why
     return None
