@@ -938,3 +938,50 @@ def test_random_ops_on_constants_draw_anew_at_each_call():
     for gm in (torch.fx.symbolic_trace(m), traced(m, x)):
         opt = nt.backend(gm, [x])
         assert not torch.equal(opt(x), opt(x)), opt.summary()
+
+
+class _TupleModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = torch.nn.MultiheadAttention(8, 4, batch_first=True)
+
+    def forward(self, x):
+        s = F.silu(x)
+        a = self.attention(s, s, s, need_weights=False)[0]
+        return F.gelu(a * s)
+
+
+def test_no_region_depends_on_itself_through_a_module_returning_a_tuple():
+    # Issue 62 (found by the bridge fuzzer, seed 1324): symbolic_trace
+    # keeps nn.MultiheadAttention a module whose result is a tuple. Its
+    # getitem read no tensor the partition saw, so silu and `a * s` formed
+    # one region that fed the attention and read its result (lint: "used
+    # before it has been defined").
+    m, x = _TupleModule().eval(), torch.randn(3, 8, 8)
+    opt = nt.backend(torch.fx.symbolic_trace(m), [x])
+    with torch.no_grad():
+        torch.testing.assert_close(opt(x), m(x), rtol=1e-4, atol=1e-5)
+    regions = [r.ops for r in opt.report if r.kernel]
+    assert ["silu"] in regions and not any("silu" in ops and "mul" in ops for ops in regions)
+
+
+def test_max_pool_keeps_the_first_of_equal_values():
+    # Issue 62 (bridge fuzzer, seed 1882): 0.0 and -0.0 are equal, and
+    # PyTorch's max_pool2d keeps the first; 1 / that is +inf or -inf.
+    def f(x):
+        return 1.0 / F.max_pool2d(x, 2)
+
+    x = torch.tensor([[[[-0.0, 0.0], [0.0, -0.0]], [[0.0, -0.0], [-0.0, -0.0]]]])
+    got = run(f, x)(x)
+    assert torch.equal(got, torch.tensor([[[[float("-inf")]], [[float("inf")]]]]))
+
+
+def test_layer_norm_of_a_row_whose_variance_overflows_is_nan():
+    # Issue 62 (bridge fuzzer, seed 5108): the variance of a row of 1e30
+    # overflows; PyTorch's row is NaN, and nnc-jit's was 0 (x - mean times
+    # rsqrt(inf)).
+    x = torch.randn(4, 16)
+    opt = run(lambda x: F.layer_norm(x, (16,)), x)
+    with torch.no_grad():
+        assert torch.isnan(opt(x * 1e30)).all()
+        torch.testing.assert_close(opt(x * 1e15), F.layer_norm(x * 1e15, (16,)))

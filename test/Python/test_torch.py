@@ -978,3 +978,38 @@ def test_max_shapes_with_or_without_the_operator_library():
     assert len(fast.models) == 2
     assert all(f.report and all(r.on_nncjit for r in f.report) for f in fast.models), \
         fast.summary()
+
+
+class _CountingAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(1))
+        self.q = torch.nn.Linear(8, 8)
+        self.w = torch.nn.Parameter(torch.randn(3, 5), requires_grad=False)
+
+    def forward(self, x):
+        self.calls.add_(1.0)
+        s = torch.softmax(torch.matmul(self.q(x), x.transpose(1, 2)), -1)
+        return torch.matmul(s, x) * (1.0 + 0.125 * self.calls), torch.rand_like(self.w)
+
+
+@pytest.mark.parametrize("mode", ["script", "trace"])
+def test_lowering_of_a_model_that_updates_a_buffer_and_draws(mode):
+    # Issue 62 (bridge fuzzer, seeds 46, 341, 1855, 1898): the lowering
+    # read the sizes, traced and checked the model, each run advancing its
+    # buffer, and compared a random draw of one run with another's. Its
+    # check failed (the model ran its fusion groups), or the model started
+    # a step ahead. A traced add_ of a 1-element buffer also failed make_fx.
+    torch.manual_seed(0)
+    m, x = _CountingAttention().eval(), torch.randn(2, 6, 8)
+    given = torch.jit.script(m) if mode == "script" else torch.jit.trace(m, [x], check_trace=False)
+    eager = copy.deepcopy(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        fast = nt.optimize(given, [x], lowering=True)
+    assert isinstance(fast, nt.LoweredModule)
+    for _ in range(3):
+        with torch.no_grad():
+            (got, draw), (want, _) = fast(x), eager(x)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert not torch.equal(draw, fast(x)[1])
