@@ -198,8 +198,8 @@ def test_check_referees_a_difference_with_float64():
 
 def test_group_closer_to_float64_than_pytorch_stays_on_nncjit():
     # a * b - c with c = a * b: PyTorch rounds the product, nnc-jit's fma
-    # (fp_contract=True; the bridge's default is PyTorch's rounding) does
-    # not, and the cancellation times 1e4 puts them 1e-3 apart. The
+    # (the fusion groups' default) does not, and the cancellation times 1e4
+    # puts them 1e-3 apart. The
     # group's check referees with its ops in float64, which nnc-jit is
     # within 1e-6 of (PyTorch 1e-3).
     def f(a, b, c):
@@ -208,7 +208,7 @@ def test_group_closer_to_float64_than_pytorch_stays_on_nncjit():
     torch.manual_seed(0)
     a, b = torch.rand(64) + 1, torch.rand(64) + 1
     c = a * b
-    fast = nt.optimize(torch.jit.script(f), [a, b, c], lowering=False, fp_contract=True)
+    fast = nt.optimize(torch.jit.script(f), [a, b, c], lowering=False)
     assert len(fast.groups) == 1 and all(r.on_nncjit for r in fast.report), fast.summary()
     exact = (a.double() * b.double() - c.double()) * 1e4
     assert float((fast(a, b, c).double() - exact).abs().max()) < 1e-6
@@ -228,8 +228,8 @@ class _Scores(torch.nn.Module):
 def test_each_op_is_rounded_as_pytorch_rounds_it(lowering):
     # Issue 62: softmax's exponent s * 0.204124 - max was one fma, the
     # product unrounded where the row's maximum had it rounded: 512 apart
-    # for scores of 1e10, so exp gave inf and the row NaN. The bridge
-    # compiles with fp_contract=False unless told otherwise.
+    # for scores of 1e10, so exp gave inf and the row NaN. backend's
+    # regions compile with fp_contract=False unless told otherwise.
     torch.manual_seed(0)
     m, x = _Scores().eval(), torch.randn(3, 12, 16)
     fast = nt.optimize(m, [x], lowering=lowering)

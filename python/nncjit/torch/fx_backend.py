@@ -174,6 +174,14 @@ def _compile_region(region, inputs, want, fallback, fuse_attention, compile_opti
     # kernel cache compiles it once (swin_t: 23 texts of 32 regions).
     writer = KernelWriter(region, "region", fuse_attention)
     entry.kernel = writer.write()
+    # A region's expressions span its ops, and PyTorch rounds the result of
+    # every op: a multiply of one fused into the add of the next is not its
+    # arithmetic (softmax's exponent, s * scale - max in one fma, took the
+    # product unrounded where the row's maximum had it rounded: 512 apart
+    # for scores of 1e10, so exp gave inf and the row NaN). PyTorch's own
+    # kernels contract within an op, as nnc-jit's fusion groups may.
+    if compile_options.get("fp_contract") is None:
+        compile_options = dict(compile_options, fp_contract=False)
     function = compile_kernel(entry.kernel, compile_options, writer.constants)
     got = function(*_kernel_args(inputs))
     got = [got] if len(region.outputs) == 1 else list(got)

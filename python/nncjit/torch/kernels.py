@@ -128,16 +128,7 @@ class TorchKernel:
 def compile_kernel(text, compile_options, constants):
     """text compiled with compile_options, constants (name -> tensor or
     number) bound: a TorchKernel where the operator library is built, else
-    an nncjit.Function. Errors are nncjit.Error.
-
-    fp_contract defaults to False: PyTorch rounds the result of every op,
-    and a multiply of one op fused into the add of the next is not its
-    arithmetic. (Softmax's exponent, s * scale - max fused, took the
-    product unrounded while the row's maximum had it rounded: 512 apart
-    for scores of 1e10, so exp gave inf, and the row NaN.)"""
-    compile_options = dict(compile_options)
-    if compile_options.get("fp_contract") is None:
-        compile_options["fp_contract"] = False
+    an nncjit.Function. Errors are nncjit.Error."""
     if not operator_library() or "passes" in compile_options:
         return _nncjit.compile(text, **compile_options).partial(**constants)
     names = list(constants)
