@@ -17,6 +17,8 @@
 // A mask is scanned once per call (MaskRanges): the range of keys each of
 // its rows keeps, and whether it is 0 inside. Keys no row of a task keeps
 // are skipped; a mask of such ranges (causal, padding) is not read again.
+// Where a value is NaN or infinite nothing is skipped: its weight 0 times
+// it is NaN, as in PyTorch's product.
 //
 // Two ways to run a task, by the loops of the vector ISA (AttentionLoops.h):
 // - tiled: the ISA's own register-blocked loops compute both products, with
@@ -51,6 +53,7 @@ using detail::AttentionLoopsAVX2;
 using detail::AttentionLoopsAVX512;
 using detail::AttentionLoopsBase;
 using detail::ScoreMask;
+using detail::allFinite;
 using detail::ValueOutput;
 using detail::sizes;
 
@@ -587,6 +590,14 @@ int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
   if (Mask && !maskRanges(*Mask, Ranges)) {
     Err = nnc_runtime_last_error();
     return 1;
+  }
+  // A key the mask leaves out has weight 0, and 0 times a value that is
+  // NaN or infinite is NaN in PyTorch's product: where the values are not
+  // all finite, every key is multiplied, the mask applied to every block.
+  if (Mask && !allFinite(V)) {
+    std::fill(Ranges.First.begin(), Ranges.First.end(), int64_t(0));
+    std::fill(Ranges.End.begin(), Ranges.End.end(), INT64_MAX);
+    Ranges.Zero = false;
   }
   TaskEnv Env{&P, {}};
   // A chunk a task: a task is long (about 0.2 ms at [128, 512] x 64), so

@@ -38,6 +38,8 @@
 #include "OneDNNCommon.h"
 #include "nnc/Runtime/Runtime.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -297,6 +299,83 @@ void clearPrimitiveCaches() {
 thread_local const void *CacheOwner = nullptr;
 
 const void *currentCacheOwner() { return CacheOwner; }
+
+/// The largest of P[0, N)'s bits without the sign, as unsigned: at least
+/// 0x7f800000 (the exponent's bits all ones) where one is NaN or infinite.
+static uint32_t largestMagnitudeScalar(const float *P, int64_t N) {
+  uint32_t M = 0;
+  for (int64_t I = 0; I < N; ++I) {
+    uint32_t B;
+    std::memcpy(&B, P + I, 4);
+    M = std::max(M, B & 0x7fffffffu);
+  }
+  return M;
+}
+
+/// largestMagnitudeScalar in AVX2 registers, two instructions a vector, so
+/// that the check costs little beside the convolution that reads the same
+/// data.
+__attribute__((target("avx2"))) static uint32_t largestMagnitudeAVX2(const float *P,
+                                                              int64_t N) {
+  const __m256i Abs = _mm256_set1_epi32(0x7fffffff);
+  __m256i M0 = _mm256_setzero_si256(), M1 = M0, M2 = M0, M3 = M0;
+  int64_t I = 0;
+#define At(J)                                                                  \
+  _mm256_and_si256(                                                            \
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(P + (J))), Abs)
+  for (; I + 32 <= N; I += 32) {
+    M0 = _mm256_max_epu32(M0, At(I));
+    M1 = _mm256_max_epu32(M1, At(I + 8));
+    M2 = _mm256_max_epu32(M2, At(I + 16));
+    M3 = _mm256_max_epu32(M3, At(I + 24));
+  }
+  for (; I + 8 <= N; I += 8)
+    M0 = _mm256_max_epu32(M0, At(I));
+#undef At
+  alignas(32) uint32_t Lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i *>(Lanes),
+                     _mm256_max_epu32(_mm256_max_epu32(M0, M1),
+                                      _mm256_max_epu32(M2, M3)));
+  uint32_t M = largestMagnitudeScalar(P + I, N - I);
+  for (uint32_t L : Lanes)
+    M = std::max(M, L);
+  return M;
+}
+
+static uint32_t largestMagnitude(const float *P, int64_t N) {
+  static const bool AVX2 = __builtin_cpu_supports("avx2");
+  return AVX2 ? largestMagnitudeAVX2(P, N) : largestMagnitudeScalar(P, N);
+}
+
+/// Whether none of P[0, N) is NaN or infinite; on the call's threads from
+/// 128 KiB on.
+bool allFinite(const float *P, int64_t N) {
+  constexpr int64_t Chunk = int64_t(1) << 14;
+  if (N < 2 * Chunk)
+    return largestMagnitude(P, N) < 0x7f800000u;
+  uint32_t M = 0;
+#pragma omp parallel for reduction(max : M) schedule(static)                   \
+    num_threads(nnc_runtime_num_threads())
+  for (int64_t C = 0; C < N; C += Chunk)
+    M = std::max(M, largestMagnitude(P + C, std::min(Chunk, N - C)));
+  return M < 0x7f800000u;
+}
+
+/// allFinite over T's span: from its first element to its last, with any
+/// gaps a strided view leaves between them (a gap that is not finite only
+/// sends the call to the exact path). Not oneDNN's size of its descriptor,
+/// which for a view at an offset reaches past the buffer.
+bool allFinite(const Tensor &T) {
+  if (T.Blocked)
+    return allFinite(T.Data, static_cast<int64_t>(descOf(T).get_size() / 4));
+  int64_t Span = 1;
+  for (size_t D = 0; D < T.Sizes.size(); ++D) {
+    if (T.Sizes[D] == 0)
+      return true;
+    Span += (T.Sizes[D] - 1) * T.Strides[D];
+  }
+  return allFinite(T.Data, Span);
+}
 
 } // namespace detail
 

@@ -38,6 +38,15 @@ memory::desc descOf(const Tensor &T);
 /// The operand of an Add post-op: Out's shape, its own layout.
 Tensor operandOf(const Tensor &Out, const PostOp &Op, const float *Data);
 
+/// Whether none of P[0, N) is NaN or infinite; on the call's threads from
+/// 128 KiB on.
+bool allFinite(const float *P, int64_t N);
+
+/// allFinite over T's span: from its first element to its last, with any
+/// gaps a strided view leaves between them (a gap that is not finite only
+/// sends the call to the exact path).
+bool allFinite(const Tensor &T);
+
 /// "[2, 3]": the sizes, for messages.
 std::string sizes(const Tensor &T);
 
