@@ -502,7 +502,7 @@ def _flat(out):
     return [x for o in out for x in _flat(o)]
 
 
-def difference(got, want, exact=None):
+def difference(got, want, exact=None, rtol=RTOL):
     """Why got is not want within the bridge's tolerance, or None. Equal
     infinities and NaN in the same positions match. exact() (if given:
     the model in float64) referees where they differ:
@@ -522,7 +522,7 @@ def difference(got, want, exact=None):
       spread is its rounding).
     Written apart from the bridge's own check (nncjit.torch.check) on
     purpose: the oracle must not share the code it judges."""
-    why = _difference(got, want)
+    why = _difference(got, want, rtol)
     if not why or exact is None or " outputs, " in why or " is None" in why or \
             "eager's " in why.split(":")[0]:
         return why
@@ -531,45 +531,46 @@ def difference(got, want, exact=None):
     except Exception:  # noqa: BLE001 - an op without float64: no referee
         return why
     for a, b, r in zip(_flat(got), _flat(want), reference):
-        if a is None or _difference(a, b) is None:
+        if a is None or _difference(a, b, rtol) is None:
             continue
-        faithful = _faithful(b, r)
+        faithful = _faithful(b, r, rtol)
         if faithful.double().mean() < 0.5:
             continue  # Rounding decides the output, in eager as in any float32 code.
         finite = torch.isfinite(a) & torch.isfinite(b)
-        if _difference(a[~finite & faithful], b[~finite & faithful]) or \
-                _difference(a[finite], b[finite]) and not _closer(a[finite], b[finite], r[finite]):
+        if _difference(a[~finite & faithful], b[~finite & faithful], rtol) or \
+                _difference(a[finite], b[finite], rtol) and \
+                not _closer(a[finite], b[finite], r[finite], rtol):
             return why
     return None
 
 
-def _faithful(want, exact):
+def _faithful(want, exact, rtol=RTOL):
     """Where eager's float32 result stands for the exact (float64) one: the
     same NaN, the same infinity, or finite and not grossly off it (half
     of it, beyond the tolerance: float32 rounding adds up to less)."""
     want, exact = want.double(), exact.double()
     fin = torch.isfinite(exact)
-    bound = ATOL + RTOL * float(exact[fin].abs().max()) if fin.any() else ATOL
+    bound = ATOL + rtol * float(exact[fin].abs().max()) if fin.any() else ATOL
     close = torch.isfinite(want) & ((want - exact).abs() <= bound + 0.5 * exact.abs())
     return torch.where(fin, close, torch.isnan(want) & torch.isnan(exact) | (want == exact))
 
 
-def _closer(got, want, exact):
+def _closer(got, want, exact, rtol=RTOL):
     """Whether got is within the tolerance of exact, or no farther from it
     than twice want plus ATOL, at exact's finite positions (and equal to
     want at the others)."""
     exact = exact.double()
     fin = torch.isfinite(exact)
-    if _difference(got[~fin], want[~fin]) is not None:
+    if _difference(got[~fin], want[~fin], rtol) is not None:
         return False
     if not fin.any():
         return True
     off = float((got.double()[fin] - exact[fin]).abs().max())
-    return off <= ATOL + RTOL * float(exact[fin].abs().max()) or \
+    return off <= ATOL + rtol * float(exact[fin].abs().max()) or \
         off <= ATOL + 2 * float((want.double()[fin] - exact[fin]).abs().max())
 
 
-def _difference(got, want):
+def _difference(got, want, rtol=RTOL):
     got, want = _flat(got), _flat(want)
     if len(got) != len(want):
         return "%d outputs, eager has %d" % (len(got), len(want))
@@ -591,7 +592,7 @@ def _difference(got, want):
         fin = ~(nan | inf)
         if fin.any():
             diff = float((a[fin] - b[fin]).abs().max())
-            bound = ATOL + RTOL * float(b[fin].abs().max())
+            bound = ATOL + rtol * float(b[fin].abs().max())
             if diff > bound:
                 return "output %d differs by %g (bound %g)" % (i, diff, bound)
     return None
@@ -740,9 +741,13 @@ def check(source, threads=2, stats=None):
             want = eager(*args)
         got, want = _flat(got), _flat(want)
         draws.append([got[i] for i in random_ if i < len(got)])
+        # Special values test what becomes of them, not precision: extreme
+        # magnitudes and denormals amplify rounding (1 / x of a layer norm
+        # of 1e-40), so finite results are held to ten times the tolerance.
         why = difference([None if i in random_ else t for i, t in enumerate(got)],
                          [None if i in random_ else t for i, t in enumerate(want)],
-                         lambda: _in_double(before, args))
+                         lambda: _in_double(before, args),
+                         RTOL * 10 if name == "special values" else RTOL)
         if why:
             return "on %s: %s" % (name, why)
         # A caller may write to what it is given: later calls must not see it.
