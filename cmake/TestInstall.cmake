@@ -28,4 +28,8 @@ if(EXISTS ${WORK_DIR}/examples/torch_model AND PYTHON)
       ${SOURCE_DIR}/examples/save_model.py ${WORK_DIR}/model.pt ${WORK_DIR}/data.pt)
   run(${WORK_DIR}/examples/torch_model ${WORK_DIR}/model.pt ${WORK_DIR}/data.pt)
   message(STATUS "torch_model: ok")
+  # The installed nnc-torch-run finds the operator library from the prefix
+  # (its RPATH), without LD_LIBRARY_PATH.
+  run(${WORK_DIR}/prefix/bin/nnc-torch-run --help)
+  message(STATUS "nnc-torch-run: ok")
 endif()
