@@ -352,6 +352,11 @@ class ModelWriter:
         """pow at the exponents with special forms (sqrt, square, ...):
         their values at -inf, -0.0 and NaN are PyTorch's."""
         e = self.r.choice(["0.5", "2.0", "3.0", "-1.0", "-0.5", "0.0", "1.5"])
+        if e.startswith("-"):
+            # Away from the pole: 1 / x of a product's rounding near 0 puts
+            # any two float32 results apart.
+            return self._emit(v.kind, v.shape, "torch.pow(torch.where(%s < 0, %s - 0.5, "
+                              "%s + 0.5), %s)" % (v.name, v.name, v.name, e))
         return self._emit(v.kind, v.shape, "torch.pow(%s, %s)" % (v.name, e))
 
     def buffer_update(self, v):
@@ -512,9 +517,9 @@ def difference(got, want, exact=None, rtol=RTOL):
       float32 oracle and is not compared;
     - where either result is NaN or infinite, they must be the same,
       unless eager's float32 result is not the exact one there (a NaN or
-      an infinity the exact result has not, or a finite value grossly off
-      it: an intermediate overflowed, as a sum of squares of 1e30 does),
-      where eager is no oracle;
+      an infinity the exact result has not, or a finite value more than a
+      tenth off it: an intermediate overflowed, as a sum of squares of
+      1e30 does), where eager is no oracle;
     - where both are finite, ours passes if it is within the tolerance of
       float64's, or no farther from it than twice eager's is plus ATOL
       (the model amplifies float32 rounding, as a layer norm over values
@@ -546,12 +551,14 @@ def difference(got, want, exact=None, rtol=RTOL):
 
 def _faithful(want, exact, rtol=RTOL):
     """Where eager's float32 result stands for the exact (float64) one: the
-    same NaN, the same infinity, or finite and not grossly off it (half
-    of it, beyond the tolerance: float32 rounding adds up to less)."""
+    same NaN, the same infinity, or finite and within a tenth of it
+    beyond the tolerance (float32 rounding adds up to less; eager's layer
+    norm gives 0 or NaN, by how its sums fall, for a row whose squares
+    overflow, and what follows is off by more)."""
     want, exact = want.double(), exact.double()
     fin = torch.isfinite(exact)
     bound = ATOL + rtol * float(exact[fin].abs().max()) if fin.any() else ATOL
-    close = torch.isfinite(want) & ((want - exact).abs() <= bound + 0.5 * exact.abs())
+    close = torch.isfinite(want) & ((want - exact).abs() <= bound + 0.1 * exact.abs())
     return torch.where(fin, close, torch.isnan(want) & torch.isnan(exact) | (want == exact))
 
 

@@ -976,12 +976,17 @@ def test_max_pool_keeps_the_first_of_equal_values():
     assert torch.equal(got, torch.tensor([[[[float("-inf")]], [[float("inf")]]]]))
 
 
-def test_layer_norm_of_a_row_whose_variance_overflows_is_nan():
-    # Issue 62 (bridge fuzzer, seed 5108): the variance of a row of 1e30
-    # overflows; PyTorch's row is NaN, and nnc-jit's was 0 (x - mean times
-    # rsqrt(inf)).
+def test_layer_norm_of_a_row_whose_variance_overflows():
+    # Issue 62 (bridge fuzzer, seeds 5108 and 40790): where the squares
+    # overflow, the variance is E[x^2] - E[x]^2 as in PyTorch: inf (the row
+    # is 0) while the mean's square is finite, else NaN (PyTorch's own
+    # result there also varies with how its sums fall: 0 or NaN).
+    torch.manual_seed(0)
     x = torch.randn(4, 16)
     opt = run(lambda x: F.layer_norm(x, (16,)), x)
+    one = torch.zeros(4, 16)
+    one[:, 0] = 2e19
     with torch.no_grad():
-        assert torch.isnan(opt(x * 1e30)).all()
-        torch.testing.assert_close(opt(x * 1e15), F.layer_norm(x * 1e15, (16,)))
+        for rows in (x * 1e15, one, x * 1e21, x * 1e30):
+            torch.testing.assert_close(opt(rows), F.layer_norm(rows, (16,)), equal_nan=True)
+        assert torch.equal(opt(one), torch.zeros(4, 16)) and torch.isnan(opt(x * 1e30)).all()

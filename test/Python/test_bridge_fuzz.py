@@ -90,7 +90,7 @@ def test_oracle_compares_special_values():
                                            lambda: got.double())
 
     # Where eager's float32 result is not the exact one (an intermediate
-    # overflowed: inf where float64 is finite, or NaN, or grossly off),
+    # overflowed: inf where float64 is finite, or NaN, or a tenth off),
     # eager is no oracle; elsewhere special values must match.
     exact = torch.tensor([3.0e38, 1.0, 2.0]).double()
     assert bridge_fuzz.difference(torch.tensor([3.0e38, 1.0, 2.0]),

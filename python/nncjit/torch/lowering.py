@@ -17,8 +17,8 @@ and of their squares (the corrected two-pass algorithm: the first sum's
 rounding, which a row of values near one another leaves large beside
 their spread, is taken back out), mean = sum / n + dev / n, var = sq / n -
 (dev / n)^2 clamped at 0 (rounding may make it negative where a row's
-values are equal) and NaN where it overflows, and (x - mean) *
-rsqrt(var + eps) * w + b.
+values are equal) and PyTorch's inf - (sum / n)^2 where it overflows, and
+(x - mean) * rsqrt(var + eps) * w + b.
 
 Attention, matmul(softmax(mask(scale * matmul(q, kt))), v) with the softmax
 over the keys, is one nnc_aten_attention call (find_attention): the scores
@@ -478,13 +478,14 @@ class KernelWriter:
             mean_dev = "%s * %s" % (dev + row, count)
             # The variance's rounding may make it negative where the row's
             # values are equal (a row of 1e10): clamped at 0, as PyTorch's.
-            # One that overflows (squares of 1e20) makes the row NaN, as
-            # PyTorch's E[x^2] - E[x]^2 does, not 0 (rsqrt(inf) times x -
-            # mean): no number stands for such a row.
+            # Where it overflows (squares beyond 3.4e38), it is PyTorch's
+            # E[x^2] - E[x]^2, inf - mean^2: inf, so that the row is 0,
+            # where the mean's square is finite, else NaN.
             var = "%s * %s - %s * %s" % (sq + row, count, mean_dev, mean_dev)
-            e = "((%s) - (%s * %s + %s)) * rsqrt((%s < POS_INFINITY ? " \
-                "Max(%s, 0.f, 1) : NAN) + %s)" % (
-                    self.load(x, idx), total + row, count, mean_dev, var, var,
+            mean = "%s * %s" % (total + row, count)
+            e = "((%s) - (%s + %s)) * rsqrt((%s < POS_INFINITY ? " \
+                "Max(%s, 0.f, 1) : POS_INFINITY - (%s) * (%s)) + %s)" % (
+                    self.load(x, idx), mean, mean_dev, var, var, mean, mean,
                     _lit(op.attrs["eps"]))
             if w is not None:
                 e = "(%s) * (%s)" % (e, self.load(w, idx[len(idx) - n:]))
