@@ -353,10 +353,11 @@ class ModelWriter:
         their values at -inf, -0.0 and NaN are PyTorch's."""
         e = self.r.choice(["0.5", "2.0", "3.0", "-1.0", "-0.5", "0.0", "1.5"])
         if e.startswith("-"):
-            # Away from the pole: 1 / x of a product's rounding near 0 puts
-            # any two float32 results apart.
-            return self._emit(v.kind, v.shape, "torch.pow(torch.where(%s < 0, %s - 0.5, "
-                              "%s + 0.5), %s)" % (v.name, v.name, v.name, e))
+            # Away from the pole, smoothly: 1 / x of a product's rounding
+            # near 0 puts any two float32 results apart, and so does a
+            # branch on the sign of x there.
+            return self._emit(v.kind, v.shape, "torch.pow(%s * %s + 0.5, %s)" % (
+                v.name, v.name, e))
         return self._emit(v.kind, v.shape, "torch.pow(%s, %s)" % (v.name, e))
 
     def buffer_update(self, v):
@@ -375,10 +376,11 @@ class ModelWriter:
         r, out, random_ = self.r, [], []
         for _ in range(r.choice([0, 0, 0, 1, 2])):
             c = self._fresh("const")
-            shape = r.choice([(4, 6), (3, 5)])
+            choice = r.choice(["rand", "dropout", "computed", "itself", "view"])
+            # A draw of 256 elements: two alike are no chance (2^-256).
+            shape = (16, 16) if choice in ("rand", "dropout") else r.choice([(4, 6), (3, 5)])
             self.init.append("self.%s = nn.Parameter(torch.randn%s, requires_grad=False)" %
                              (c, shape))
-            choice = r.choice(["rand", "dropout", "computed", "itself", "view"])
             if choice in ("rand", "dropout"):
                 random_.append(len(out))
             out.append({"rand": "torch.rand_like(self.%s)",
@@ -614,7 +616,7 @@ def _in_double(model, args):
 
 def special_inputs(xs, seed):
     """xs, each made extreme in one way (in its own layout): scaled to
-    1e5..1e30 or to denormals, rows of one power of two (up to 2^33), or with a
+    1e5..1e30 or to denormals, rows of one power of two (up to 2^13), or with a
     tenth of its elements ±0, ±inf, NaN or the smallest denormal. (Not
     values near the float range's end among ordinary ones: sums of them
     overflow in one order of summation and not in another, in PyTorch's
@@ -635,9 +637,13 @@ def special_inputs(xs, seed):
             # in every implementation (of another value, each rounds its
             # mean its own way, and 1/sqrt(eps) times that rounding is the
             # result: test_backend.py tests such rows against PyTorch).
+            # Up to 2^13: a product of two such rows squared stays in
+            # float's range (PyTorch's layer norm, E[x^2] - E[x]^2, is NaN
+            # on a row of one value whose square overflows, nnc-jit's the
+            # exact 0: test_backend.py has such rows).
             first = x[..., :1].expand_as(x)
             y.copy_(torch.sign(first) * torch.exp2(torch.round(torch.log2(first.abs()))) *
-                    2.0 ** r.choice([0, 13, 33]))
+                    2.0 ** r.choice([0, 6, 13]))
         else:
             pick = specials[torch.randint(len(specials), x.shape, generator=g)]
             mask = torch.rand(x.shape, generator=g) < 0.1
