@@ -1013,3 +1013,19 @@ def test_lowering_of_a_model_that_updates_a_buffer_and_draws(mode):
             (got, draw), (want, _) = fast(x), eager(x)
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     assert not torch.equal(draw, fast(x)[1])
+
+
+def test_group_with_pow_zero_is_left_to_pytorch_for_nnc():
+    # Issue 62 (bridge fuzzer, seeds 60058 and 67747): torch 1.13's NNC
+    # lowered where(pow(x, 0.) > 0.5, pow(x, 0.), pow(x, 0.) * 0.25) to 0.25
+    # everywhere. The group's check caught it; such a group is now left to
+    # PyTorch with the reason, before NNC lowers it.
+    def f(x):
+        p = torch.pow(x, 0.0)
+        return torch.where(p > 0.5, p, p * 0.25)
+
+    x = torch.randn(3, 8)
+    fast = nt.optimize(torch.jit.script(f), [x], lowering=False)
+    assert [r.reason for r in fast.report] == [
+        "torch's NNC miscompiles pow(x, 0) (a comparison of it folded to the wrong branch)"]
+    assert torch.equal(fast(x), torch.ones(3, 8))

@@ -467,7 +467,15 @@ def _check_nnc_can_lower(graph):
     """Raises _Unsupported for a group whose lowering crashes torch 1.13's
     NNC (a segmentation fault, which would end the process): its own loops
     for a 3x3 depthwise convolution of stride 1 over an input whose height
-    or width is 1 (the bridge fuzzer found it)."""
+    or width is 1; or that it lowers wrongly: pow(x, 0) compared with a
+    number (where(pow(x, 0.) > 0.5, ...) became 0.25 everywhere; the
+    check caught it). The bridge fuzzer found both."""
+    for pow_ in graph.findAllNodes("aten::pow"):
+        e = pow_.inputsAt(1)
+        if e.node().kind() == "prim::Constant" and \
+                not isinstance(e.type(), _torch._C.TensorType) and e.toIValue() == 0:
+            raise _Unsupported("torch's NNC miscompiles pow(x, 0) (a comparison of it "
+                               "folded to the wrong branch)")
     for conv in graph.nodes():
         if conv.kind() not in ("aten::conv2d", "aten::_convolution"):
             continue
