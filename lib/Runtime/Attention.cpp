@@ -48,14 +48,14 @@
 
 namespace nnc::onednn {
 
+using detail::allFinite;
 using detail::AttentionLoops;
 using detail::AttentionLoopsAVX2;
 using detail::AttentionLoopsAVX512;
 using detail::AttentionLoopsBase;
 using detail::ScoreMask;
-using detail::allFinite;
-using detail::ValueOutput;
 using detail::sizes;
+using detail::ValueOutput;
 
 namespace {
 

@@ -315,8 +315,8 @@ static uint32_t largestMagnitudeScalar(const float *P, int64_t N) {
 /// largestMagnitudeScalar in AVX2 registers, two instructions a vector, so
 /// that the check costs little beside the convolution that reads the same
 /// data.
-__attribute__((target("avx2"))) static uint32_t largestMagnitudeAVX2(const float *P,
-                                                              int64_t N) {
+__attribute__((target("avx2"))) static uint32_t
+largestMagnitudeAVX2(const float *P, int64_t N) {
   const __m256i Abs = _mm256_set1_epi32(0x7fffffff);
   __m256i M0 = _mm256_setzero_si256(), M1 = M0, M2 = M0, M3 = M0;
   int64_t I = 0;
@@ -333,9 +333,9 @@ __attribute__((target("avx2"))) static uint32_t largestMagnitudeAVX2(const float
     M0 = _mm256_max_epu32(M0, At(I));
 #undef At
   alignas(32) uint32_t Lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i *>(Lanes),
-                     _mm256_max_epu32(_mm256_max_epu32(M0, M1),
-                                      _mm256_max_epu32(M2, M3)));
+  _mm256_store_si256(
+      reinterpret_cast<__m256i *>(Lanes),
+      _mm256_max_epu32(_mm256_max_epu32(M0, M1), _mm256_max_epu32(M2, M3)));
   uint32_t M = largestMagnitudeScalar(P + I, N - I);
   for (uint32_t L : Lanes)
     M = std::max(M, L);
@@ -354,7 +354,8 @@ bool allFinite(const float *P, int64_t N) {
   if (N < 2 * Chunk)
     return largestMagnitude(P, N) < 0x7f800000u;
   uint32_t M = 0;
-#pragma omp parallel for reduction(max : M) schedule(static)                   \
+#pragma omp parallel for reduction(max                                         \
+                                   : M) schedule(static)                       \
     num_threads(nnc_runtime_num_threads())
   for (int64_t C = 0; C < N; C += Chunk)
     M = std::max(M, largestMagnitude(P + C, std::min(Chunk, N - C)));

@@ -324,7 +324,8 @@ private:
       fail("storage '" + Record + "' is not in the file");
     auto Known = Sizes.find(Record);
     if (Known == Sizes.end())
-      Known = Sizes.emplace(Record, std::get<1>(Reader.getRecord(Record))).first;
+      Known =
+          Sizes.emplace(Record, std::get<1>(Reader.getRecord(Record))).first;
     if (Known->second < Need)
       fail("storage '" + Record + "' holds " + std::to_string(Known->second) +
            " bytes; its " + std::to_string(Count) + " elements of " + Type +
@@ -337,9 +338,8 @@ private:
   void checkTensor(const Value &Args) {
     auto Ints = [](const ValuePtr &V) {
       return V->K == Value::Tuple &&
-             std::all_of(V->Items.begin(), V->Items.end(), [](const ValuePtr &I) {
-               return I->K == Value::Int;
-             });
+             std::all_of(V->Items.begin(), V->Items.end(),
+                         [](const ValuePtr &I) { return I->K == Value::Int; });
     };
     if (Args.K != Value::Tuple || Args.Items.size() < 4 ||
         Args.Items[0]->K != Value::Storage || Args.Items[1]->K != Value::Int ||

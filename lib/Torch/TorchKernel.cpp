@@ -479,8 +479,8 @@ private:
     if (Overflow || static_cast<uint64_t>(End) > Bytes)
       return "its sizes " + shapeText(T.sizes()) + ", strides " +
              shapeText(T.strides()) + " and offset " +
-             std::to_string(T.storage_offset()) + " reach past its storage of " +
-             std::to_string(Bytes) + " bytes";
+             std::to_string(T.storage_offset()) +
+             " reach past its storage of " + std::to_string(Bytes) + " bytes";
     return std::nullopt;
   }
 
@@ -610,10 +610,9 @@ TORCH_LIBRARY(nncjit, m) {
         [](const std::vector<std::string> &O) {
           nnc::libtorch::setLoadOptions(O);
         });
-  m.def("check_archive_storages(str path) -> ()",
-        [](const std::string &Path) {
-          nnc::libtorch::checkArchiveStorages(Path);
-        });
+  m.def("check_archive_storages(str path) -> ()", [](const std::string &Path) {
+    nnc::libtorch::checkArchiveStorages(Path);
+  });
   m.def("stats() -> int[]", []() {
     nnc::libtorch::Stats S = nnc::libtorch::stats();
     return std::vector<int64_t>{S.Kernels, S.Compiled, S.Retargeted,

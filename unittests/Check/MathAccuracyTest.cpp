@@ -135,8 +135,8 @@ kernel gap(in x: f32[N], out y: f32[N], N: int64_t) {
     }
     Y.resize(X.size());
     int64_t N = static_cast<int64_t>(X.size());
-    ASSERT_FALSE(!!F->call({BufferArg::of(X.data(), {N}),
-                            BufferArg::of(Y.data(), {N}), N}));
+    ASSERT_FALSE(!!F->call(
+        {BufferArg::of(X.data(), {N}), BufferArg::of(Y.data(), {N}), N}));
     for (size_t I = 0; I < X.size(); ++I)
       ASSERT_LE(Y[I] * X[I], 0.f)
           << CPU << ": tanh(" << X[I] << ") - " << X[I] << " = " << Y[I];

@@ -95,7 +95,8 @@ private:
 
 TEST(ArchiveCheck, StoragesThatHoldTheirTensorsPass) {
   std::string Whole = tensor(storage("0", 6), 0, {2, 3}, {3, 1});
-  std::string View = tensor(storage("1", 8, "DoubleStorage"), 2, {3, 2}, {2, 1});
+  std::string View =
+      tensor(storage("1", 8, "DoubleStorage"), 2, {3, 2}, {2, 1});
   std::string Empty = tensor(storage("2", 0), 5, {0, 4}, {4, 1});
   EXPECT_EQ(Archive("(" + Whole + View + Empty + "t",
                     {{"0", 24}, {"1", 64}, {"2", 0}})
@@ -117,10 +118,10 @@ TEST(ArchiveCheck, ArchivesPyTorchWritesPass) {
 }
 
 TEST(ArchiveCheck, ARecordShorterThanItsStorageIsAnError) {
-  EXPECT_EQ(Archive(tensor(storage("0", 216), 0, {216}, {1}), {{"0", 16}})
-                .error(),
-            "constants.pkl: storage 'constants/0' holds 16 bytes; its 216 "
-            "elements of torch.FloatStorage take 864");
+  EXPECT_EQ(
+      Archive(tensor(storage("0", 216), 0, {216}, {1}), {{"0", 16}}).error(),
+      "constants.pkl: storage 'constants/0' holds 16 bytes; its 216 "
+      "elements of torch.FloatStorage take 864");
 }
 
 TEST(ArchiveCheck, ATensorPastItsStorageIsAnError) {
@@ -128,15 +129,16 @@ TEST(ArchiveCheck, ATensorPastItsStorageIsAnError) {
                      "reach past its storage of 6 elements";
   EXPECT_EQ(Archive(tensor(storage("0", 6), 1, {6}, {1}), {{"0", 24}}).error(),
             Past);
-  EXPECT_EQ(Archive(tensor(storage("0", 6), 0, {2, 3}, {4, 1}), {{"0", 24}})
-                .error(),
-            Past);
+  EXPECT_EQ(
+      Archive(tensor(storage("0", 6), 0, {2, 3}, {4, 1}), {{"0", 24}}).error(),
+      Past);
   EXPECT_EQ(Archive(tensor(storage("0", 6), 0, {2}, {-1}), {{"0", 24}}).error(),
             Past);
-  EXPECT_EQ(Archive(tensor(storage("0", 6), 0, {3, 2}, {0x7fffffff, 0x7fffffff}),
-                    {{"0", 24}})
-                .error(),
-            Past);
+  EXPECT_EQ(
+      Archive(tensor(storage("0", 6), 0, {3, 2}, {0x7fffffff, 0x7fffffff}),
+              {{"0", 24}})
+          .error(),
+      Past);
   EXPECT_EQ(Archive("ctorch._utils\n_rebuild_tensor_v2\n(" + storage("0", 6) +
                         i32(0) + tuple({6}) + "t" + "R",
                     {{"0", 24}})
@@ -162,7 +164,8 @@ TEST(ArchiveCheck, MalformedPicklesAreErrors) {
   auto Error = [](const std::string &Pickle) {
     return Archive(Pickle, {}).error();
   };
-  EXPECT_EQ(Error("X\x10\x00\x00\x00" "ab"),
+  EXPECT_EQ(Error("X\x10\x00\x00\x00"
+                  "ab"),
             "constants.pkl: the pickle ends early");
   EXPECT_EQ(Error("ctorch"), "constants.pkl: the pickle ends early");
   EXPECT_EQ(Error("0"), "constants.pkl: the pickle pops an empty stack");
@@ -170,7 +173,8 @@ TEST(ArchiveCheck, MalformedPicklesAreErrors) {
   EXPECT_EQ(Error("Nt"), "constants.pkl: the pickle has no mark to pop to");
   EXPECT_EQ(Error("h\x05"), "constants.pkl: the pickle reads memo entry 5, "
                             "which it never wrote");
-  EXPECT_EQ(Error("q\x00"), "constants.pkl: the pickle memoizes an empty stack");
+  EXPECT_EQ(Error("q\x00"),
+            "constants.pkl: the pickle memoizes an empty stack");
   EXPECT_EQ(Error("2"), "constants.pkl: the pickle duplicates an empty stack");
   EXPECT_EQ(Error("\x95"), "constants.pkl: pickle opcode 0x95 is not one "
                            "PyTorch's TorchScript pickler writes");
