@@ -578,7 +578,7 @@ def load(path, *, threads=None, cache_dir=None, **compile_options):
             module = _torch.jit.load(path, _extra_files=extra)
         except (RuntimeError, ValueError) as e:
             raise _nncjit.Error("%s: cannot load the model: %s" % (
-                path, first_line(str(e)))) from None
+                path, first_line(e))) from None
         finally:
             _torch.ops.nncjit.set_load_options([])
     try:
