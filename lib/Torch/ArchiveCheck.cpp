@@ -15,6 +15,8 @@
 
 #include "nnc/Torch/Torch.h"
 
+#include "ViewExtent.h"
+
 #include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
@@ -346,18 +348,15 @@ private:
         !Ints(Args.Items[2]) || !Ints(Args.Items[3]) ||
         Args.Items[2]->Items.size() != Args.Items[3]->Items.size())
       fail("a tensor is not rebuilt from (storage, offset, sizes, strides)");
-    const std::vector<ValuePtr> &Sizes = Args.Items[2]->Items,
-                                &Strides = Args.Items[3]->Items;
-    int64_t Last = Args.Items[1]->I;
-    bool Bad = Last < 0, Empty = false;
-    for (size_t D = 0; D < Sizes.size(); ++D) {
-      int64_t Step;
-      Bad |= Sizes[D]->I < 0 || Strides[D]->I < 0;
-      Empty |= Sizes[D]->I == 0;
-      Bad |= __builtin_mul_overflow(Sizes[D]->I - 1, Strides[D]->I, &Step) ||
-             __builtin_add_overflow(Last, Step, &Last);
-    }
-    if (Bad || (!Empty && Last >= Args.Items[0]->I))
+    auto IntsOf = [](const ValuePtr &V) {
+      std::vector<int64_t> Out;
+      for (const ValuePtr &I : V->Items)
+        Out.push_back(I->I);
+      return Out;
+    };
+    std::optional<int64_t> End = viewEnd(
+        Args.Items[1]->I, IntsOf(Args.Items[2]), IntsOf(Args.Items[3]));
+    if (!End || *End > Args.Items[0]->I)
       fail("a tensor's offset, sizes and strides reach past its storage of " +
            std::to_string(Args.Items[0]->I) + " elements");
   }

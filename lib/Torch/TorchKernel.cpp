@@ -11,6 +11,8 @@
 
 #include "nnc/Torch/Torch.h"
 
+#include "ViewExtent.h"
+
 #include "nnc/API/Compiler.h"
 #include "nnc/Support/CompileOptions.h"
 #include "nnc/Support/Error.h"
@@ -463,20 +465,13 @@ private:
       return std::nullopt;
     if (!T.has_storage())
       return "it has no storage";
-    // The last element's offset, in elements; every step checked.
-    int64_t Last = T.storage_offset();
-    bool Overflow = Last < 0;
-    for (int64_t D = 0; D < T.dim(); ++D) {
-      int64_t Step;
-      Overflow |= T.stride(D) < 0 ||
-                  __builtin_mul_overflow(T.size(D) - 1, T.stride(D), &Step) ||
-                  __builtin_add_overflow(Last, Step, &Last);
-    }
-    int64_t End;
-    Overflow |= __builtin_add_overflow(Last, 1, &End) ||
-                __builtin_mul_overflow(End, int64_t(T.element_size()), &End);
+    std::optional<int64_t> End =
+        viewEnd(T.storage_offset(), T.sizes(), T.strides());
+    int64_t EndBytes;
     size_t Bytes = T.storage().nbytes();
-    if (Overflow || static_cast<uint64_t>(End) > Bytes)
+    if (!End ||
+        __builtin_mul_overflow(*End, int64_t(T.element_size()), &EndBytes) ||
+        static_cast<uint64_t>(EndBytes) > Bytes)
       return "its sizes " + shapeText(T.sizes()) + ", strides " +
              shapeText(T.strides()) + " and offset " +
              std::to_string(T.storage_offset()) +
