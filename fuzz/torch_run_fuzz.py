@@ -49,7 +49,7 @@ def make_model(directory):
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU()).eval()
     path = os.path.join(directory, "model.pt")
-    nt.optimize(m, [torch.randn(*SHAPE)], threads=1, cache_dir="none").save(path)
+    nt.optimize(m, [torch.randn(*SHAPE)], threads=1, cache_dir="").save(path)
     return m, path
 
 
