@@ -2,6 +2,7 @@
 and the signatures (sizes, strides, dtype) kernels were compiled for."""
 
 
+import contextlib
 import math as _math
 
 import torch as _torch
@@ -169,3 +170,20 @@ def _nested_tensors(out):
     if isinstance(out, dict):
         return [t for o in out.values() for t in _nested_tensors(o)]
     return []
+
+
+@contextlib.contextmanager
+def kept(tensors):
+    """Puts each of tensors (buffers that a model's forward updates in
+    place, which compiling runs) back as it was on exit; yields a function
+    that puts them back at once."""
+    saved = [(t, t.detach().clone()) for t in tensors]
+
+    def restore():
+        with _torch.no_grad():
+            for t, copy in saved:
+                t.copy_(copy)
+    try:
+        yield restore
+    finally:
+        restore()

@@ -9,7 +9,7 @@ import operator
 import torch as _torch
 
 from .. import _nncjit
-from .check import _copy as _copy_strided, _in_double, _verdict
+from .check import _copy as _copy_strided, _in_double, _verdict, kept
 from .common import GroupReport, first_line
 from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
@@ -257,25 +257,20 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
     _reshapes_of_any_layout(gm)
     # Compiling runs the graph (shapes, the check, _settle): a buffer that
     # forward updates in place is put back as it was after.
-    state = _attributes_written(gm)
-    try:
+    with kept(attributes_written(gm)):
         return _backend(gm, example_inputs, check, rtol, atol, fuse_attention,
                         compile_options)
-    finally:
-        with _torch.no_grad():
-            for t, saved in state:
-                t.copy_(saved)
 
 
-def _attributes_written(gm):
-    """(tensor, copy) of each attribute tensor gm's graph writes in place."""
+def attributes_written(gm):
+    """The attribute tensors gm's graph writes in place."""
     out = []
     for node in written_attributes(gm.graph):
         t = gm
         for name in node.target.split("."):
             t = getattr(t, name)
         if isinstance(t, _torch.Tensor):
-            out.append((t, t.detach().clone()))
+            out.append(t)
     return out
 
 

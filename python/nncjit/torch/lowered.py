@@ -9,8 +9,8 @@ from . import deploy as _deploy
 from .capture import _with_defaults
 from .common import first_line
 from .check import (_TENSOR, _copy, _in_double, _matches, _nested_tensors, _others,
-                    _signature, _verdict)
-from .fx_backend import _attributes_written, backend
+                    _signature, _verdict, kept)
+from .fx_backend import attributes_written, backend
 from .kernels import TorchKernel, note_refused, operator_library
 
 # TorchScript ops that mark a model as a transformer: the fuser groups
@@ -161,69 +161,55 @@ def lower(sm, example_inputs, options, defaults):
     # that forward updates in place (sm's own, which the trace's constants
     # may share) is put back as it was after each run, so that both sides
     # of the check start from one state and the model from the caller's.
-    state = [(t, t.detach().clone()) for t in sm.buffers()]
-
-    def restore(more=()):
-        with _torch.no_grad():
-            for t, saved in state + list(more):
-                t.copy_(saved)
-    call = _traceable(sm, inputs) or sm
-    restore()
-
-    def traced(*xs):
-        out = call(*xs)
-        results.append(_skeleton(out))
-        return _plain(out)
-
-    def trace():
-        with _torch.no_grad():
-            return make_fx(traced)(*inputs)
-    try:
-        return _lower_traced(sm, example_inputs, options, defaults, inputs, trace,
-                             results, restore)
-    finally:
+    with kept(sm.buffers()) as restore:
+        call = _traceable(sm, inputs) or sm
         restore()
 
+        def traced(*xs):
+            out = call(*xs)
+            results.append(_skeleton(out))
+            return _plain(out)
 
-def _lower_traced(sm, example_inputs, options, defaults, inputs, trace, results, restore):
-    """lower's work once its state is saved (restore puts it back)."""
-    try:
-        gm = trace()
-    except Exception as e:  # noqa: BLE001 (whatever the trace meets, optimize goes on)
-        first = first_line(e)
-        return None, ("tracing it into ATen ops failed (a tensor's value decides what runs, "
-                      "or an op cannot be traced): %s" % first)
-    restore()
-    written = _attributes_written(gm)
-    for node in gm.graph.nodes:
-        name = getattr(node.target, "__name__", str(node.target))
-        if node.op == "call_function" and any(name.startswith(d) for d in _DATA_SHAPED):
-            return None, "%s makes a shape from the data" % name
-        if node.op == "call_function" and name.startswith("index.") and any(
-                isinstance(i, _torch.fx.Node) and _is_bool(i) for i in _flat(node.args[1:])):
-            return None, "indexing by a mask makes a shape from the data"
-    try:
-        optimized = backend(gm, inputs, check=options["check"], rtol=options["rtol"],
-                            atol=options["atol"], **options["compile"])
-        model = LoweredModule(sm, optimized, example_inputs, defaults, results[0])
-        # Both from one state of the random generator (the caller's is
-        # left as it was): a random op's draws then match.
-        with _torch.no_grad(), _torch.random.fork_rng():
-            _torch.manual_seed(0)
-            want = _nested_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
-                                      for x in example_inputs]))
-            restore(written)
-            _torch.manual_seed(0)
-            got = _nested_tensors(model(*example_inputs))
-            restore(written)
-    except Exception as e:  # noqa: BLE001 (a defect: the fusion groups run the model)
-        return None, "the lowering failed: %s: %s" % (type(e).__name__,
-                                                       first_line(e))
-    # The backend rewrote gm: a trace of its own runs in float64 where the
-    # results differ.
-    why = None if len(got) == len(want) else "%d outputs, not %d" % (len(got), len(want))
-    why = why or _verdict(got, want, options["rtol"], options["atol"],
-                          lambda: _tensors_of(_in_double(trace(), inputs)))[0]
+        def trace():
+            with _torch.no_grad():
+                return make_fx(traced)(*inputs)
+        try:
+            gm = trace()
+        except Exception as e:  # noqa: BLE001 (whatever the trace meets, optimize goes on)
+            return None, ("tracing it into ATen ops failed (a tensor's value decides what "
+                          "runs, or an op cannot be traced): %s" % first_line(e))
+        restore()
+        for node in gm.graph.nodes:
+            name = getattr(node.target, "__name__", str(node.target))
+            if node.op == "call_function" and any(name.startswith(d) for d in _DATA_SHAPED):
+                return None, "%s makes a shape from the data" % name
+            if node.op == "call_function" and name.startswith("index.") and any(
+                    isinstance(i, _torch.fx.Node) and _is_bool(i)
+                    for i in _flat(node.args[1:])):
+                return None, "indexing by a mask makes a shape from the data"
+        try:
+            optimized = backend(gm, inputs, check=options["check"], rtol=options["rtol"],
+                                atol=options["atol"], **options["compile"])
+            model = LoweredModule(sm, optimized, example_inputs, defaults, results[0])
+            # Both from one state of the random generator (the caller's is
+            # left as it was): a random op's draws then match.
+            with _torch.no_grad(), _torch.random.fork_rng(), \
+                    kept(attributes_written(gm)) as restore_gm:
+                _torch.manual_seed(0)
+                want = _nested_tensors(sm(*[_copy(x) if isinstance(x, _torch.Tensor) else x
+                                          for x in example_inputs]))
+                restore()
+                restore_gm()
+                _torch.manual_seed(0)
+                got = _nested_tensors(model(*example_inputs))
+                restore()
+        except Exception as e:  # noqa: BLE001 (a defect: the fusion groups run the model)
+            return None, "the lowering failed: %s: %s" % (type(e).__name__, first_line(e))
+        # The backend rewrote gm: a trace of its own runs in float64 where the
+        # results differ.
+        why = None if len(got) == len(want) else "%d outputs, not %d" % (len(got), len(want))
+        why = why or _verdict(got, want, options["rtol"], options["atol"],
+                              lambda: _tensors_of(_in_double(trace(), inputs)))[0]
     if why:
         return None, "the traced model's result differs from the module's (%s)" % why
     return model, None
