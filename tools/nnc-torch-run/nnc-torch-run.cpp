@@ -21,6 +21,7 @@
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
@@ -44,13 +45,26 @@ void report(const char *Kind, std::string Message) {
 }
 
 /// libtorch's warnings (TORCH_WARN: a kernel given inputs it was not
-/// compiled for) as the tool's, not through glog.
+/// compiled for) as the tool's, not through glog. libtorch 2 hands the
+/// handler a c10::Warning and moved its setter to c10::WarningUtils.
 class ToolWarnings : public c10::WarningHandler {
+#if TORCH_VERSION_MAJOR >= 2
+  void process(const c10::Warning &W) override { report("warning", W.msg()); }
+#else
   void process(const c10::SourceLocation &, const std::string &Msg,
                bool) override {
     report("warning", Msg);
   }
+#endif
 };
+
+void setWarningHandler(c10::WarningHandler *Handler) {
+#if TORCH_VERSION_MAJOR >= 2
+  c10::WarningUtils::set_warning_handler(Handler);
+#else
+  c10::Warning::set_warning_handler(Handler);
+#endif
+}
 
 /// The type of a .npy element description ("<f4"), or nullopt.
 std::optional<at::ScalarType> scalarTypeOf(const std::string &Descr) {
@@ -259,7 +273,7 @@ Options parse(int Argc, char **Argv) {
 int main(int Argc, char **Argv) {
   Options Opts = parse(Argc, Argv);
   static ToolWarnings Warnings;
-  c10::Warning::set_warning_handler(&Warnings);
+  setWarningHandler(&Warnings);
   const std::string &Model = Opts.Model;
   unsigned Threads = Opts.Threads, Bench = Opts.Bench;
   if (!std::ifstream(Model))
