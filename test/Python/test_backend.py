@@ -16,6 +16,9 @@ from nncjit.torch.fx_backend import partition
 
 torch.manual_seed(0)
 F = torch.nn.functional
+# torch 2's make_fx writes out the fused transformer paths (ATen ops and
+# scaled dot product attention) that torch 1.13's keeps as one node.
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 
 def run(fn, *inputs, regions=1, **kw):
@@ -156,7 +159,9 @@ def test_pow_of_special_values_is_pytorchs(exponent):
                       1e30, -1e-30])
     got, want = opt(x), torch.pow(x, exponent)
     torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)
-    assert torch.equal(torch.signbit(got), torch.signbit(want)), (got, want)
+    # The sign of zeros (a NaN's sign is the CPU's and the library's).
+    signs = ~torch.isnan(want)
+    assert torch.equal(torch.signbit(got[signs]), torch.signbit(want[signs])), (got, want)
 
 
 @pytest.mark.parametrize("value", [1e10, 1e15, -3e12])
@@ -423,6 +428,9 @@ def test_attention_left_to_the_ops(case):
     assert _attention_calls(opt) == 0
 
 
+@pytest.mark.xfail(TORCH2, strict=True, reason="torch 2's traced attention makes a row "
+                   "without keys 0 (safe softmax), which nnc_aten_attention does not "
+                   "do yet: a masked attention runs as ops")
 def test_multi_head_attention_from_make_fx_is_one_call():
     mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
     mask = torch.zeros(2, 6, dtype=torch.bool)
@@ -590,7 +598,10 @@ def traced(module, *inputs):
 def run_aten(module, *inputs, regions=1):
     gm = traced(module, *inputs)
     with torch.no_grad():
-        want = module(*inputs)
+        # The graph's result, which a backend must give: on torch 2 it is
+        # not always eager's (a row of attention without keys is 0 in the
+        # traced attention, NaN in eager's fused path).
+        want = gm(*inputs)
     opt = nt.backend(gm, list(inputs))
     torch.testing.assert_close(opt(*inputs), want, rtol=1e-4, atol=1e-5, equal_nan=True)
     kernels = [r for r in opt.report if r.kernel]
@@ -609,9 +620,10 @@ def test_fused_encoder_layer_is_decomposed(norm_first, activation):
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, activation=activation,
                                              batch_first=True, norm_first=norm_first).eval()
     x = torch.randn(2, 7, 32)
-    gm = traced(layer, x)
-    assert [n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"] == \
-        ["_transformer_encoder_layer_fwd.default"]
+    if not TORCH2:
+        gm = traced(layer, x)
+        assert [n.target.__name__ for n in gm.graph.nodes if n.op == "call_function"] == \
+            ["_transformer_encoder_layer_fwd.default"]
     run_aten(layer, x)
 
 
@@ -636,10 +648,12 @@ def test_fused_layers_with_a_key_padding_mask(masked):
 
 def test_encoder_layer_with_an_attention_mask():
     # torch takes its slow path: it fills a float mask in place
-    # (masked_fill_), which splits the layer into two regions.
+    # (masked_fill_), which splits the layer into two regions (on torch 2,
+    # the mask is made first, and the layer is one region).
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
     mask = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
-    run_aten(lambda t, m: layer(t, src_mask=m), torch.randn(2, 5, 32), mask, regions=2)
+    run_aten(lambda t, m: layer(t, src_mask=m), torch.randn(2, 5, 32), mask,
+             regions=1 if TORCH2 else 2)
 
 
 def test_unfused_encoder_layer_from_make_fx():

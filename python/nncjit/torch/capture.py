@@ -10,6 +10,7 @@ import torch._jit_internal
 import torch._sources
 import torch.jit.frontend
 
+from .common import torchscript
 from .rewrite import _register_operator
 from .translate import _Group
 
@@ -67,7 +68,7 @@ class _FuserState:
                       C._jit_set_num_profiled_runs(self.PROFILED_RUNS))
         C._jit_override_can_fuse_on_cpu(True)
         C._jit_set_texpr_fuser_enabled(True)
-        self.strategy = _torch.jit.set_fusion_strategy([("STATIC", 2)])
+        self.strategy = C._jit_set_fusion_strategy([("STATIC", 2)])
         # While the model runs, this torch (built without LLVM) fails to
         # compile each group and falls back to its ATen ops (fast) instead
         # of NNC's IR interpreter.
@@ -85,7 +86,7 @@ class _FuserState:
         C._jit_set_te_must_use_llvm_cpu(must_use_llvm)
         C._jit_texpr_set_fallback_allowed(fallback)
         C._jit_set_num_profiled_runs(runs)
-        _torch.jit.set_fusion_strategy(self.strategy)
+        C._jit_set_fusion_strategy(self.strategy)
 
 
 def _script(module):
@@ -99,7 +100,7 @@ def _script(module):
         return module
     if not isinstance(module, _torch.nn.Module):
         if callable(module):
-            with _sources_memoized():
+            with _sources_memoized(), torchscript():
                 return _torch.jit.script(module)
         raise TypeError("nncjit.torch.optimize takes a torch.nn.Module, a "
                         "scripted module or a function, not %s" % type(module).__name__)
@@ -111,7 +112,7 @@ def _script(module):
         if isinstance(module, _torch.jit.ScriptModule):
             sm = module
         else:
-            with _sources_memoized():
+            with _sources_memoized(), torchscript():
                 sm = _torch.jit.script(module)
         if not (hasattr(sm, "training") and list(sm.parameters())):
             return copy.deepcopy(sm)
@@ -119,7 +120,8 @@ def _script(module):
         fresh = [_made_of_constants(sm.graph, v) and not _aliases_attribute(v)
                  for v in _output_leaves(sm.graph)]
         # freeze() makes a module of its own, whose copy shares its graph.
-        sm = copy.deepcopy(_torch.jit.freeze(sm))
+        with torchscript():
+            sm = copy.deepcopy(_torch.jit.freeze(sm))
     finally:
         for m, training in modes:
             m.training = training
@@ -215,7 +217,9 @@ def _fresh_constant_outputs(graph, fresh):
 
 
 def _storage_of(t):
-    return t.storage().data_ptr()
+    # untyped_storage from torch 2 on (storage() warns there), _storage before.
+    storage = getattr(t, "untyped_storage", None) or t._storage
+    return storage().data_ptr()
 
 
 _NO_DEFAULT = object()

@@ -1,6 +1,10 @@
 """What the bridge's modules share: the report of a group or op, the
-exception that refuses one, and the dtypes nnc-jit takes from PyTorch."""
+exception that refuses one, the dtypes nnc-jit takes from PyTorch, and
+TorchScript without torch 2's deprecation warnings."""
 
+
+import contextlib
+import warnings
 
 import torch as _torch
 
@@ -41,6 +45,16 @@ class GroupReport:
         return "<group %d: %s; %s>" % (self.index, " ".join(self.ops[:6]) +
                                        (" ..." if len(self.ops) > 6 else ""),
                                        where)
+
+
+@contextlib.contextmanager
+def torchscript():
+    """Where the bridge itself scripts, freezes, saves or loads TorchScript:
+    torch 2 deprecates those calls (a FutureWarning or DeprecationWarning at
+    each), which a user of nncjit did not make. Their other warnings still reach them."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated")
+        yield
 
 
 def first_line(error):

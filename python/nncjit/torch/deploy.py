@@ -18,7 +18,7 @@ import torch as _torch
 
 from .. import _nncjit
 from .check import _TENSOR, _signature
-from .common import first_line
+from .common import first_line, torchscript
 from .fx_script import insert_fx, insert_node
 from .kernels import TorchKernel, operator_library, option_strings
 from .rewrite import _GROUPS
@@ -430,7 +430,8 @@ def _replace_forward(module, build):
 def _write(module, model, path):
     meta = {"format": _FORMAT, "torch": _torch.__version__,
             "report": [repr(r) for r in model.report]}
-    _torch.jit.save(module, path, _extra_files={"nncjit.json": json.dumps(meta)})
+    with torchscript():
+        _torch.jit.save(module, path, _extra_files={"nncjit.json": json.dumps(meta)})
 
 
 _BOOL = _torch._C.BoolType.get()
@@ -575,7 +576,8 @@ def load(path, *, threads=None, cache_dir=None, **compile_options):
         _torch.ops.nncjit.set_load_options(option_strings(overrides))
         try:
             _torch.ops.nncjit.check_archive_storages(str(path))
-            module = _torch.jit.load(path, _extra_files=extra)
+            with torchscript():
+                module = _torch.jit.load(path, _extra_files=extra)
         except (RuntimeError, ValueError) as e:
             raise _nncjit.Error("%s: cannot load the model: %s" % (
                 path, first_line(e))) from None

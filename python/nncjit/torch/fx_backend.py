@@ -13,7 +13,7 @@ from .check import _copy as _copy_strided, _in_double, _verdict, kept
 from .common import GroupReport, first_line
 from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
-from .opgraph import from_fx, mutates, written_attributes
+from .opgraph import _tuple_kind, from_fx, mutates, written_attributes
 
 
 def partition(graph):
@@ -412,8 +412,15 @@ def _remove_dead_code(graph):
     eliminate_dead_code of torch 1.13 would remove)."""
     for n in reversed(list(graph.nodes)):
         if not n.users and n.op in ("call_function", "call_method", "get_attr") and \
-                not mutates(n) and not n.is_impure():
+                not mutates(n) and (not n.is_impure() or _draws_nothing(n)):
             graph.erase_node(n)
+
+
+def _draws_nothing(node):
+    """An attention without dropout, which torch 2 calls impure for the
+    random numbers its dropout would draw."""
+    return _tuple_kind(node) == "sdpa_cpu" and not (
+        node.args[3] if len(node.args) > 3 else node.kwargs.get("dropout_p", 0.0))
 
 
 def _replace(gm, region, input_nodes, module):

@@ -48,10 +48,12 @@ def insert_fx(graph, gm, inputs):
 
 
 def _attribute(gm, target):
+    """gm's attribute target, a tensor detached: a graph constant cannot be
+    a parameter (torch 2's make_fx keeps the weights as parameters)."""
     value = gm
     for name in target.split("."):
         value = getattr(value, name)
-    return value
+    return value.detach() if isinstance(value, _torch.Tensor) else value
 
 
 def _region(graph, call, inputs):

@@ -9,7 +9,7 @@ import warnings
 import torch as _torch
 
 from .. import _nncjit
-from .common import first_line
+from .common import first_line, torchscript
 
 
 _LIBRARY_NAME = "libnncjit_torch.so"
@@ -75,7 +75,8 @@ def note_refused(why):
         # Called from TorchScript, as the graphs call it: there libtorch's
         # warning becomes Python's (called from Python, it goes to the log).
         if _note_in_script is None:
-            _note_in_script = _torch.jit.script(_note_refused)
+            with torchscript():
+                _note_in_script = _torch.jit.script(_note_refused)
         _note_in_script(why)
         return
     _REFUSED[0] += 1

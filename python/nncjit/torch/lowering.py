@@ -236,7 +236,9 @@ def find_attention(region):
         p, v = pv.inputs
         rank = len(p.shape)
         sm = p.producer if isinstance(p, Value) else None
+        # (A safe softmax, 0 for a row of -inf, stays ops: the call gives NaN.)
         if not only_use(p, pv) or sm.kind != "softmax" or sm.attrs["dim"] != rank - 1 or \
+                sm.attrs.get("safe") or \
                 not 2 <= rank <= 4 or tuple(v.shape[:-2]) != tuple(p.shape[:-2]) or \
                 0 in p.shape:
             continue
@@ -465,6 +467,9 @@ class KernelWriter:
             d = op.attrs["dim"]
             row = self._row(idx, [d], len(v.shape))
             x = self.load(op.inputs[0], idx)
+            if k == "softmax" and op.attrs.get("safe"):
+                return "IfThenElse(%s==NEG_INFINITY ? 1 : 0, 0.f, exp((%s) - (%s)) / (%s))" % (
+                    mx + row, x, mx + row, sm + row)
             if k == "softmax":
                 return "(exp((%s) - (%s)) / (%s))" % (x, mx + row, sm + row)
             return "((%s) - (%s) - log(%s))" % (x, mx + row, sm + row)

@@ -92,6 +92,9 @@ _FUNCTIONS = {
     F.relu6: "relu6", _torch.clamp: "clamp", F.leaky_relu: "leaky_relu",
     F.max_pool2d: "max_pool2d", F.adaptive_avg_pool2d: "adaptive_avg_pool2d",
 }
+# F.scaled_dot_product_attention: torch 2's (torch 1.13 has none).
+if hasattr(F, "scaled_dot_product_attention"):
+    _FUNCTIONS[F.scaled_dot_product_attention] = "sdpa"
 _METHODS = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg",
     "pow": "pow", "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
@@ -126,6 +129,9 @@ _ATEN = {
     _A.hardswish: "hardswish", _A.hardsigmoid: "hardsigmoid", _A.hardtanh: "hardtanh",
     _A.clamp: "clamp", _A.leaky_relu: "leaky_relu",
 }
+if hasattr(_A, "scaled_dot_product_attention"):
+    _ATEN[_A.scaled_dot_product_attention] = "sdpa"
+    _ATEN[_A._safe_softmax] = "safe_softmax"
 # Ops whose result is a tuple of tensors that getitem takes apart: into
 # pieces of their input, or (getitem 0) into the op of their first result.
 _TUPLES = {_torch.chunk: "chunk", _torch.split: "split", _torch.unbind: "unbind",
@@ -133,6 +139,10 @@ _TUPLES = {_torch.chunk: "chunk", _torch.split: "split", _torch.unbind: "unbind"
            _A.split: "split", _A.split_with_sizes: "split", _A.unbind: "unbind",
            _A.native_layer_norm: "layer_norm", _A.native_batch_norm: "batch_norm",
            _A._native_multi_head_attention: "attention"}
+# What torch 2's make_fx and AOTAutograd make of F.scaled_dot_product_attention
+# on the CPU: (output, logsumexp).
+if hasattr(_A, "_scaled_dot_product_flash_attention_for_cpu"):
+    _TUPLES[_A._scaled_dot_product_flash_attention_for_cpu] = "sdpa_cpu"
 _MODULES = {
     _torch.nn.ReLU: "relu", _torch.nn.GELU: "gelu", _torch.nn.SiLU: "silu",
     _torch.nn.Sigmoid: "sigmoid", _torch.nn.Tanh: "tanh", _torch.nn.Softmax: "softmax",
@@ -175,14 +185,17 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         if alpha != 1 or "rounding_mode" in kwargs and kwargs["rounding_mode"] is not None:
             raise _Unsupported("%s with alpha or a rounding mode" % kind)
         return kind, [val(a), val(b)], {}
-    if kind in ("softmax", "log_softmax"):
+    if kind in ("softmax", "log_softmax", "safe_softmax"):
         x = val(_arg(node, args, kwargs, 0, "input"))
         dim = module.dim if module is not None else _arg(node, args, kwargs, 1, "dim")
         if dim is None:
             raise _Unsupported("%s without a dim" % kind)
         if kwargs.get("dtype") is not None:
             raise _Unsupported("%s with a dtype" % kind)
-        return kind, [x], {"dim": _dim(dim, len(x.shape))}
+        # safe_softmax: torch 2's, in attention (make_fx's decomposition): a
+        # row of -inf is 0, not NaN.
+        return "softmax" if kind == "safe_softmax" else kind, [x], {
+            "dim": _dim(dim, len(x.shape)), "safe": kind == "safe_softmax"}
     if kind == "gelu":
         x = val(_arg(node, args, kwargs, 0, "input"))
         approx = module.approximate if module is not None else kwargs.get("approximate", "none")
@@ -238,6 +251,15 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         return _convolution(kind, node, args, kwargs, val, module)
     if kind == "encoder_layer":
         return _encoder_layer(node, val)
+    if kind == "sdpa":
+        q, k, v = (val(_arg(node, args, kwargs, i, n)) for i, n in
+                   enumerate(("query", "key", "value")))
+        if _arg(node, args, kwargs, 4, "dropout_p", 0.0) or \
+                _arg(node, args, kwargs, 7, "enable_gqa", False):
+            raise _Unsupported("scaled_dot_product_attention with dropout or grouped queries")
+        return _sdpa(node, q, k, v, val(_arg(node, args, kwargs, 3, "attn_mask")),
+                     _arg(node, args, kwargs, 5, "is_causal", False),
+                     _arg(node, args, kwargs, 6, "scale"))
     if kind == "aten_embedding":
         return "gather", [val(args[0]), val(args[1])], {"dim": 0}
     if kind == "rsub":
@@ -464,9 +486,16 @@ def _piece(node, i, val):
     kind = _tuple_kind(node)
     if kind is None or not isinstance(i, int):
         raise _Unsupported("getitem of a %s" % node.target)
-    if kind in ("layer_norm", "attention", "batch_norm"):
+    if kind in ("layer_norm", "attention", "batch_norm", "sdpa_cpu"):
         if i != 0:
             raise _Unsupported("%s's result %d" % (kind, i))
+        if kind == "sdpa_cpu":
+            # (query, key, value, dropout_p, is_causal, *, attn_mask, scale)
+            args, kwargs = node.args, node.kwargs
+            if _arg(node, args, kwargs, 3, "dropout_p", 0.0):
+                raise _Unsupported("scaled_dot_product_attention with dropout")
+            return _sdpa(node, *(val(a) for a in args[:3]), val(kwargs.get("attn_mask")),
+                         _arg(node, args, kwargs, 4, "is_causal", False), kwargs.get("scale"))
         if kind == "batch_norm":
             return _aten_batch_norm(node, val)
         if kind == "layer_norm":
@@ -570,6 +599,42 @@ def _attention_steps(step, q, k, v, e, h, w, b, pw, pb, mask=None):
     y = step("permute", [y], {"perm": (0, 2, 1, 3)}, (batch, n, h, hd))
     y = step("reshape", [y], {}, (batch, n, e))
     return step("linear", [y, pw, pb], {}, (batch, n, e))
+
+
+def _sdpa(node, q, k, v, mask, causal, scale):
+    """F.scaled_dot_product_attention (inference: no dropout) written out:
+    the scores q @ k^T times scale (1/sqrt of the head width by default),
+    the causal mask (a key after its query left out) and attn_mask (a bool
+    one: True where a score takes part; a float one added), softmax over the
+    keys (0 for a row without a score), the product with v. Returns ("composite", steps, {})."""
+    step = _Steps(node)
+    qs, ks, vs = step.shape(q), step.shape(k), step.shape(v)
+    rank = len(qs)
+    if rank < 2 or len(ks) != rank or len(vs) != rank or \
+            tuple(ks[:-2]) != tuple(qs[:-2]) or tuple(vs[:-2]) != tuple(qs[:-2]) or \
+            ks[-1] != qs[-1] or vs[-2] != ks[-2]:
+        raise _Unsupported("scaled_dot_product_attention of shapes %s, %s, %s" % (
+            list(qs), list(ks), list(vs)))
+    n, kn = qs[-2], ks[-2]
+    scores = tuple(qs[:-1]) + (kn,)
+    perm = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    kt = step("permute", [k], {"perm": perm}, tuple(ks[:-2]) + (ks[-1], kn))
+    s_ = step("matmul", [q, kt], {}, scores)
+    s_ = step("mul", [s_, float(scale) if scale is not None else 1.0 / (qs[-1] ** 0.5)], {},
+              scores)
+    if causal:
+        kept = step.const(_torch.ones(n, kn, dtype=_torch.bool).tril(), "causal")
+        s_ = step("where", [kept, s_, float("-inf")], {}, scores)
+    if mask is not None:
+        if mask.dtype == _torch.bool:
+            s_ = step("where", [mask, s_, float("-inf")], {}, scores)
+        else:
+            s_ = step("add", [s_, mask], {}, scores)
+    # torch 2's attention makes a row whose scores are all left out 0, not
+    # NaN (_safe_softmax); with no mask but the causal one, none is.
+    s_ = step("softmax", [s_], {"dim": rank - 1, "safe": mask is not None}, scores)
+    step("matmul", [s_, v], {}, tuple(qs[:-1]) + (vs[-1],))
+    return "composite", step.steps, {}
 
 
 def _mask(node, at, val):
@@ -821,11 +886,12 @@ def _sources(node, values):
 
 def _fold_constant(node, values):
     """Computes once a node whose tensor inputs are all constants (make_fx
-    writes a linear layer's weight as t(weight)) and makes it a constant;
+    writes a linear layer's weight as t(weight)), or a factory of none
+    (make_fx's causal mask: ones, then tril), and makes it a constant;
     False if it is not such a node."""
     inputs = node.all_input_nodes
-    if node.op not in ("call_function", "call_method") or not inputs or mutates(node) or \
-            _is_random(node) or \
+    if node.op not in ("call_function", "call_method") or mutates(node) or \
+            _is_random(node) or "empty" in str(node.target) or \
             any(values.get(a) is None or values[a].constant is None for a in inputs):
         return False
     args, kwargs = _torch.fx.node.map_arg((node.args, node.kwargs),
