@@ -45,7 +45,13 @@ protocol): opgraph (the bridge's op-level graph), lowering (a region of it
 as one .nnc kernel) and fx_backend (the partition and the returned callable).
 optimize runs transformers on it (lowered: the frozen script traced into
 ATen ops, a LoweredModule).
+
+The front ends over these: TorchScript's fusion groups (optimize, for
+torch 1.13 and 2), FX graphs (backend: symbolic_trace or make_fx), and on
+torch 2 torch.compile(model, backend="nncjit") (dynamo: Dynamo's graphs,
+their parameters bound, each shape of a dynamic graph compiled on its own).
 """
+from .dynamo import nncjit_backend
 from .fx_backend import backend
 from .common import GroupReport
 from .deploy import LoadedModule, load
@@ -57,4 +63,4 @@ from .shapes import ShapeSpecialized
 
 __all__ = ["GroupReport", "LoadedModule", "LoweredModule", "OptimizedModule",
            "ShapeSpecialized", "backend", "default_cache_dir", "export", "load",
-           "operator_library", "optimize", "stats"]
+           "nncjit_backend", "operator_library", "optimize", "stats"]

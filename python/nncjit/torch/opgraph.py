@@ -91,6 +91,7 @@ _FUNCTIONS = {
     F.hardswish: "hardswish", F.hardsigmoid: "hardsigmoid", F.hardtanh: "hardtanh",
     F.relu6: "relu6", _torch.clamp: "clamp", F.leaky_relu: "leaky_relu",
     F.max_pool2d: "max_pool2d", F.adaptive_avg_pool2d: "adaptive_avg_pool2d",
+    F.batch_norm: "batch_norm",
 }
 # F.scaled_dot_product_attention: torch 2's (torch 1.13 has none).
 if hasattr(F, "scaled_dot_product_attention"):
@@ -344,6 +345,20 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         if any(b is not None and not isinstance(b, (int, float)) for b in (lo, hi)):
             raise _Unsupported("clamp with tensor bounds")
         return "clamp", [x], {"min": lo, "max": hi}
+    if kind == "batch_norm" and module is None:
+        # F.batch_norm(x, running_mean, running_var, weight, bias, training,
+        # momentum, eps) (Dynamo's graphs), on constant statistics.
+        x = val(args[0])
+        mean, var, w, b = (val(_arg(node, args, kwargs, i, n)) for i, n in enumerate(
+            ("running_mean", "running_var", "weight", "bias"), 1))
+        params = [t for t in (w, b, mean, var) if t is not None]
+        if _arg(node, args, kwargs, 5, "training", False) or mean is None or \
+                len(x.shape) != 4 or \
+                any(not isinstance(t, Value) or t.constant is None for t in params):
+            raise _Unsupported("batch_norm in training or without constant running statistics")
+        return _channel_affine(x, *[t.constant if t is not None else None
+                                    for t in (w, b, mean, var)],
+                               _arg(node, args, kwargs, 7, "eps", 1e-5))
     if kind == "batch_norm":
         # In inference: x * scale + shift, per channel (dim 1).
         x = val(args[0])

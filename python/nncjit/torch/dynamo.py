@@ -1,0 +1,161 @@
+"""torch.compile(model, backend="nncjit"): the torch 2 front end.
+
+Dynamo hands a backend each piece of the model between graph breaks: a
+GraphModule of torch-level ops and the real tensors of its placeholders,
+the model's parameters among them. This front end binds the parameters as
+constants (as Inductor's freezing does: the compiled model is for
+inference, and later changes of the weights do not reach it) and lowers
+the piece with nncjit.torch.backend (fx_backend.py), the lowering that the
+FX front ends share.
+
+Where Dynamo traces sizes as symbols (torch.compile(dynamic=True), or after
+a call at a new shape), each shape a call brings is compiled on its own,
+the symbols read from the call, up to MAX_SHAPES shapes; later ones run the
+piece in PyTorch, warned once. A call with gradients on runs the piece in
+PyTorch too (warned once): nnc-jit's kernels compute no gradients."""
+
+import warnings
+
+import torch as _torch
+
+from .fx_backend import backend as _backend
+
+# The most shapes one piece of a dynamic graph is compiled for.
+MAX_SHAPES = 8
+
+
+def nncjit_backend(gm, example_inputs, **options):
+    """The torch_dynamo_backends entry point `nncjit` (pyproject.toml).
+    options are nncjit.torch.backend's (check, rtol, atol and
+    nncjit.compile's), given as torch.compile(..., options={...})."""
+    return _Compiled(gm, list(example_inputs), options)
+
+
+class _Compiled:
+    """A piece's callable: the lowered piece per shape, or PyTorch's."""
+
+    def __init__(self, gm, example_inputs, options):
+        self.gm = gm
+        self.options = options
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        written = _written_placeholders(gm.graph)
+        # The parameters and buffers Dynamo passes as inputs (those the graph
+        # does not write): constants of the kernels.
+        self.bound = {i for i, (n, x) in enumerate(zip(placeholders, example_inputs))
+                      if _is_state(n, x) and n not in written}
+        self.symbolic = any(isinstance(x, (int, _torch.SymInt)) for x in example_inputs)
+        self.needs_grad = any(isinstance(x, _torch.Tensor) and x.requires_grad
+                              for x in example_inputs)
+        # Compiled at the first call of each shape, outside Dynamo's tracing
+        # (whose shape environment must not see the lowering's own runs).
+        self.compiled = {}
+        self.warned = False
+        self.last = None   # the Optimized of the latest compile (its report)
+
+    def __call__(self, *args):
+        if self.needs_grad and _torch.is_grad_enabled():
+            self._warn("it was called with gradients on, and nnc-jit's kernels compute "
+                       "none: call the model under torch.no_grad() or torch.inference_mode()")
+            return self.gm(*args)
+        key = _shape_key(args) if self.symbolic else None
+        fn = self.compiled.get(key)
+        if fn is None:
+            if len(self.compiled) >= MAX_SHAPES:
+                self._warn("it was compiled for %d shapes (MAX_SHAPES), and a call brings "
+                           "another" % MAX_SHAPES)
+                return self.gm(*args)
+            fn = self.compiled[key] = self._compile(list(args))
+        return fn(*self._free(args))
+
+    def _free(self, args):
+        return [x for i, x in enumerate(args) if i not in self.bound]
+
+    def _compile(self, inputs):
+        """The piece lowered for inputs: parameters and sizes bound."""
+        gm = _specialized(self.gm, inputs, self.bound)
+        self.last = _backend(gm, [x for i, x in enumerate(inputs)
+                                  if i not in self.bound and not _is_size(x)], **self.options)
+        free = [i for i in range(len(inputs)) if i not in self.bound]
+        sizes = [j for j, i in enumerate(free) if _is_size(inputs[i])]
+        if not sizes:
+            return self.last
+        optimized = self.last
+        return lambda *args: optimized(*[x for j, x in enumerate(args) if j not in sizes])
+
+    def _warn(self, why):
+        if not self.warned:
+            self.warned = True
+            warnings.warn("nncjit: a graph of torch.compile runs in PyTorch: " + why,
+                          stacklevel=3)
+
+
+def _is_state(node, x):
+    """Whether placeholder node (its example x) is a module's parameter or
+    buffer: Dynamo's source of it names the module's _parameters or
+    _buffers."""
+    if isinstance(x, _torch.nn.Parameter):
+        return True
+    source = getattr(node.meta.get("grapharg"), "source", None)
+    name = getattr(source, "name", "")
+    name = name() if callable(name) else str(name)
+    return isinstance(x, _torch.Tensor) and ("._buffers[" in name or "._parameters[" in name)
+
+
+def _is_size(x):
+    return isinstance(x, (int, _torch.SymInt)) and not isinstance(x, bool)
+
+
+def _shape_key(args):
+    return tuple((tuple(x.shape), tuple(x.stride()), x.dtype) if isinstance(x, _torch.Tensor)
+                 else ("size", int(x)) if _is_size(x) else ("other", type(x).__name__)
+                 for x in args)
+
+
+def _written_placeholders(graph):
+    """The placeholders an op of graph writes in place (a buffer update)."""
+    from .opgraph import mutates
+    return {a for n in graph.nodes if mutates(n) for a in n.all_input_nodes[:1]
+            if a.op == "placeholder"}
+
+
+def _specialized(gm, inputs, bound):
+    """A GraphModule of gm's graph (gm unchanged) with the placeholders of
+    bound as constants (get_attr of the tensors in inputs) and those of
+    sizes as the numbers inputs holds."""
+    graph = _torch.fx.Graph()
+    env = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    root = _torch.nn.Module()
+    for name, module in gm.named_children():
+        root.add_module(name, module)
+    for i, node in enumerate(placeholders):
+        if i in bound:
+            name = "nncjit_constant%d" % i
+            root.register_buffer(name, inputs[i].detach())
+            env[node] = graph.get_attr(name)
+        elif _is_size(inputs[i]):
+            env[node] = int(inputs[i])
+        else:
+            env[node] = graph.placeholder(node.name)
+            env[node].meta = dict(node.meta)
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "get_attr":
+            name = node.target.replace(".", "_")
+            value = _attr(gm, node.target)
+            if isinstance(value, _torch.Tensor):
+                root.register_buffer(name, value)
+            else:
+                setattr(root, name, value)
+            env[node] = graph.get_attr(name)
+            continue
+        env[node] = graph.node_copy(node, lambda n: env[n])
+    return _torch.fx.GraphModule(root, graph)
+
+
+def _attr(gm, target):
+    value = gm
+    for name in target.split("."):
+        value = getattr(value, name)
+    return value.detach() if isinstance(value, _torch.Tensor) else value

@@ -1,0 +1,151 @@
+"""torch.compile(model, backend="nncjit") on torch 2 (nncjit/torch/dynamo.py)."""
+import importlib.metadata
+import warnings
+
+import pytest
+import torch
+
+import nncjit.torch as nt
+from nncjit.torch import dynamo
+
+if int(torch.__version__.split(".")[0]) < 2:
+    pytest.skip("torch.compile is torch 2's", allow_module_level=True)
+
+F = torch.nn.functional
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def compiled(model):
+    """torch.compile(model) on nnc-jit, and the list of the pieces that
+    Dynamo hands the backend (dynamo._Compiled)."""
+    pieces = []
+
+    def backend(gm, example_inputs):
+        pieces.append(nt.nncjit_backend(gm, example_inputs))
+        return pieces[-1]
+    return torch.compile(model, backend=backend), pieces
+
+
+def on_nncjit(pieces):
+    """Every region of every compiled piece ran on nnc-jit."""
+    reports = [r for p in pieces for r in p.last.report]
+    return reports and all(r.on_nncjit for r in reports), reports
+
+
+class Decoder(torch.nn.Module):
+    """A GPT-style block: causal attention written with
+    F.scaled_dot_product_attention, or with matmul, softmax and a -inf mask."""
+
+    def __init__(self, sdpa, e=32, h=4):
+        super().__init__()
+        self.sdpa, self.h = sdpa, h
+        self.ln1, self.ln2 = torch.nn.LayerNorm(e), torch.nn.LayerNorm(e)
+        self.qkv, self.proj = torch.nn.Linear(e, 3 * e), torch.nn.Linear(e, e)
+        self.fc1, self.fc2 = torch.nn.Linear(e, 4 * e), torch.nn.Linear(4 * e, e)
+
+    def forward(self, x):
+        b, n, e = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(e, dim=2)
+        q, k, v = (t.view(b, n, self.h, e // self.h).transpose(1, 2) for t in (q, k, v))
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            s = q @ k.transpose(-2, -1) / (e // self.h) ** 0.5
+            mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+            y = torch.softmax(s.masked_fill(mask, float("-inf")), -1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(b, n, e))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def _cnn():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 16, 3, padding=1, groups=16), torch.nn.Hardswish(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).eval()
+
+
+@pytest.mark.parametrize("make,shape", [
+    (_cnn, (2, 3, 16, 16)),
+    (lambda: Decoder(sdpa=True).eval(), (2, 9, 32)),
+    (lambda: Decoder(sdpa=False).eval(), (2, 9, 32)),
+], ids=["cnn", "decoder-sdpa", "decoder-mask"])
+def test_compiled_model_runs_on_nncjit_and_matches_eager(make, shape):
+    torch.manual_seed(0)
+    model, x = make(), torch.randn(*shape)
+    fast, pieces = compiled(model)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
+    ok, reports = on_nncjit(pieces)
+    assert ok, reports
+
+
+def test_graph_breaks_give_the_backend_each_piece():
+    class Broken(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = torch.relu(self.a(x))
+            torch._dynamo.graph_break()
+            return torch.tanh(self.b(y))
+    model, x = Broken().eval(), torch.randn(3, 8)
+    fast, pieces = compiled(model)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), model(x), rtol=1e-5, atol=1e-6)
+    assert len(pieces) == 2
+    assert on_nncjit(pieces)[0]
+
+
+def test_each_shape_of_a_dynamic_graph_is_compiled():
+    model = Decoder(sdpa=True).eval()
+    fast, pieces = compiled(model)
+    with torch.no_grad():
+        for n in (9, 1, 7, 13):   # a new length makes Dynamo's graph dynamic
+            x = torch.randn(2, n, 32)
+            torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
+    assert any(p.symbolic for p in pieces)
+    assert on_nncjit(pieces)[0]
+
+
+def test_past_max_shapes_pytorch_runs_and_says_so_once(monkeypatch):
+    monkeypatch.setattr(dynamo, "MAX_SHAPES", 2)
+    model = torch.nn.Linear(8, 4).eval()
+    fast, _ = compiled(model)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for b in (2, 3, 5, 6, 7):
+            x = torch.randn(b, 8)
+            torch.testing.assert_close(fast(x), model(x))
+    said = [str(w.message) for w in caught if "nncjit" in str(w.message)]
+    assert said == ["nncjit: a graph of torch.compile runs in PyTorch: it was compiled "
+                    "for 2 shapes (MAX_SHAPES), and a call brings another"], said
+
+
+def test_with_gradients_on_pytorch_runs_and_says_so():
+    model = torch.nn.Linear(8, 4)
+    fast, _ = compiled(model)
+    x = torch.randn(2, 8)
+    with pytest.warns(UserWarning, match=r"nncjit: a graph of torch.compile runs in "
+                      r"PyTorch: it was called with gradients on"):
+        y = fast(x)
+    y.sum().backward()
+    assert model.weight.grad is not None
+
+
+def test_backend_is_found_by_name_when_installed():
+    names = [e.name for e in importlib.metadata.entry_points(group="torch_dynamo_backends")]
+    if "nncjit" not in names:
+        pytest.skip("the nncjit package is not installed (pip install "
+                    "--no-build-isolation .): no entry point")
+    model, x = _cnn(), torch.randn(1, 3, 16, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend="nncjit")(x), model(x),
+                                   rtol=1e-4, atol=1e-5)
