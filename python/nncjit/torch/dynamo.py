@@ -24,11 +24,14 @@ from .fx_backend import backend as _backend
 MAX_SHAPES = 8
 
 
-def nncjit_backend(gm, example_inputs, **options):
+def nncjit_backend(gm, example_inputs, options=None, mode=None, **kwargs):
     """The torch_dynamo_backends entry point `nncjit` (pyproject.toml).
-    options are nncjit.torch.backend's (check, rtol, atol and
-    nncjit.compile's), given as torch.compile(..., options={...})."""
-    return _Compiled(gm, list(example_inputs), options)
+    options are nncjit.torch.backend's keywords (check, rtol, atol and
+    nncjit.compile's: threads, features, cache_dir, ...), as
+    torch.compile(..., options={...}) passes them; torch.compile's mode
+    changes nothing."""
+    del mode
+    return _Compiled(gm, list(example_inputs), dict(options or {}, **kwargs))
 
 
 class _Compiled:
