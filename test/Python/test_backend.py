@@ -51,9 +51,14 @@ class _Wrap2(_Wrap1):
         return self.fn(x, y)
 
 
+class _Wrap3(_Wrap1):
+    def forward(self, x, y, z):
+        return self.fn(x, y, z)
+
+
 def _Wrap(fn, n=1):
     """fn as a module of n inputs (FX traces no *args on this Python)."""
-    return (_Wrap1, _Wrap2)[n - 1](fn)
+    return (_Wrap1, _Wrap2, _Wrap3)[n - 1](fn)
 
 
 def strided(*shape):
@@ -1004,3 +1009,37 @@ def test_layer_norm_of_a_row_whose_variance_overflows():
         for rows in (x * 1e15, one, x * 1e21, x * 1e30):
             torch.testing.assert_close(opt(rows), F.layer_norm(rows, (16,)), equal_nan=True)
         assert torch.equal(opt(one), torch.zeros(4, 16)) and torch.isnan(opt(x * 1e30)).all()
+
+
+@pytest.mark.skipif(not TORCH2, reason="scaled_dot_product_attention is torch 2's")
+@pytest.mark.parametrize("call,why", [
+    (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5),
+     "scaled_dot_product_attention with dropout or grouped queries"),
+    (lambda q, k, v: F.scaled_dot_product_attention(q, k[:1], v[:1]),
+     "scaled_dot_product_attention of shapes [2, 4, 5, 8], [1, 4, 6, 8], [1, 4, 6, 8]"),
+], ids=["dropout", "broadcast"])
+def test_attention_the_lowering_refuses_says_why(call, why):
+    q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8)
+    opt = nt.backend(torch.fx.symbolic_trace(_Wrap(call, 3)), [q, k, v])
+    assert [r.reason for r in opt.report if not r.on_nncjit] == [why], opt.summary()
+
+
+def test_functional_batch_norm_in_training_is_refused():
+    mean, var = torch.randn(4), torch.rand(4) + 0.5
+
+    class M(torch.nn.Module):
+        def __init__(self, training):
+            super().__init__()
+            self.training_flag = training
+            self.register_buffer("mean", mean.clone())
+            self.register_buffer("var", var.clone())
+
+        def forward(self, x):
+            return F.batch_norm(x, self.mean, self.var, training=self.training_flag) + 1.0
+    x = torch.randn(2, 4, 3, 3)
+    opt = nt.backend(torch.fx.symbolic_trace(M(False)), [x])
+    assert all(r.on_nncjit for r in opt.report), opt.summary()
+    torch.testing.assert_close(opt(x), F.batch_norm(x, mean, var) + 1.0, rtol=1e-5, atol=1e-6)
+    opt = nt.backend(torch.fx.symbolic_trace(M(True)), [x])
+    assert "batch_norm in training or without constant running statistics" in \
+        [r.reason for r in opt.report], opt.summary()

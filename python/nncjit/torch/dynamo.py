@@ -19,6 +19,8 @@ import warnings
 import torch as _torch
 
 from .fx_backend import backend as _backend
+from .fx_script import _attribute
+from .opgraph import mutates
 
 # The most shapes one piece of a dynamic graph is compiled for.
 MAX_SHAPES = 8
@@ -116,7 +118,6 @@ def _shape_key(args):
 
 def _written_placeholders(graph):
     """The placeholders an op of graph writes in place (a buffer update)."""
-    from .opgraph import mutates
     return {a for n in graph.nodes if mutates(n) for a in n.all_input_nodes[:1]
             if a.op == "placeholder"}
 
@@ -146,7 +147,7 @@ def _specialized(gm, inputs, bound):
             continue
         if node.op == "get_attr":
             name = node.target.replace(".", "_")
-            value = _attr(gm, node.target)
+            value = _attribute(gm, node.target)
             if isinstance(value, _torch.Tensor):
                 root.register_buffer(name, value)
             else:
@@ -156,9 +157,3 @@ def _specialized(gm, inputs, bound):
         env[node] = graph.node_copy(node, lambda n: env[n])
     return _torch.fx.GraphModule(root, graph)
 
-
-def _attr(gm, target):
-    value = gm
-    for name in target.split("."):
-        value = getattr(value, name)
-    return value.detach() if isinstance(value, _torch.Tensor) else value

@@ -348,17 +348,11 @@ def _canonical(kind, node, args, kwargs, value_of, module):
     if kind == "batch_norm" and module is None:
         # F.batch_norm(x, running_mean, running_var, weight, bias, training,
         # momentum, eps) (Dynamo's graphs), on constant statistics.
-        x = val(args[0])
         mean, var, w, b = (val(_arg(node, args, kwargs, i, n)) for i, n in enumerate(
             ("running_mean", "running_var", "weight", "bias"), 1))
-        params = [t for t in (w, b, mean, var) if t is not None]
-        if _arg(node, args, kwargs, 5, "training", False) or mean is None or \
-                len(x.shape) != 4 or \
-                any(not isinstance(t, Value) or t.constant is None for t in params):
-            raise _Unsupported("batch_norm in training or without constant running statistics")
-        return _channel_affine(x, *[t.constant if t is not None else None
-                                    for t in (w, b, mean, var)],
-                               _arg(node, args, kwargs, 7, "eps", 1e-5))
+        return _constant_batch_norm(val(args[0]), w, b, mean, var,
+                                    _arg(node, args, kwargs, 5, "training", False),
+                                    _arg(node, args, kwargs, 7, "eps", 1e-5))
     if kind == "batch_norm":
         # In inference: x * scale + shift, per channel (dim 1).
         x = val(args[0])
@@ -534,7 +528,12 @@ def _aten_batch_norm(node, val):
     BatchNorm2d module's."""
     x, w, b, mean, var = (val(a) if isinstance(a, _torch.fx.Node) else a
                           for a in node.args[:5])
-    training, eps = node.args[5], node.args[7]
+    return _constant_batch_norm(x, w, b, mean, var, node.args[5], node.args[7])
+
+
+def _constant_batch_norm(x, w, b, mean, var, training, eps):
+    """Batch norm of Values in inference, its parameters and statistics
+    constants (those given: w and b may be None)."""
     params = [t for t in (w, b, mean, var) if t is not None]
     if training or mean is None or len(x.shape) != 4 or \
             any(not isinstance(t, Value) or t.constant is None for t in params):
