@@ -430,9 +430,6 @@ class PaddedAttention(torch.nn.Module):
         return self.mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]
 
 
-@pytest.mark.xfail(int(torch.__version__.split(".")[0]) >= 2, strict=True,
-                   reason="torch 2 turns a key padding mask into a float one in place "
-                   "(zeros_like, masked_fill_), which the lowering does not take yet")
 def test_saved_lowered_model_takes_a_bool_mask(tmp_path):
     torch.manual_seed(0)
     m = PaddedAttention().eval()

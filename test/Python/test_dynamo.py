@@ -86,6 +86,66 @@ def test_compiled_model_runs_on_nncjit_and_matches_eager(make, shape):
     assert ok, reports
 
 
+def _encoder():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+
+
+def _vit():
+    import torchvision
+    torch.manual_seed(0)
+    vit = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2,
+                                               num_heads=4, hidden_dim=32, mlp_dim=64).eval()
+    torch.nn.init.normal_(vit.heads.head.weight)   # torchvision makes it 0
+    return vit
+
+
+class _Attention(torch.nn.Module):
+    """nn.MultiheadAttention as Dynamo records it outside its fused path:
+    F.multi_head_attention_forward, sequence first."""
+
+    def __init__(self, batch_first, mask):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(32, 4, batch_first=batch_first)
+        self.mask = mask
+
+    def forward(self, x):
+        kw = {"key_padding_mask": self.mask} if self.mask is not None and \
+            self.mask.shape[0] == 2 else {"attn_mask": self.mask}
+        return self.mha(x, x, x, need_weights=False, **kw)[0]
+
+
+_PADDING = torch.zeros(2, 7, dtype=torch.bool)
+_PADDING[1, 5:] = True
+_WHOLE_ROW = _PADDING.clone()
+_WHOLE_ROW[0] = True   # torch 2's attention makes that row 0, not NaN
+
+
+@pytest.mark.parametrize("make,shape", [
+    (_encoder, (2, 7, 32)),
+    (_vit, (1, 3, 32, 32)),
+    (lambda: _Attention(False, None), (7, 2, 32)),
+    (lambda: _Attention(True, _PADDING), (2, 7, 32)),
+    (lambda: _Attention(True, _WHOLE_ROW), (2, 7, 32)),
+    (lambda: _Attention(True, torch.triu(torch.ones(7, 7, dtype=torch.bool), 1)),
+     (2, 7, 32)),
+], ids=["encoder", "vit", "mha-sequence-first", "mha-padding", "mha-whole-row",
+        "mha-causal"])
+def test_torch_transformer_paths_run_on_nncjit(make, shape):
+    # The fused encoder layer (torch._transformer_encoder_layer_fwd) and
+    # F.multi_head_attention_forward, as Dynamo hands them over. The
+    # reference is Dynamo's graph run by PyTorch (backend="eager"): for a
+    # row whose keys are all masked it is 0, where eager's fused path is NaN.
+    model, x = make().eval(), torch.randn(*shape)
+    fast, pieces = compiled(model)
+    with torch.no_grad():
+        want = torch.compile(model, backend="eager")(x)
+        torch.testing.assert_close(fast(x), want, rtol=1e-4, atol=1e-5)
+    ok, reports = on_nncjit(pieces)
+    assert ok, reports
+
+
 def test_graph_breaks_give_the_backend_each_piece():
     class Broken(torch.nn.Module):
         def __init__(self):

@@ -13,7 +13,7 @@ from .check import _copy as _copy_strided, _in_double, _verdict, kept
 from .common import GroupReport, first_line
 from .kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
-from .opgraph import _tuple_kind, from_fx, mutates, written_attributes
+from .opgraph import _tuple_kind, from_fx, mutates, writes_fresh, written_attributes
 
 
 def partition(graph):
@@ -409,10 +409,12 @@ def _remove_dead_code(graph):
     """Removes the nodes whose results nothing reads (make_fx leaves
     layer_norm's statistics and softmax's saved result), except in-place
     and other impure ops, whose effect is their point (which
-    eliminate_dead_code of torch 1.13 would remove)."""
+    eliminate_dead_code of torch 1.13 would remove), but with an in-place op
+    on a tensor made for it alone (opgraph.writes_fresh)."""
     for n in reversed(list(graph.nodes)):
         if not n.users and n.op in ("call_function", "call_method", "get_attr") and \
-                not mutates(n) and (not n.is_impure() or _draws_nothing(n)):
+                not mutates(n) and (not n.is_impure() or _draws_nothing(n) or
+                                    writes_fresh(n)):
             graph.erase_node(n)
 
 

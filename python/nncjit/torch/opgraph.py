@@ -93,6 +93,9 @@ _FUNCTIONS = {
     F.max_pool2d: "max_pool2d", F.adaptive_avg_pool2d: "adaptive_avg_pool2d",
     F.batch_norm: "batch_norm",
 }
+# torch's fused inference paths as Dynamo records them (the ATen ops' own
+# arguments): nn.TransformerEncoderLayer's and nn.MultiheadAttention's.
+_FUNCTIONS[_torch._transformer_encoder_layer_fwd] = "encoder_layer"
 # F.scaled_dot_product_attention: torch 2's (torch 1.13 has none).
 if hasattr(F, "scaled_dot_product_attention"):
     _FUNCTIONS[F.scaled_dot_product_attention] = "sdpa"
@@ -139,7 +142,9 @@ _TUPLES = {_torch.chunk: "chunk", _torch.split: "split", _torch.unbind: "unbind"
            "chunk": "chunk", "split": "split", "unbind": "unbind",
            _A.split: "split", _A.split_with_sizes: "split", _A.unbind: "unbind",
            _A.native_layer_norm: "layer_norm", _A.native_batch_norm: "batch_norm",
-           _A._native_multi_head_attention: "attention"}
+           _A._native_multi_head_attention: "attention",
+           _torch._native_multi_head_attention: "attention",
+           F.multi_head_attention_forward: "mha_forward"}
 # What torch 2's make_fx and AOTAutograd make of F.scaled_dot_product_attention
 # on the CPU: (output, logsumexp).
 if hasattr(_A, "_scaled_dot_product_flash_attention_for_cpu"):
@@ -495,7 +500,7 @@ def _piece(node, i, val):
     kind = _tuple_kind(node)
     if kind is None or not isinstance(i, int):
         raise _Unsupported("getitem of a %s" % node.target)
-    if kind in ("layer_norm", "attention", "batch_norm", "sdpa_cpu"):
+    if kind in ("layer_norm", "attention", "batch_norm", "sdpa_cpu", "mha_forward"):
         if i != 0:
             raise _Unsupported("%s's result %d" % (kind, i))
         if kind == "sdpa_cpu":
@@ -507,6 +512,8 @@ def _piece(node, i, val):
                          _arg(node, args, kwargs, 4, "is_causal", False), kwargs.get("scale"))
         if kind == "batch_norm":
             return _aten_batch_norm(node, val)
+        if kind == "mha_forward":
+            return _mha_forward(node, val)
         if kind == "layer_norm":
             return _canonical("layer_norm", node, node.args, node.kwargs,
                               lambda n: val(n) if isinstance(n, _torch.fx.Node) else n, None)
@@ -580,13 +587,14 @@ class _Steps:
         return x.shape if isinstance(x, Value) else self.steps[x.step][3]
 
 
-def _attention_steps(step, q, k, v, e, h, w, b, pw, pb, mask=None):
+def _attention_steps(step, q, k, v, e, h, w, b, pw, pb, mask=None, safe=False):
     """Self-attention as torch's fast path computes it: the in-projection
     (weights w, b: [3e, e], [3e]), the heads, the scores scaled by
     1/sqrt(e/h) and masked (mask: (a bool Value, True where a score is
-    left out, and the dims of the scores it spans)), softmax (a row left
-    out entirely is NaN, as in PyTorch), the product with the values, the
-    out-projection."""
+    left out, or a float one added, and the dims of the scores it spans)),
+    softmax (a row left out entirely is NaN, as in torch's fused paths, or
+    0 where safe, as in torch 2's scaled dot product attention), the
+    product with the values, the out-projection."""
     if any(t.constant is None for t in (w, b, pw, pb)):
         raise _Unsupported("the fused attention with weights that are not constants")
     batch, n, hd = step.shape(q)[0], step.shape(q)[1], e // h
@@ -605,10 +613,15 @@ def _attention_steps(step, q, k, v, e, h, w, b, pw, pb, mask=None):
     s_ = step("mul", [s_, 1.0 / (hd ** 0.5)], {}, (batch, h, n, kn))
     if mask is not None:
         m, dims = mask
-        if m.dtype != _torch.bool or tuple(m.shape) != tuple((batch, h, n, kn)[d] for d in dims):
+        if m.dtype not in (_torch.bool, _torch.float32) or \
+                tuple(m.shape) != tuple((batch, h, n, kn)[d] for d in dims):
             raise _Unsupported("an attention mask of shape %s" % (list(m.shape),))
-        s_ = step("where", [m, float("-inf"), s_], {"cond_dims": dims}, (batch, h, n, kn))
-    s_ = step("softmax", [s_], {"dim": 3}, (batch, h, n, kn))
+        if m.dtype == _torch.bool:
+            s_ = step("where", [m, float("-inf"), s_], {"cond_dims": dims}, (batch, h, n, kn))
+        else:
+            spanned = [s if d in dims else 1 for d, s in enumerate((batch, h, n, kn))]
+            s_ = step("add", [s_, step("reshape", [m], {}, spanned)], {}, (batch, h, n, kn))
+    s_ = step("softmax", [s_], {"dim": 3, "safe": safe}, (batch, h, n, kn))
     y = step("matmul", [s_, heads[2]], {}, (batch, h, n, hd))
     y = step("permute", [y], {"perm": (0, 2, 1, 3)}, (batch, n, h, hd))
     y = step("reshape", [y], {}, (batch, n, e))
@@ -678,6 +691,46 @@ def _attention(node, val):
     return "composite", step.steps, {}
 
 
+def _mha_forward(node, val):
+    """F.multi_head_attention_forward in inference (nn.MultiheadAttention's
+    own path, as Dynamo records it: vit_b_16's), its inputs sequence first
+    ([length, batch, e]), with packed in-projection weights, no bias_k or
+    bias_v, and at most a 2-d key padding mask or attention mask (bool, or
+    float as torch 2 makes them). It attends through torch 2's scaled dot
+    product attention, which makes a row without keys 0 (safe softmax)."""
+    def arg(i, name, default=None):
+        return val(_arg(node, node.args, node.kwargs, i, name, default))
+    q, k, v = arg(0, "query"), arg(1, "key"), arg(2, "value")
+    e, h = arg(3, "embed_dim_to_check"), arg(4, "num_heads")
+    w, b, pw, pb = (arg(i, n) for i, n in ((5, "in_proj_weight"), (6, "in_proj_bias"),
+                                             (11, "out_proj_weight"), (12, "out_proj_bias")))
+    padding, attn_mask = arg(14, "key_padding_mask"), arg(16, "attn_mask")
+    if len(q.shape) != 3 or arg(7, "bias_k") is not None or arg(8, "bias_v") is not None or \
+            arg(9, "add_zero_attn", False) or arg(17, "use_separate_proj_weight", False) or \
+            arg(21, "static_k") is not None or arg(22, "static_v") is not None or \
+            arg(24, "is_causal", False) or (arg(13, "training", True) and arg(10, "dropout_p")) \
+            or any(t is None for t in (b, pb)) or (padding is not None and attn_mask is not None):
+        raise _Unsupported("multi_head_attention_forward with options other than "
+                           "nn.MultiheadAttention's in inference")
+    mask = None
+    for m, dims in ((padding, (0, 3)), (attn_mask, (2, 3))):
+        if m is not None:
+            if len(m.shape) != 2:
+                raise _Unsupported("multi_head_attention_forward with a mask of %d dims"
+                                   % len(m.shape))
+            mask = (m, dims)
+    step = _Steps(node)
+
+    def batch_first(x):
+        n, batch = step.shape(x)[:2]
+        return step("permute", [x], {"perm": (1, 0, 2)}, (batch, n, step.shape(x)[2]))
+    y = _attention_steps(step, batch_first(q), batch_first(k), batch_first(v), e, h, w, b,
+                         pw, pb, mask, safe=mask is not None)
+    batch, n = step.shape(y)[:2]
+    step("permute", [y], {"perm": (1, 0, 2)}, (n, batch, e))
+    return "composite", step.steps, {}
+
+
 def _encoder_layer(node, val):
     """torch's fused encoder layer (aten._transformer_encoder_layer_fwd,
     nn.TransformerEncoderLayer's inference fast path) written out: the
@@ -713,6 +766,13 @@ def _encoder_layer(node, val):
 
 
 def _target_kind(node, modules):
+    if writes_fresh(node):   # the functional op
+        name = _name(node)[:-1]
+        if node.op == "call_method":
+            return _METHODS.get(name), None
+        if hasattr(node.target, "overloadpacket"):
+            return _ATEN.get(getattr(_A, name, None)), None
+        return _FUNCTIONS.get(getattr(_torch, name, None)), None
     if node.op == "call_function":
         packet = getattr(node.target, "overloadpacket", None)
         if packet is not None:
@@ -786,6 +846,36 @@ def _keep_views_written_in_place(node, values):
 
 
 def mutates(node):
+    """Whether node writes a tensor in place that something else may see:
+    not an in-place op on a tensor made for it alone (writes_fresh)."""
+    return _writes_in_place(node) and not writes_fresh(node)
+
+
+# Ops whose result depends on their input's shape, strides and dtype alone.
+_SHAPE_ONLY = {"zeros_like", "ones_like", "full_like"}
+# Ops that make a tensor of their own, not a view of their input.
+_FRESH = {"zeros_like", "ones_like", "full_like", "empty_like", "zeros", "ones", "full",
+          "empty", "clone", "scalar_tensor"}
+
+
+def _name(node):
+    """The name of node's op, without its overload."""
+    if node.op == "call_method":
+        return node.target
+    target = getattr(node.target, "overloadpacket", node.target)
+    return getattr(target, "__name__", str(target))
+
+
+def writes_fresh(node):
+    """An in-place op whose tensor a factory made for it alone (torch 2's
+    MultiheadAttention makes its float mask as zeros_like(mask).masked_fill_(
+    mask, -inf)): nothing else sees the write, and it is the functional op."""
+    a = node.args[0] if node.args else None
+    return _writes_in_place(node) and isinstance(a, _torch.fx.Node) and \
+        a.op in ("call_function", "call_method") and _name(a) in _FRESH and len(a.users) == 1
+
+
+def _writes_in_place(node):
     """Whether node writes a tensor in place (aten's mutable schemas, the
     trailing underscore of torch's in-place methods, setitem)."""
     if node.op == "call_function":
@@ -802,19 +892,22 @@ def written_attributes(graph):
     in-place op on the attribute or on anything made from it (a view may
     alias it; any op counts, to be safe). Such a tensor (a buffer that
     forward updates) is no constant: it is read as it is at each call."""
-    written = set()
-    for attr in (n for n in graph.nodes if n.op == "get_attr"):
-        seen, todo = {attr}, [attr]
-        while todo and attr not in written:
-            for user in todo.pop().users:
-                if user.op == "output" or user in seen:
-                    continue
-                if mutates(user):
-                    written.add(attr)
-                    break
-                seen.add(user)
-                todo.append(user)
-    return written
+    return {attr for attr in graph.nodes if attr.op == "get_attr" and _written(attr)}
+
+
+def _written(node):
+    """Whether an in-place op may write node's tensor: one on it or on
+    anything made from it (a view may alias it; any op counts, to be safe)."""
+    seen, todo = {node}, [node]
+    while todo:
+        for user in todo.pop().users:
+            if user.op == "output" or user in seen:
+                continue
+            if mutates(user):
+                return True
+            seen.add(user)
+            todo.append(user)
+    return False
 
 
 # Ops whose every call draws anew: never computed once at compile time.
@@ -900,16 +993,24 @@ def _sources(node, values):
 
 def _fold_constant(node, values):
     """Computes once a node whose tensor inputs are all constants (make_fx
-    writes a linear layer's weight as t(weight)), or a factory of none
-    (make_fx's causal mask: ones, then tril), and makes it a constant;
-    False if it is not such a node."""
+    writes a linear layer's weight as t(weight)), a factory of none
+    (make_fx's causal mask: ones, then tril) or of a tensor's shape alone
+    (zeros_like: the kernels are for the example's shapes), and makes it a
+    constant; False if it is not such a node."""
     inputs = node.all_input_nodes
-    if node.op not in ("call_function", "call_method") or mutates(node) or \
+    shaped = node.op == "call_function" and _name(node) in _SHAPE_ONLY
+    if node.op not in ("call_function", "call_method") or _writes_in_place(node) or \
             _is_random(node) or "empty" in str(node.target) or \
-            any(values.get(a) is None or values[a].constant is None for a in inputs):
+            any(values.get(a) is None or (values[a].constant is None and not shaped)
+                for a in inputs) or _written(node):
         return False
-    args, kwargs = _torch.fx.node.map_arg((node.args, node.kwargs),
-                                          lambda a: values[a].constant)
+
+    def constant(a):
+        v = values[a]
+        if v.constant is not None:
+            return v.constant
+        return _torch.empty_strided(v.shape, v.stride, dtype=v.dtype)
+    args, kwargs = _torch.fx.node.map_arg((node.args, node.kwargs), constant)
     try:
         if node.op == "call_function":
             r = node.target(*args, **kwargs)
