@@ -202,12 +202,23 @@ bool verifyAttention(const ExternalCall &Call, DiagnosticEngine &Diags) {
   CallChecker C(Call, Diags);
   if (!C.bufCount(3, 4))
     return false;
-  if (Call.ScalarArgs.size() != 1)
-    return C.fail("expected 1 scalar argument (the scale), got " +
+  if (Call.ScalarArgs.size() != 1 && Call.ScalarArgs.size() != 2)
+    return C.fail("expected 1 or 2 scalar arguments (the scale, and whether "
+                  "a row without keys is 0), got " +
                   std::to_string(Call.ScalarArgs.size()));
   if (Call.ScalarArgs[0]->Kind != ExprKind::IntImm &&
       Call.ScalarArgs[0]->Kind != ExprKind::FloatImm)
     return C.fail("the scale must be a constant");
+  if (Call.ScalarArgs.size() == 2) {
+    double V = -1;
+    if (auto *I = dyn_cast<IntImm>(Call.ScalarArgs[1]))
+      V = double(I->Value);
+    else if (auto *F = dyn_cast<FloatImm>(Call.ScalarArgs[1]))
+      V = F->Value;
+    if (V != 0 && V != 1)
+      return C.fail("the second scalar argument (a row without keys: 0 for "
+                    "NaN, 1 for 0) must be the constant 0 or 1");
+  }
   if (!C.view(Call.Args[0], "query", 4) || !C.view(Call.Args[1], "key", 4) ||
       !C.view(Call.Args[2], "value", 4) || !C.view(Call.Out, "output", 4))
     return false;

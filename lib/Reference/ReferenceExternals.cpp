@@ -170,7 +170,7 @@ void applyReferencePostOps(const TensorRef &Out,
 /// scores are all -inf is NaN (0 / 0), as PyTorch's softmax gives; with no
 /// keys the output is 0, PyTorch's product with an empty value matrix.
 std::string attention(const TensorRef &Out, const std::vector<TensorRef> &Ins,
-                      double Scale) {
+                      double Scale, bool EmptyRowsZero) {
   const TensorRef &Q = Ins[0], &K = Ins[1], &V = Ins[2];
   const TensorRef *M = Ins.size() > 3 ? &Ins[3] : nullptr;
   int64_t B = Q.Sizes[0], H = Q.Sizes[1], Sq = Q.Sizes[2], D = Q.Sizes[3];
@@ -216,7 +216,9 @@ std::string attention(const TensorRef &Out, const std::vector<TensorRef> &Ins,
             Acc += S[j] * At(V, {b, h, j, e});
           Out.Data[b * Out.Strides[0] + h * Out.Strides[1] + i * Out.Strides[2] +
                    e * Out.Strides[3]] =
-              Sk == 0 ? 0.f : static_cast<float>(Acc / Sum);
+              Sk == 0 || (EmptyRowsZero && Max == -INFINITY)
+                  ? 0.f
+                  : static_cast<float>(Acc / Sum);
         }
       }
   return {};
@@ -228,7 +230,8 @@ std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,
                                  const std::vector<double> &FloatArgs) {
   switch (Func) {
   case ExternalFunc::Attention:
-    return attention(Out, Ins, FloatArgs.at(0));
+    return attention(Out, Ins, FloatArgs.at(0),
+                     FloatArgs.size() == 2 && FloatArgs[1] != 0);
   case ExternalFunc::Conv2d:
     return conv2d(Out, Ins, IntArgs);
   case ExternalFunc::Matmul:

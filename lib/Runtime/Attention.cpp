@@ -11,8 +11,9 @@
 //   l' = c * l + sum_j p_j    acc' = c * acc + p @ v_block
 //
 // and ends with out = acc / l. A row whose scores are all -inf has l = 0 and
-// acc = 0, so it is NaN (0 / 0), as PyTorch's softmax gives; a NaN score makes
-// its row NaN. Tiles are sized to stay in the core's L2 cache.
+// acc = 0, so it is NaN (0 / 0), as PyTorch's softmax gives, or 0 where the
+// call asks for it (EmptyRowsZero: torch 2's scaled dot product attention);
+// a NaN score makes its row NaN. Tiles are sized to stay in the core's L2 cache.
 //
 // A mask is scanned once per call (MaskRanges): the range of keys each of
 // its rows keeps, and whether it is 0 inside. Keys no row of a task keeps
@@ -114,6 +115,7 @@ struct Problem {
   const Tensor *Out, *Q, *K, *V, *Mask;
   const MaskRanges *Ranges;
   float Scale;
+  bool EmptyRowsZero;
   int64_t H, Sq, Sk, D, Dv, QueryBlock, QueryBlocks, KeyBlock;
   GemmMatrix QM, KM, VM;
   bool Tiled;
@@ -308,8 +310,14 @@ foldBlock(const AttentionLoops &K, float *S, int64_t Ld, float *Acc, float *M,
   }
 }
 
+/// 1 / l of a row: l = 0 where every key was left out (acc = 0 too), which
+/// makes the row NaN, as PyTorch's softmax gives, or 0 (EmptyRowsZero).
+inline float reciprocalSum(const Problem &P, float L) {
+  return P.EmptyRowsZero && L == 0.f ? 0.f : 1.f / L;
+}
+
 /// The end of a task: its rows of out = acc * (1 / l). (First: every key
-/// was left out, so l = 0 and acc = 0: NaN, as PyTorch gives.)
+/// was left out, so l = 0 and acc = 0.)
 __attribute__((always_inline)) inline std::string
 finishTask(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
            int64_t Rows, bool First) {
@@ -321,7 +329,7 @@ finishTask(const Problem &P, Tiles &T, int64_t B, int64_t H, int64_t I0,
   for (int64_t I = 0; I < Rows; ++I) {
     float *OR = at(O, B, H, I0 + I, 0);
     const float *AR = T.Acc.data() + I * P.Dv;
-    float R = 1.f / T.L[I];
+    float R = reciprocalSum(P, T.L[I]);
     if (O.Strides[3] == 1) {
 #pragma omp simd
       for (int64_t E = 0; E < P.Dv; ++E)
@@ -440,7 +448,7 @@ runTiledTaskBody(const Problem &P, const AttentionLoops &K, Tiles &T, int64_t B,
     ValueOutput Final;
     if (Block + P.KeyBlock >= P.Sk && O.Strides[3] == 1) {
       for (int64_t I = 0; I < Rows; ++I)
-        T.R[I] = 1.f / T.L[I];
+        T.R[I] = reciprocalSum(P, T.L[I]);
       Final = {at(O, B, H, I0, 0), O.Strides[2], T.R.data()};
     }
     K.Values(St, at(VT, B, H, J0, 0), VT.Strides[2], Cols, Rows, P.Dv,
@@ -549,11 +557,12 @@ int32_t runTasks(int64_t Begin, int64_t End, void *Env) {
 
 int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
                   const Tensor &V, const Tensor *Mask, float Scale,
-                  std::string &Err) {
+                  bool EmptyRowsZero, std::string &Err) {
   MaskRanges Ranges;
-  Problem P{&Out,       &Q,         &K,         &V,         Mask,
-            &Ranges,    Scale,      Q.Sizes[1], Q.Sizes[2], K.Sizes[2],
-            Q.Sizes[3], V.Sizes[3], 0,          0,          0,
+  Problem P{&Out,       &Q,         &K,         &V,
+            Mask,       &Ranges,    Scale,      EmptyRowsZero,
+            Q.Sizes[1], Q.Sizes[2], K.Sizes[2], Q.Sizes[3],
+            V.Sizes[3], 0,          0,          0,
             {},         {},         {},         false};
   if (!gemmMatrix(Q.Strides[2], Q.Strides[3], P.Sq, P.D, P.QM) ||
       !gemmMatrix(K.Strides[2], K.Strides[3], P.Sk, P.D, P.KM) ||

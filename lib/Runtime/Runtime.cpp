@@ -265,14 +265,15 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
     if (Func == nnc::ExternalFunc::Attention) {
       if (Bufs.size() != 3 && Bufs.size() != 4)
         return failWith("expected 3 or 4 input buffers");
-      if (FloatArgs.size() != 1)
-        return failWith("expected 1 scalar argument (the scale)");
+      if (FloatArgs.size() != 1 && FloatArgs.size() != 2)
+        return failWith("expected 1 or 2 scalar arguments");
       nnc::onednn::Tensor Mask;
       if (Bufs.size() == 4)
         Mask = T(Bufs[3]);
       return nnc::onednn::attention(T(Out), T(Bufs[0]), T(Bufs[1]), T(Bufs[2]),
                                     Bufs.size() == 4 ? &Mask : nullptr,
                                     static_cast<float>(FloatArgs[0]),
+                                    FloatArgs.size() == 2 && FloatArgs[1] != 0,
                                     Err) == 0
                  ? 0
                  : Reference();

@@ -433,9 +433,6 @@ def test_attention_left_to_the_ops(case):
     assert _attention_calls(opt) == 0
 
 
-@pytest.mark.xfail(TORCH2, strict=True, reason="torch 2's traced attention makes a row "
-                   "without keys 0 (safe softmax), which nnc_aten_attention does not "
-                   "do yet: a masked attention runs as ops")
 def test_multi_head_attention_from_make_fx_is_one_call():
     mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
     mask = torch.zeros(2, 6, dtype=torch.bool)

@@ -122,17 +122,17 @@ _WHOLE_ROW = _PADDING.clone()
 _WHOLE_ROW[0] = True   # torch 2's attention makes that row 0, not NaN
 
 
-@pytest.mark.parametrize("make,shape", [
-    (_encoder, (2, 7, 32)),
-    (_vit, (1, 3, 32, 32)),
-    (lambda: _Attention(False, None), (7, 2, 32)),
-    (lambda: _Attention(True, _PADDING), (2, 7, 32)),
-    (lambda: _Attention(True, _WHOLE_ROW), (2, 7, 32)),
+@pytest.mark.parametrize("make,shape,calls", [
+    (_encoder, (2, 7, 32), 2),
+    (_vit, (1, 3, 32, 32), 2),
+    (lambda: _Attention(False, None), (7, 2, 32), 1),
+    (lambda: _Attention(True, _PADDING), (2, 7, 32), 1),
+    (lambda: _Attention(True, _WHOLE_ROW), (2, 7, 32), 1),
     (lambda: _Attention(True, torch.triu(torch.ones(7, 7, dtype=torch.bool), 1)),
-     (2, 7, 32)),
+     (2, 7, 32), 1),
 ], ids=["encoder", "vit", "mha-sequence-first", "mha-padding", "mha-whole-row",
         "mha-causal"])
-def test_torch_transformer_paths_run_on_nncjit(make, shape):
+def test_torch_transformer_paths_run_on_nncjit(make, shape, calls):
     # The fused encoder layer (torch._transformer_encoder_layer_fwd) and
     # F.multi_head_attention_forward, as Dynamo hands them over. The
     # reference is Dynamo's graph run by PyTorch (backend="eager"): for a
@@ -144,6 +144,9 @@ def test_torch_transformer_paths_run_on_nncjit(make, shape):
         torch.testing.assert_close(fast(x), want, rtol=1e-4, atol=1e-5)
     ok, reports = on_nncjit(pieces)
     assert ok, reports
+    # Each attention one nnc_aten_attention call (with masks, one that makes
+    # a row without keys 0).
+    assert "".join(r.kernel for r in reports).count("nnc_aten_attention(") == calls, reports
 
 
 def test_graph_breaks_give_the_backend_each_piece():

@@ -80,10 +80,12 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
 /// tensors [batch, heads, rows, width] (lib/Runtime/Attention.cpp): one pass
 /// over blocks of keys, the scores never in memory. Mask (or null) broadcasts
 /// from size-1 dims. Each matrix of Q, K and V needs a stride of 1 in its rows
-/// or its columns. Returns 0, or 1 with Err set.
+/// or its columns. A row whose scores are all -inf is NaN (PyTorch's
+/// softmax), or 0 with EmptyRowsZero (torch 2's scaled dot product
+/// attention). Returns 0, or 1 with Err set.
 int32_t attention(const Tensor &Out, const Tensor &Q, const Tensor &K,
                   const Tensor &V, const Tensor *Mask, float Scale,
-                  std::string &Err);
+                  bool EmptyRowsZero, std::string &Err);
 
 struct CacheStats {
   uint64_t Hits = 0, Misses = 0;

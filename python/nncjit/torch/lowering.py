@@ -210,11 +210,13 @@ class Attention:
     scale * matmul(q, kt) with masks applied in order: each ("add", the mask
     Value, the scores' dims it spans) or ("where", (the condition, whether
     the score is kept where it is true, the scores' dims it spans or None
-    to broadcast it), its dims). inner are the ops the call replaces."""
+    to broadcast it), its dims). inner are the ops the call replaces. safe:
+    a row whose scores are all -inf is 0 (torch 2's safe softmax), not NaN."""
 
-    def __init__(self, output, q, kt, v, scores, scale, masks, inner):
+    def __init__(self, output, q, kt, v, scores, scale, masks, inner, safe):
         self.output, self.q, self.kt, self.v = output, q, kt, v
         self.scores, self.scale, self.masks, self.inner = scores, scale, masks, inner
+        self.safe = safe
 
 
 def find_attention(region):
@@ -236,9 +238,7 @@ def find_attention(region):
         p, v = pv.inputs
         rank = len(p.shape)
         sm = p.producer if isinstance(p, Value) else None
-        # (A safe softmax, 0 for a row of -inf, stays ops: the call gives NaN.)
         if not only_use(p, pv) or sm.kind != "softmax" or sm.attrs["dim"] != rank - 1 or \
-                sm.attrs.get("safe") or \
                 not 2 <= rank <= 4 or tuple(v.shape[:-2]) != tuple(p.shape[:-2]) or \
                 0 in p.shape:
             continue
@@ -286,7 +286,8 @@ def find_attention(region):
             continue
         inner.append(qk)
         masks.reverse()   # in the order they apply to the scores
-        found[pv] = Attention(pv.output, q, kt, v, x, scale, masks, inner)
+        found[pv] = Attention(pv.output, q, kt, v, x, scale, masks, inner,
+                              bool(sm.attrs.get("safe")))
     return found
 
 
@@ -749,8 +750,9 @@ class KernelWriter:
         else:
             out = self.allocate("att", (1,) * pad + tuple(a.output.shape))
             self.padded[a.output] = (out, pad)
-        self.lines.append("  %s = nnc_aten_attention(buf_args={%s}, args={%s});" % (
-            out, ", ".join(bufs), _lit(float(a.scale))))
+        # A second argument 1: a row without keys is 0 (a safe softmax).
+        self.lines.append("  %s = nnc_aten_attention(buf_args={%s}, args={%s%s});" % (
+            out, ", ".join(bufs), _lit(float(a.scale)), ", 1ll" if a.safe else ""))
 
     def operand(self, v, shape):
         """A contiguous buffer of shape holding v: v's own where it is one,
