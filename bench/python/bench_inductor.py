@@ -10,7 +10,7 @@ through nncjit.torch.optimize. Each compile time is from a cold cache
     .venv/bin/python bench/python/bench_inductor.py resnet18 --batch 1 --threads 2
     .venv/bin/python bench/python/bench_inductor.py bert --batch 8 --avx2-machine
 
-Models: torchvision's names (test/Python/zoo.py's sizes), `bert` (an
+Models: torchvision's names (at 224x224, or --size), `bert` (an
 nn.TransformerEncoder of 4 layers, 256 wide, sequence 128), `gpt` (a
 decoder of 4 blocks with F.scaled_dot_product_attention, is_causal=True).
 """
@@ -40,7 +40,7 @@ import zoo  # noqa: E402
 from test_dynamo import Decoder  # noqa: E402
 
 
-def make(name, batch):
+def make(name, batch, size):
     torch.manual_seed(0)
     if name == "bert":
         layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
@@ -49,7 +49,8 @@ def make(name, batch):
     if name == "gpt":
         return torch.nn.Sequential(*[Decoder(True, 256, 4) for _ in range(4)]).eval(), \
             torch.randn(batch, 128, 256)
-    kwargs, size = next((k, s) for n, k, s in zoo.MODELS if n == name)
+    kwargs = next((k for n, k, _ in zoo.MODELS if n == name), {})
+    kwargs = {k: v for k, v in kwargs.items() if k != "image_size"}
     model = getattr(torchvision.models, name)(**kwargs).eval()
     return model, torch.randn(batch, 3, size, size)
 
@@ -64,6 +65,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--size", type=int, default=224, help="a torchvision model's image size")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--budget", type=float, default=1.0, help="seconds a median")
@@ -71,7 +73,7 @@ def main():
     add_isa_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    model, x = make(args.model, args.batch)
+    model, x = make(args.model, args.batch, args.size)
     features = nnc_features(args)
     options = {"threads": args.threads, "cache_dir": os.path.join(_CACHE, "nncjit")}
     if features:

@@ -84,6 +84,20 @@ def test_compiled_model_runs_on_nncjit_and_matches_eager(make, shape):
         torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
     ok, reports = on_nncjit(pieces)
     assert ok, reports
+    # A convolutional piece goes through optimize (channels-last inside).
+    assert all(isinstance(p.last, nt.OptimizedModule) == (make is _cnn) for p in pieces)
+
+
+def test_each_batch_of_a_dynamic_cnn_is_compiled():
+    model = _cnn()
+    fast, pieces = compiled(model)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for b in (2, 1, 3):
+            x = torch.randn(b, 3, 16, 16)
+            torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
+    assert any(p.symbolic for p in pieces)
+    assert on_nncjit(pieces)[0]
 
 
 def _encoder():

@@ -6,7 +6,10 @@ the model's parameters among them. This front end binds the parameters as
 constants (as Inductor's freezing does: the compiled model is for
 inference, and later changes of the weights do not reach it) and lowers
 the piece with nncjit.torch.backend (fx_backend.py), the lowering that the
-FX front ends share.
+FX front ends share; a convolutional piece (convolutions and no
+attention) goes through optimize instead (module.py: TorchScript's fusion groups, and the convolutions on
+oneDNN channels-last inside, which backend's kernels do not lay out:
+resnet18 12.8 ms against 18.5 ms, Zen 4, docs/performance.md).
 
 Where Dynamo traces sizes as symbols (torch.compile(dynamic=True), or after
 a call at a new shape), each shape a call brings is compiled on its own,
@@ -20,7 +23,8 @@ import torch as _torch
 
 from .fx_backend import backend as _backend
 from .fx_script import _attribute
-from .opgraph import mutates
+from .module import optimize as _optimize
+from .opgraph import _target_kind, _tuple_kind, mutates
 
 # The most shapes one piece of a dynamic graph is compiled for.
 MAX_SHAPES = 8
@@ -78,8 +82,20 @@ class _Compiled:
     def _compile(self, inputs):
         """The piece lowered for inputs: parameters and sizes bound."""
         gm = _specialized(self.gm, inputs, self.bound)
-        self.last = _backend(gm, [x for i, x in enumerate(inputs)
-                                  if i not in self.bound and not _is_size(x)], **self.options)
+        tensors = [x for i, x in enumerate(inputs) if i not in self.bound and not _is_size(x)]
+        self.last = None
+        if _convolutional(gm):
+            try:
+                with warnings.catch_warnings():
+                    # Scripting a GraphModule says this of its attributes.
+                    warnings.filterwarnings("ignore", "The TorchScript type system doesn't "
+                                            "support instance-level annotations")
+                    self.last = _optimize(gm, tensors, **self.options)
+            except Exception as e:  # noqa: BLE001 (TorchScript cannot take the piece)
+                warnings.warn("nncjit: optimize cannot take a graph of torch.compile "
+                              "(%s: %s): backend lowers it" % (type(e).__name__, e))
+        if self.last is None:
+            self.last = _backend(gm, tensors, **self.options)
         free = [i for i in range(len(inputs)) if i not in self.bound]
         sizes = [j for j, i in enumerate(free) if _is_size(inputs[i])]
         if not sizes:
@@ -92,6 +108,17 @@ class _Compiled:
             self.warned = True
             warnings.warn("nncjit: a graph of torch.compile runs in PyTorch: " + why,
                           stacklevel=3)
+
+
+def _convolutional(gm):
+    """Whether gm has convolutions and no attention (a ViT's patches are a
+    convolution: backend fuses its attention)."""
+    modules = dict(gm.named_modules())
+    kinds = {k for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+             for k in (_target_kind(n, modules)[0], _tuple_kind(n))}
+    return bool(kinds & {"conv2d", "aten_conv"}) and not kinds & {
+        "softmax", "safe_softmax", "sdpa", "sdpa_cpu", "attention", "encoder_layer",
+        "mha_forward"}
 
 
 def _is_state(node, x):
@@ -135,7 +162,9 @@ def _specialized(gm, inputs, bound):
     for i, node in enumerate(placeholders):
         if i in bound:
             name = "nncjit_constant%d" % i
-            root.register_buffer(name, inputs[i].detach())
+            # A parameter: what freezing folds (optimize, below).
+            root.register_parameter(name, _torch.nn.Parameter(inputs[i].detach(),
+                                                               requires_grad=False))
             env[node] = graph.get_attr(name)
         elif _is_size(inputs[i]):
             env[node] = int(inputs[i])
