@@ -24,7 +24,7 @@ import torch as _torch
 from .fx_backend import backend as _backend
 from .fx_script import _attribute
 from .module import optimize as _optimize
-from .opgraph import _target_kind, _tuple_kind, mutates
+from .opgraph import _target_kind, _tuple_kind, mutates, written_attributes
 
 # The most shapes one piece of a dynamic graph is compiled for.
 MAX_SHAPES = 8
@@ -159,13 +159,16 @@ def _specialized(gm, inputs, bound):
     root = _torch.nn.Module()
     for name, module in gm.named_children():
         root.add_module(name, module)
+    written = written_attributes(gm.graph)
+
+    def constant(name, t):
+        # A parameter: what freezing folds (optimize); a tensor the graph
+        # writes stays a buffer.
+        root.register_parameter(name, _torch.nn.Parameter(t.detach(), requires_grad=False))
+        return graph.get_attr(name)
     for i, node in enumerate(placeholders):
         if i in bound:
-            name = "nncjit_constant%d" % i
-            # A parameter: what freezing folds (optimize, below).
-            root.register_parameter(name, _torch.nn.Parameter(inputs[i].detach(),
-                                                               requires_grad=False))
-            env[node] = graph.get_attr(name)
+            env[node] = constant("nncjit_constant%d" % i, inputs[i])
         elif _is_size(inputs[i]):
             env[node] = int(inputs[i])
         else:
@@ -177,7 +180,10 @@ def _specialized(gm, inputs, bound):
         if node.op == "get_attr":
             name = node.target.replace(".", "_")
             value = _attribute(gm, node.target)
-            if isinstance(value, _torch.Tensor):
+            if isinstance(value, _torch.Tensor) and node not in written:
+                env[node] = constant(name, value)
+                continue
+            if isinstance(value, _torch.Tensor):   # detached: its storage, written
                 root.register_buffer(name, value)
             else:
                 setattr(root, name, value)
