@@ -71,21 +71,41 @@ def _cnn():
         torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10)).eval()
 
 
+class _Residual(torch.nn.Module):
+    """x + stochastic_depth(conv(x)): torchvision's op logs its first call
+    (torch._C._log_api_usage_once in Dynamo's graph)."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.drop = torchvision.ops.StochasticDepth(0.2, "row")
+
+    def forward(self, x):
+        return x + self.drop(torch.relu(self.conv(x)))
+
+
+_CNNS = (_cnn, _Residual)
+
+
 @pytest.mark.parametrize("make,shape", [
     (_cnn, (2, 3, 16, 16)),
+    (_Residual, (2, 3, 8, 8)),
     (lambda: Decoder(sdpa=True).eval(), (2, 9, 32)),
     (lambda: Decoder(sdpa=False).eval(), (2, 9, 32)),
-], ids=["cnn", "decoder-sdpa", "decoder-mask"])
+], ids=["cnn", "residual", "decoder-sdpa", "decoder-mask"])
 def test_compiled_model_runs_on_nncjit_and_matches_eager(make, shape):
     torch.manual_seed(0)
-    model, x = make(), torch.randn(*shape)
+    model, x = make().eval(), torch.randn(*shape)
     fast, pieces = compiled(model)
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)   # optimize takes every CNN
         torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
     ok, reports = on_nncjit(pieces)
     assert ok, reports
     # A convolutional piece goes through optimize (channels-last inside).
-    assert all(isinstance(p.last, nt.OptimizedModule) == (make is _cnn) for p in pieces)
+    assert all(isinstance(p.last, nt.OptimizedModule) == (make in _CNNS) for p in pieces)
 
 
 def test_each_batch_of_a_dynamic_cnn_is_compiled():

@@ -149,10 +149,15 @@ def _written_placeholders(graph):
             if a.op == "placeholder"}
 
 
+# Calls that Dynamo records for their effect on PyTorch's usage log alone
+# (torchvision's ops log their first call): TorchScript has no such builtin.
+_LOGGING = {_torch._C._log_api_usage_once}
+
+
 def _specialized(gm, inputs, bound):
     """A GraphModule of gm's graph (gm unchanged) with the placeholders of
     bound as constants (get_attr of the tensors in inputs) and those of
-    sizes as the numbers inputs holds."""
+    sizes as the numbers inputs holds, without its usage logging."""
     graph = _torch.fx.Graph()
     env = {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -175,7 +180,7 @@ def _specialized(gm, inputs, bound):
             env[node] = graph.placeholder(node.name)
             env[node].meta = dict(node.meta)
     for node in gm.graph.nodes:
-        if node.op == "placeholder":
+        if node.op == "placeholder" or node.target in _LOGGING:
             continue
         if node.op == "get_attr":
             name = node.target.replace(".", "_")
