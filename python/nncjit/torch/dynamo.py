@@ -9,7 +9,7 @@ the piece with nncjit.torch.backend (fx_backend.py), the lowering that the
 FX front ends share; a convolutional piece (convolutions and no
 attention) goes through optimize instead (module.py: TorchScript's fusion groups, and the convolutions on
 oneDNN channels-last inside, which backend's kernels do not lay out:
-resnet18 12.8 ms against 18.5 ms, Zen 4, docs/performance.md).
+docs/performance.md, "Against Inductor").
 
 Where Dynamo traces sizes as symbols (torch.compile(dynamic=True), or after
 a call at a new shape), each shape a call brings is compiled on its own,
