@@ -650,12 +650,11 @@ def test_fused_layers_with_a_key_padding_mask(masked):
 
 def test_encoder_layer_with_an_attention_mask():
     # torch takes its slow path: it fills a float mask in place
-    # (masked_fill_), which splits the layer into two regions (on torch 2,
-    # the mask is made first, and the layer is one region).
+    # (zeros_like, then masked_fill_), an in-place op on a tensor made for
+    # it alone, which the layer's one region takes as masked_fill.
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
     mask = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
-    run_aten(lambda t, m: layer(t, src_mask=m), torch.randn(2, 5, 32), mask,
-             regions=1 if TORCH2 else 2)
+    run_aten(lambda t, m: layer(t, src_mask=m), torch.randn(2, 5, 32), mask)
 
 
 def test_unfused_encoder_layer_from_make_fx():

@@ -819,7 +819,7 @@ def from_fx(gm, example_inputs):
         return v
 
     epoch = 0
-    written = written_attributes(gm.graph)
+    written = _written_nodes(gm.graph)
     for node in gm.graph.nodes:
         first = len(g.ops)
         try:
@@ -892,22 +892,20 @@ def written_attributes(graph):
     in-place op on the attribute or on anything made from it (a view may
     alias it; any op counts, to be safe). Such a tensor (a buffer that
     forward updates) is no constant: it is read as it is at each call."""
-    return {attr for attr in graph.nodes if attr.op == "get_attr" and _written(attr)}
+    return {n for n in _written_nodes(graph) if n.op == "get_attr"}
 
 
-def _written(node):
-    """Whether an in-place op may write node's tensor: one on it or on
-    anything made from it (a view may alias it; any op counts, to be safe)."""
-    seen, todo = {node}, [node]
+def _written_nodes(graph):
+    """The nodes whose tensors an in-place op of graph may write: those it
+    is made from (a view may alias them; any op counts, to be safe)."""
+    todo = [n for n in graph.nodes if mutates(n)]
+    written = set()
     while todo:
-        for user in todo.pop().users:
-            if user.op == "output" or user in seen:
-                continue
-            if mutates(user):
-                return True
-            seen.add(user)
-            todo.append(user)
-    return False
+        for a in todo.pop().all_input_nodes:
+            if a not in written:
+                written.add(a)
+                todo.append(a)
+    return written
 
 
 # Ops whose every call draws anew: never computed once at compile time.
@@ -942,7 +940,7 @@ def _add_node(g, node, gm, modules, values, value_of, new_value, written=()):
         g.outputs = [values.get(o) for o in outs]
     elif _is_tuple_producer(node):
         return  # Its getitem nodes are index ops on its input.
-    elif _fold_constant(node, values):
+    elif _fold_constant(node, values, written):
         return
     else:
         kind, module = _target_kind(node, modules)
@@ -991,18 +989,19 @@ def _sources(node, values):
     return out
 
 
-def _fold_constant(node, values):
+def _fold_constant(node, values, written):
     """Computes once a node whose tensor inputs are all constants (make_fx
     writes a linear layer's weight as t(weight)), a factory of none
     (make_fx's causal mask: ones, then tril) or of a tensor's shape alone
     (zeros_like: the kernels are for the example's shapes), and makes it a
-    constant; False if it is not such a node."""
+    constant, unless an in-place op may write it (written: _written_nodes);
+    False if it is not such a node."""
     inputs = node.all_input_nodes
     shaped = node.op == "call_function" and _name(node) in _SHAPE_ONLY
     if node.op not in ("call_function", "call_method") or _writes_in_place(node) or \
             _is_random(node) or "empty" in str(node.target) or \
             any(values.get(a) is None or (values[a].constant is None and not shaped)
-                for a in inputs) or _written(node):
+                for a in inputs) or node in written:
         return False
 
     def constant(a):
