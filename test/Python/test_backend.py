@@ -547,6 +547,28 @@ def test_cat_of_slices_read_through_a_product_of_its_index():
     run(Roll().eval(), torch.randn(3, 12, 8))
 
 
+@pytest.mark.parametrize("pad,value", [((1, 2), 0.0), ((0, 0, 3, 0), -1.5), ((2, 1, 0, 2, 1, 1), 0.0),
+                                       ((-1, 2), 0.0), ((0, 0, -2, -1), 0.0), ((0, 0, 0, 0), 0.0)])
+def test_constant_padding(pad, value):
+    # Negative pads crop; all zero, the input's copy (swin at 224x224).
+    run(lambda x: F.pad(torch.tanh(x), pad, value=value) * 2.0, torch.randn(2, 5, 6, 4))
+    run(lambda x: F.pad(x * 1.0, pad, value=value), strided(2, 5, 6, 4))
+
+
+@pytest.mark.parametrize("shifts,dims", [(2, 0), (-3, 1), ((3, -3), (1, 2)), ((7, 12), (1, 2)),
+                                         ((1, 1), (2, 2)), (0, 1)])
+def test_roll(shifts, dims):
+    # Shifts past a dim's size wrap; two along one dim add up.
+    run(lambda x: torch.roll(torch.tanh(x), shifts, dims) + 1.0, torch.randn(3, 5, 6, 4))
+    run(lambda x: (x * 2.0).roll(shifts, dims), strided(3, 5, 6, 4))
+
+
+def test_padding_modes_other_than_constant_are_not_covered():
+    opt = run(lambda x: F.pad(x * 2.0, (1, 1), mode="reflect") + 1.0, torch.randn(2, 3, 5),
+              regions=2)
+    assert [r.reason for r in opt.report if not r.kernel] == ["padding of mode reflect"]
+
+
 @pytest.mark.parametrize("dims,keepdim", [(-1, False), ((0, 2), True), (None, False)])
 @pytest.mark.parametrize("mean", [False, True])
 def test_sum_and_mean(dims, keepdim, mean):

@@ -8,6 +8,8 @@ batch 1 and 8, NCHW and channels-last inputs, frozen or not, scripted or
 traced; each must not raise, must match eager within 1e-4 of its largest
 magnitude, and must have every fusion group and convolution or linear layer
 on nnc-jit. Without --full, each model runs in one configuration.
+With --compile (torch 2), each model runs through
+torch.compile(backend="nncjit") instead, at batch 1 (and 8 with --full).
 """
 import argparse
 import concurrent.futures
@@ -141,6 +143,45 @@ def run(name, kwargs, size, config, threads=2):
     return None, seconds
 
 
+def run_compiled(name, kwargs, size, batch, threads=2):
+    """Runs one model through torch.compile(backend="nncjit") (torch 2):
+    returns (what failed or None, seconds of the first call, compiles
+    included). Every region of every piece Dynamo hands the backend must be
+    on nnc-jit, none refused, and the output within 1e-4 of eager's."""
+    import nncjit.torch as nt
+    m, x = make(name, kwargs, size, batch, "nchw")
+    pieces = []
+
+    def backend(gm, example_inputs):
+        pieces.append(nt.nncjit_backend(gm, example_inputs, threads=threads))
+        return pieces[-1]
+    torch._dynamo.reset()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = torch.compile(m, backend=backend)
+        want = first(m(x))
+        start = time.perf_counter()
+        try:
+            got = first(fast(x))
+        except Exception as e:  # noqa: BLE001
+            return "torch.compile raised %s: %s" % (type(e).__name__, e), 0.0
+        seconds = time.perf_counter() - start
+        refused = nt.stats()["refused"]
+        got = first(fast(x))
+        refused = nt.stats()["refused"] - refused
+    left = [r for p in pieces for r in p.last.report if not r.on_nncjit or r.reason]
+    if left:
+        return "left to PyTorch:\n" + "\n".join(
+            "  %s: %s" % (" ".join(r.ops[:5]), r.reason) for r in left), seconds
+    if refused:
+        return "kernels refused the example's inputs %d times" % refused, seconds
+    diff = float((got - want).abs().max())
+    bound = 1e-4 * float(want.abs().max())
+    if not diff <= bound:
+        return "differs by %g (bound %g)" % (diff, bound), seconds
+    return None, seconds
+
+
 def _round_trip(fast, x, got):
     """Saves and loads fast (where the operator library is built): the
     loaded model gives the same output, its kernels linked from the cache
@@ -179,6 +220,8 @@ def main(argv=None):
     ap.add_argument("models", nargs="*", help="names from the list (default: all)")
     ap.add_argument("--full", action="store_true", help="every configuration of each model")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--compile", action="store_true",
+                    help="through torch.compile(backend=\"nncjit\") (torch 2), batch 1")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     models = [m for m in MODELS if not a.models or m[0] in a.models]
@@ -188,9 +231,13 @@ def main(argv=None):
     pool = _pool(a.threads)
     for i, (name, kwargs, size) in enumerate(models):
         configs = CONFIGS if a.full else [CONFIGS[i % len(CONFIGS)]]
+        if a.compile:
+            configs = [(b, "nchw", False, "compile") for b in ((1, 8) if a.full else (1,))]
         for c in configs:
+            job = (run_compiled, name, kwargs, size, c[0]) if a.compile else \
+                (run, name, kwargs, size, c)
             try:
-                why, seconds = pool.submit(run, name, kwargs, size, c, a.threads).result()
+                why, seconds = pool.submit(*job, a.threads).result()
             except concurrent.futures.process.BrokenProcessPool:
                 pool, why, seconds = _pool(a.threads), "the process died", 0.0
             failed += why is not None

@@ -10,7 +10,7 @@ import torch._jit_internal
 import torch._sources
 import torch.jit.frontend
 
-from .common import torchscript
+from .common import storage_of, torchscript
 from .rewrite import _register_operator
 from .translate import _Group
 
@@ -116,7 +116,7 @@ def _script(module):
                 sm = _torch.jit.script(module)
         if not (hasattr(sm, "training") and list(sm.parameters())):
             return copy.deepcopy(sm)
-        callers = {_storage_of(t) for t in list(module.parameters()) + list(module.buffers())}
+        callers = {storage_of(t) for t in list(module.parameters()) + list(module.buffers())}
         fresh = [_made_of_constants(sm.graph, v) and not _aliases_attribute(v)
                  for v in _output_leaves(sm.graph)]
         # freeze() makes a module of its own, whose copy shares its graph.
@@ -127,7 +127,7 @@ def _script(module):
             m.training = training
     for node in sm.graph.findAllNodes("prim::Constant"):
         if isinstance(node.output().type(), _torch._C.TensorType) and \
-                _storage_of(node.t("value")) in callers:
+                storage_of(node.t("value")) in callers:
             node.t_("value", node.t("value").clone())
     _fresh_constant_outputs(sm.graph, fresh)
     return sm
@@ -214,12 +214,6 @@ def _fresh_constant_outputs(graph, fresh):
         for use in [u for u in v.uses() if u.user.kind() in (
                 "prim::TupleConstruct", "prim::ListConstruct", "prim::Return")]:
             use.user.replaceInput(use.offset, clone.output())
-
-
-def _storage_of(t):
-    # untyped_storage from torch 2 on (storage() warns there), _storage before.
-    storage = getattr(t, "untyped_storage", None) or t._storage
-    return storage().data_ptr()
 
 
 _NO_DEFAULT = object()

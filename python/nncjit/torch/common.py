@@ -1,6 +1,6 @@
 """What the bridge's modules share: the report of a group or op, the
-exception that refuses one, the dtypes nnc-jit takes from PyTorch, and
-TorchScript without torch 2's deprecation warnings."""
+exception that refuses one, the dtypes nnc-jit takes from PyTorch, the
+storage a tensor views, and TorchScript without torch 2's deprecation warnings."""
 
 
 import contextlib
@@ -45,6 +45,13 @@ class GroupReport:
         return "<group %d: %s; %s>" % (self.index, " ".join(self.ops[:6]) +
                                        (" ..." if len(self.ops) > 6 else ""),
                                        where)
+
+
+def storage_of(t):
+    """The address of t's storage, which its views share."""
+    # untyped_storage from torch 2 on (storage() warns there), _storage before.
+    storage = getattr(t, "untyped_storage", None) or t._storage
+    return storage().data_ptr()
 
 
 @contextlib.contextmanager

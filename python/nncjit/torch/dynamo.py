@@ -21,10 +21,11 @@ import warnings
 
 import torch as _torch
 
+from .fold import fold_constants
 from .fx_backend import backend as _backend
 from .fx_script import _attribute
 from .module import optimize as _optimize
-from .opgraph import _target_kind, _tuple_kind, mutates, written_attributes
+from .opgraph import _target_kind, _tuple_kind, _written_nodes, written_attributes
 
 # The most shapes one piece of a dynamic graph is compiled for.
 MAX_SHAPES = 8
@@ -83,6 +84,9 @@ class _Compiled:
         """The piece lowered for inputs: parameters and sizes bound."""
         gm = _specialized(self.gm, inputs, self.bound)
         tensors = [x for i, x in enumerate(inputs) if i not in self.bound and not _is_size(x)]
+        # What depends on the shapes alone (swin's attention mask) is computed
+        # now, for this shape.
+        fold_constants(gm, tensors)
         self.last = None
         if _convolutional(gm):
             try:
@@ -144,9 +148,9 @@ def _shape_key(args):
 
 
 def _written_placeholders(graph):
-    """The placeholders an op of graph writes in place (a buffer update)."""
-    return {a for n in graph.nodes if mutates(n) for a in n.all_input_nodes[:1]
-            if a.op == "placeholder"}
+    """The placeholders an op of graph may write in place (a buffer update,
+    or a write on a view of one)."""
+    return {a for a in _written_nodes(graph) if a.op == "placeholder"}
 
 
 # Calls that Dynamo records for their effect on PyTorch's usage log alone

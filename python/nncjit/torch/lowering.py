@@ -132,6 +132,13 @@ def _reshape_index(idx, out_shape, in_shape):
     return src
 
 
+def _shifted(i, delta):
+    """Index expression i plus the number delta."""
+    if delta == 0:
+        return i
+    return "%s %s %s" % (i, "+" if delta > 0 else "-", _ll(abs(delta)))
+
+
 def _broadcast(idx, shape):
     """The index of an operand of shape at the output index idx."""
     lead = len(idx) - len(shape)
@@ -426,6 +433,36 @@ class KernelWriter:
             return self.load(op.inputs[0], src)
         if k == "expand":
             return self.load(op.inputs[0], _broadcast(idx, op.inputs[0].shape))
+        if k == "pad":
+            # Inside the input, its element; outside, the value (only the
+            # taken arm is read).
+            x, src, guards = op.inputs[0], [], []
+            for i, lo, n, out in zip(idx, op.attrs["lo"], x.shape, v.shape):
+                src.append(_shifted(i, -lo))
+                if lo > 0:
+                    guards.append("(%s>=%s ? 1 : 0)" % (i, _ll(lo)))
+                if lo + n < out:
+                    guards.append("(%s<%s ? 1 : 0)" % (i, _ll(lo + n)))
+            e = self.load(x, src)
+            if not guards:
+                return e
+            return "IfThenElse(%s, %s, %s)" % (" & ".join(guards), e, _lit(op.attrs["value"]))
+        if k == "roll":
+            # Along a dim of n shifted by s: the input's i + n - s below s,
+            # its i - s from s on (a cat of its two pieces).
+            x = op.inputs[0]
+
+            def rolled(d, src):
+                while d < len(idx) and not op.attrs["shifts"][d]:
+                    d += 1
+                if d == len(idx):
+                    return self.load(x, src)
+                s, i = op.attrs["shifts"][d], idx[d]
+                low, high = list(src), list(src)
+                low[d], high[d] = _shifted(i, x.shape[d] - s), _shifted(i, -s)
+                return "IfThenElse(%s<%s ? 1 : 0, %s, %s)" % (
+                    i, _ll(s), rolled(d + 1, low), rolled(d + 1, high))
+            return rolled(0, list(idx))
         if k == "cat":
             d = op.attrs["dim"]
             pieces, start = [], 0

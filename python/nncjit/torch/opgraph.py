@@ -91,8 +91,11 @@ _FUNCTIONS = {
     F.hardswish: "hardswish", F.hardsigmoid: "hardsigmoid", F.hardtanh: "hardtanh",
     F.relu6: "relu6", _torch.clamp: "clamp", F.leaky_relu: "leaky_relu",
     F.max_pool2d: "max_pool2d", F.adaptive_avg_pool2d: "adaptive_avg_pool2d",
-    F.batch_norm: "batch_norm",
+    F.batch_norm: "batch_norm", F.pad: "pad", _torch.constant_pad_nd: "constant_pad_nd",
+    _torch.roll: "roll", _torch.clone: "identity",
 }
+if hasattr(_torch._C._nn, "pad"):   # what F.pad is on torch 2
+    _FUNCTIONS[_torch._C._nn.pad] = "pad"
 # torch's fused inference paths as Dynamo records them (the ATen ops' own
 # arguments): nn.TransformerEncoderLayer's and nn.MultiheadAttention's.
 _FUNCTIONS[_torch._transformer_encoder_layer_fwd] = "encoder_layer"
@@ -109,7 +112,7 @@ _METHODS = {
     "t": "t", "unsqueeze": "reshape", "squeeze": "reshape", "expand": "expand",
     "expand_as": "expand", "masked_fill": "masked_fill", "index_select": "index_select",
     "sum": "sum", "mean": "mean", "addmm": "addmm", "baddbmm": "addmm",
-    "clamp": "clamp",
+    "clamp": "clamp", "roll": "roll", "clone": "identity",
 }
 _A = _torch.ops.aten
 # ATen ops (make_fx graphs): overload packet -> kind, with the argument
@@ -131,7 +134,8 @@ _ATEN = {
     _A.embedding: "aten_embedding", _A.rsub: "rsub",
     _A._transformer_encoder_layer_fwd: "encoder_layer", _A.convolution: "aten_conv",
     _A.hardswish: "hardswish", _A.hardsigmoid: "hardsigmoid", _A.hardtanh: "hardtanh",
-    _A.clamp: "clamp", _A.leaky_relu: "leaky_relu",
+    _A.clamp: "clamp", _A.leaky_relu: "leaky_relu", _A.constant_pad_nd: "constant_pad_nd",
+    _A.roll: "roll",
 }
 if hasattr(_A, "scaled_dot_product_attention"):
     _ATEN[_A.scaled_dot_product_attention] = "sdpa"
@@ -400,6 +404,36 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         if size != [1, 1]:
             raise _Unsupported("adaptive_avg_pool2d to %s" % size)
         return "mean", [x], {"dims": (2, 3), "keepdim": True}
+    if kind in ("pad", "constant_pad_nd"):
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        pads = list(_arg(node, args, kwargs, 1, "pad"))
+        if kind == "pad":
+            mode = _arg(node, args, kwargs, 2, "mode", "constant")
+            value = _arg(node, args, kwargs, 3, "value")
+        else:
+            mode, value = "constant", _arg(node, args, kwargs, 2, "value", 0)
+        if mode != "constant":
+            raise _Unsupported("padding of mode %s" % mode)
+        if len(pads) % 2 or len(pads) // 2 > len(x.shape):
+            raise _Unsupported("padding of %d numbers for a %d-d tensor" % (
+                len(pads), len(x.shape)))
+        # pads: (low, high) of the last dim first; lo: each dim's low pad.
+        lo = [0] * (len(x.shape) - len(pads) // 2) + pads[-2::-2]
+        return "pad", [x], {"lo": tuple(lo), "value": float(value or 0)}
+    if kind == "roll":
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        shifts = _arg(node, args, kwargs, 1, "shifts")
+        dims = _arg(node, args, kwargs, 2, "dims")
+        shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        if len(dims) != len(shifts):
+            raise _Unsupported("roll without a dim for each shift")
+        rank = len(x.shape)
+        per_dim = [0] * rank
+        for s, d in zip(shifts, dims):
+            d = _dim(d, rank)
+            per_dim[d] = (per_dim[d] + s) % x.shape[d] if x.shape[d] else 0
+        return "roll", [x], {"shifts": tuple(per_dim)}
     if kind == "leaky_relu":
         x = val(_arg(node, args, kwargs, 0, "input"))
         slope = module.negative_slope if module is not None else \
@@ -852,10 +886,10 @@ def mutates(node):
 
 
 # Ops whose result depends on their input's shape, strides and dtype alone.
-_SHAPE_ONLY = {"zeros_like", "ones_like", "full_like"}
-# Ops that make a tensor of their own, not a view of their input.
+SHAPE_ONLY = {"zeros_like", "ones_like", "full_like"}
+# Factories: ops that make a tensor of their own, not a view of their input.
 _FRESH = {"zeros_like", "ones_like", "full_like", "empty_like", "zeros", "ones", "full",
-          "empty", "clone", "scalar_tensor"}
+          "empty", "clone", "scalar_tensor", "arange", "tensor", "eye"}
 
 
 def _name(node):
@@ -895,17 +929,56 @@ def written_attributes(graph):
     return {n for n in _written_nodes(graph) if n.op == "get_attr"}
 
 
-def _written_nodes(graph):
-    """The nodes whose tensors an in-place op of graph may write: those it
-    is made from (a view may alias them; any op counts, to be safe)."""
-    todo = [n for n in graph.nodes if mutates(n)]
+def _written_nodes(graph, writes=None):
+    """The nodes whose tensors the in-place ops of graph (or those of
+    writes) may write: each write's target and what the target may be a
+    view of, through every op but those that make a tensor of their own
+    (makes_fresh: swin's mask, written slice by slice, is made by new_zeros
+    from an activation, which no write reaches)."""
+    writes = [n for n in graph.nodes if mutates(n)] if writes is None else writes
+    todo = [a for n in writes for a in _write_targets(n)]
     written = set()
     while todo:
-        for a in todo.pop().all_input_nodes:
-            if a not in written:
-                written.add(a)
-                todo.append(a)
+        a = todo.pop()
+        if a not in written:
+            written.add(a)
+            if not makes_fresh(a):
+                todo.extend(a.all_input_nodes)
     return written
+
+
+def _write_targets(node):
+    """The nodes of the tensors in-place op node writes: the arguments its
+    ATen schema marks written (an out= tensor), else its first."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is not None:
+        args = [(a.name, i) for i, a in enumerate(schema.arguments)
+                if a.alias_info is not None and a.alias_info.is_write]
+        found = [node.args[i] if i < len(node.args) else node.kwargs.get(name)
+                 for name, i in args]
+    else:
+        found = node.args[:1]
+    return [a for a in found if isinstance(a, _torch.fx.Node)]
+
+
+# The kinds of op whose result is a tensor of their own, never a view of an
+# input (not identity, dropout or adaptive_avg_pool2d, which may return it).
+_FRESH_KINDS = (UNARY | BINARY | {
+    "softmax", "log_softmax", "safe_softmax", "layer_norm", "linear", "matmul", "addmm",
+    "conv2d", "aten_conv", "sum", "mean", "cat", "where", "masked_fill", "embedding",
+    "aten_embedding", "index_select", "hardtanh", "relu6", "max_pool2d", "rsub",
+    "batch_norm", "sdpa", "encoder_layer", "roll"}) - {"identity"}
+
+
+def makes_fresh(node):
+    """Whether node's result is a tensor of its own (a factory's, an
+    arithmetic op's), so that a write on it reaches none of its inputs."""
+    if node.op not in ("call_function", "call_method") or _writes_in_place(node) or \
+            node.kwargs.get("inplace"):
+        return False
+    name = _name(node)
+    return name in _FRESH or name.startswith("new_") or \
+        _target_kind(node, {})[0] in _FRESH_KINDS
 
 
 # Ops whose every call draws anew: never computed once at compile time.
@@ -997,7 +1070,7 @@ def _fold_constant(node, values, written):
     constant, unless an in-place op may write it (written: _written_nodes);
     False if it is not such a node."""
     inputs = node.all_input_nodes
-    shaped = node.op == "call_function" and _name(node) in _SHAPE_ONLY
+    shaped = node.op == "call_function" and _name(node) in SHAPE_ONLY
     if node.op not in ("call_function", "call_method") or _writes_in_place(node) or \
             _is_random(node) or "empty" in str(node.target) or \
             any(values.get(a) is None or (values[a].constant is None and not shaped)
