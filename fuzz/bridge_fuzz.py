@@ -336,10 +336,20 @@ class ModelWriter:
         return self._emit(v.kind, v.shape, "%s(%s)" % (m, g.name))
 
     def rows(self, v):
-        """Slices, a where, and a mean over the last dim."""
-        choice = self.r.choice(["roll", "where", "center", "gelu_tanh"])
-        if choice == "roll" and v.shape[1] > 1:
+        """Slices, a roll, a padding, a where, and a mean over the last dim."""
+        choice = self.r.choice(["cat", "roll", "pad", "where", "center", "gelu_tanh"])
+        if choice == "cat" and v.shape[1] > 1:
             expr = "torch.cat([%s[:, 1:], %s[:, :1]], 1)" % (v.name, v.name)
+        elif choice == "roll":
+            # Shifts past the dim's size and negative ones too.
+            d = self.r.randrange(1, len(v.shape))
+            n = v.shape[d]
+            expr = "torch.roll(%s, %d, %d)" % (v.name, self.r.randint(-n, 2 * n), d)
+        elif choice == "pad":
+            # Padded on the left of the last dim, cropped as much on the right.
+            p = self.r.randint(0, v.shape[-1])
+            expr = "F.pad(%s, (%d, %d), value=%s)" % (v.name, p, -p,
+                                                       self.r.choice(["0.0", "-1.5"]))
         elif choice == "where":
             expr = "torch.where(%s > 0.5, %s, %s * 0.25)" % (v.name, v.name, v.name)
         elif choice == "center":

@@ -11,8 +11,8 @@ import torch
 import torch.fx
 
 import nncjit.torch as nt
-from nncjit.torch import opgraph
-from nncjit.torch.fx_backend import partition
+from nncjit.torch.fx import opgraph
+from nncjit.torch.fx.backend import partition
 
 torch.manual_seed(0)
 F = torch.nn.functional
@@ -759,7 +759,7 @@ def test_a_defect_leaves_the_op_or_region_to_pytorch(monkeypatch):
     opt = run(lambda x: torch.tanh(torch.relu(x) + 1.0) * 2.0, torch.randn(3, 3), regions=2)
     assert "its arguments are not understood (TypeError: confused)" in opt.summary()
     monkeypatch.setattr(opgraph, "_canonical", canonical)
-    from nncjit.torch import lowering
+    from nncjit.torch.fx import lowering
     monkeypatch.setattr(lowering.KernelWriter, "write", lambda self: 1 / 0)
     gm = torch.fx.symbolic_trace(_Wrap(lambda x: torch.relu(x) * 2.0))
     x = torch.randn(4)
@@ -852,8 +852,9 @@ def test_regions_run_their_kernels_on_what_earlier_kernels_make():
 
 def test_region_fed_by_a_kernel_is_compiled_once_for_its_dense_result(monkeypatch):
     # Region 1 reads region 0's result (a permuted view in PyTorch) directly
-    # and through roll: it is compiled for the dense result at once.
-    from nncjit.torch import fx_backend
+    # and through flip, which PyTorch runs: it is compiled for the dense
+    # result at once.
+    from nncjit.torch.fx import backend as fx_backend
     compile_region = fx_backend._compile_region
     compiled = []
 
@@ -864,7 +865,7 @@ def test_region_fed_by_a_kernel_is_compiled_once_for_its_dense_result(monkeypatc
 
     def f(x, w):
         y = (x @ w).view(2, 8, 4, 8).permute(0, 2, 1, 3)
-        return torch.softmax(y * torch.roll(y, 1, 2), dim=-1).sum(1)
+        return torch.softmax(y * torch.flip(y, [2]), dim=-1).sum(1)
     x, w = torch.randn(2, 8, 16), torch.randn(16, 32)
     opt = nt.backend(traced(f, x, w), [x, w])
     assert all(r.on_nncjit for r in opt.report if r.kernel), opt.summary()
@@ -896,7 +897,7 @@ def test_regions_of_the_same_ops_have_one_kernel_text():
 def test_reshapes_hold_for_inputs_of_any_layout():
     # make_fx's _reshape_alias carries the traced input's strides: run on a
     # dense input, it would read other elements.
-    from nncjit.torch.fx_backend import _reshapes_of_any_layout
+    from nncjit.torch.fx.backend import _reshapes_of_any_layout
 
     def f(x):
         return x.permute(1, 0, 2).reshape(4, 6) * 2.0
@@ -913,7 +914,7 @@ def test_reshapes_hold_for_inputs_of_any_layout():
 
 
 def test_region_whose_kernel_still_refuses_runs_its_pytorch_ops(monkeypatch):
-    from nncjit.torch import fx_backend
+    from nncjit.torch.fx import backend as fx_backend
     compile_region = fx_backend._compile_region
 
     def again(region, *args):

@@ -147,7 +147,7 @@ def test_graph_calls_the_operator_library_without_python():
 
 
 def test_deployed_models_leave_no_entries_in_the_python_table():
-    from nncjit.torch import rewrite
+    from nncjit.torch.script import rewrite
     m, x = _block()
     before = len(rewrite._GROUPS)
     fast = nt.optimize(m, [x])
@@ -455,7 +455,7 @@ class ViewThenSign(torch.nn.Module):
 def test_saved_lowered_model_keeps_the_ops_of_a_region_without_kernel(tmp_path, monkeypatch):
     # Region 1's kernel refuses what region 0's gives it, and compiling it
     # again fails: the saved graph has its PyTorch ops.
-    from nncjit.torch import fx_backend
+    from nncjit.torch.fx import backend as fx_backend
     compile_region = fx_backend._compile_region
     compiled = []
 

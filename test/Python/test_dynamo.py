@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import nncjit.torch as nt
-from nncjit.torch import dynamo
+from nncjit.torch.fx import dynamo
 
 if int(torch.__version__.split(".")[0]) < 2:
     pytest.skip("torch.compile is torch 2's", allow_module_level=True)

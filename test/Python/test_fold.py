@@ -1,11 +1,11 @@
 """Constant folding of a graph compiled for its inputs' shapes
-(nncjit/torch/fold.py): what depends on constants and shapes alone is
+(nncjit/torch/fx/fold.py): what depends on constants and shapes alone is
 computed once, in-place writes on tensors so made included, and nothing that
 an input or a write at run time reaches."""
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from nncjit.torch.fold import fold_constants
+from nncjit.torch.fx.fold import fold_constants
 
 
 def traced(module, *inputs):

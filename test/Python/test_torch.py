@@ -786,7 +786,7 @@ class ChannelShuffle(torch.nn.Module):
 
 @pytest.mark.parametrize("mode", ["script", "trace"])
 def test_channel_shuffle_becomes_one_op_in_the_inputs_layout(mode):
-    from nncjit.torch import capture
+    from nncjit.torch.script import capture
     torch.manual_seed(0)
     m = ChannelShuffle().eval()
     x = torch.randn(1, 8, 6, 6)
@@ -805,7 +805,7 @@ def test_channel_shuffle_becomes_one_op_in_the_inputs_layout(mode):
 
 
 def test_channel_shuffle_with_other_sizes_is_left_alone():
-    from nncjit.torch import capture
+    from nncjit.torch.script import capture
     g = torch.jit.freeze(torch.jit.script(ChannelShuffle(sizes_from_input=False).eval())).graph
     g = g.copy()
     capture._channel_shuffles(g)
@@ -944,7 +944,7 @@ def test_lowering_refuses_data_dependent_models(model, why):
 
 
 def test_lowering_that_fails_leaves_the_model_to_the_fusion_groups(monkeypatch):
-    from nncjit.torch import lowered
+    from nncjit.torch.script import lowered
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")

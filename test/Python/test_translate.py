@@ -1,4 +1,4 @@
-"""Unit tests of the bridge's translators (nncjit.torch.translate and ops) on
+"""Unit tests of the bridge's translators (nncjit.torch.script.translate and ops) on
 small hand-made TorchScript graphs, without torchvision: each fusion group
 NNC's fuser forms is written as a .nnc kernel, whose parameters are checked,
 and the kernel is compiled and run against the group's PyTorch fallback on
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import nncjit
-from nncjit.torch import capture, ops, translate
+from nncjit.torch.script import capture, ops, translate
 from nncjit.torch.check import _compare
 
 torch.manual_seed(0)

@@ -1,12 +1,19 @@
-"""Runs a PyTorch model's fusion groups on nnc-jit (docs/python.md).
+"""Runs PyTorch models on nnc-jit (docs/python.md). On torch 2:
 
-    import torch, torchvision, nncjit.torch
+    import torch, torchvision
     model = torchvision.models.resnet18().eval()
+    fast = torch.compile(model, backend="nncjit")   # fx/dynamo.py
+    with torch.no_grad():
+        y = fast(torch.randn(1, 3, 224, 224))
+
+On torch 1.13 and 2, with TorchScript (script/):
+
+    import nncjit.torch
     x = torch.randn(1, 3, 224, 224)
     fast = nncjit.torch.optimize(torch.jit.script(model), [x])
     y = fast(x)
 
-How it works:
+How optimize works:
 
 1. The module is frozen (if it is not yet) and its in-place ops are made
    functional (`_jit_pass_remove_mutation`), so that the fuser can take the
@@ -32,34 +39,27 @@ How it works:
    is reported (`OptimizedModule.report`, and a warning) and runs its
    PyTorch ops.
 
-The package's modules, in the order a model goes through them: capture
-(scripting, freezing, the fuser's groups), translate (a group as a .nnc
-kernel), ops (convolutions and linear layers outside groups), rewrite (the
-graph's calls of nncjit_py::run_group), module (optimize and
-OptimizedModule), shapes (ShapeSpecialized: optimize per shape of inputs,
-max_shapes) and export; check and kernel_text hold what they share.
+The package's layout: the front ends in subpackages, what they share at
+its top.
 
-`backend(gm, example_inputs)` is nnc-jit's own lowering, not limited to
-what NNC's fuser groups, for torch.fx graphs (the torch.compile backend
-protocol): opgraph (the bridge's op-level graph), lowering (a region of it
-as one .nnc kernel) and fx_backend (the partition and the returned callable).
-optimize runs transformers on it (lowered: the frozen script traced into
-ATen ops, a LoweredModule).
-
-The front ends over these: TorchScript's fusion groups (optimize, for
-torch 1.13 and 2), FX graphs (backend: symbolic_trace or make_fx), and on
-torch 2 torch.compile(model, backend="nncjit") (dynamo: Dynamo's graphs,
-their parameters bound, each shape of a dynamic graph compiled on its own).
+- script/: the TorchScript front end, optimize (NNC's fusion groups, for
+  torch 1.13 and 2) and export.
+- fx/: the FX front ends, backend (nnc-jit's own lowering of torch.fx
+  graphs: opgraph, lowering) and, on torch 2, dynamo (torch.compile(model,
+  backend="nncjit")) with fold (constant folding per shape).
+- shared: common (reports, refusals, dtypes), check (kernels against
+  PyTorch), kernels (compiling, the operator library, stats), kernel_text
+  (.nnc signatures), deploy and fx_script (save and load without Python).
 """
-from .dynamo import nncjit_backend
-from .fx_backend import backend
 from .common import GroupReport
 from .deploy import LoadedModule, load
-from .export import export
+from .fx.backend import backend
+from .fx.dynamo import nncjit_backend
 from .kernels import default_cache_dir, operator_library, stats
-from .lowered import LoweredModule
-from .module import OptimizedModule, optimize
-from .shapes import ShapeSpecialized
+from .script.export import export
+from .script.lowered import LoweredModule
+from .script.module import OptimizedModule, optimize
+from .script.shapes import ShapeSpecialized
 
 __all__ = ["GroupReport", "LoadedModule", "LoweredModule", "OptimizedModule",
            "ShapeSpecialized", "backend", "default_cache_dir", "export", "load",

@@ -21,7 +21,7 @@ from .check import _TENSOR, _signature
 from .common import first_line, torchscript
 from .fx_script import insert_fx, insert_node
 from .kernels import TorchKernel, operator_library, option_strings
-from .rewrite import _GROUPS
+from .script.rewrite import _GROUPS
 
 
 _TENSORS = None

@@ -1,6 +1,6 @@
 """An FX graph of ATen ops (make_fx's, with the FX backend's region calls)
 written into a TorchScript graph, so that a model optimized on the lowering
-(lowered.py) is saved as TorchScript and runs without Python: each ATen op
+(script/lowered.py) is saved as TorchScript and runs without Python: each ATen op
 becomes a node of its kind with every argument of its schema, and each
 region a call of its kernel through nncjit::run, as in deploy.py."""
 

@@ -37,4 +37,4 @@ def model():
     return Model().eval()
 
 # Found: on fresh inputs: output 3 differs by 1 (bound 0.000343165)
-# Fixed (issue 62): freezing folded relu(const) * 2 into a constant that TorchScript returned by reference: the fuzzer's write to the first call's result changed the second's. Now a result made of the module alone goes through nncjit_py::fresh (nncjit::fresh when deployed), a copy no pass folds (capture.py, _fresh_constant_outputs)
+# Fixed (issue 62): freezing folded relu(const) * 2 into a constant that TorchScript returned by reference: the fuzzer's write to the first call's result changed the second's. Now a result made of the module alone goes through nncjit_py::fresh (nncjit::fresh when deployed), a copy no pass folds (script/capture.py, _fresh_constant_outputs)

@@ -34,4 +34,4 @@ def model():
     return Model().eval()
 
 # Found: backend raised     return (getitem_3, getitem_2)
-# Fixed (issue 62): the FX backend formed a region that fed nn.MultiheadAttention and read its result (a module returning a tuple, whose getitem read no tensor the partition saw): lint failed. Ops now depend on the tensors read through such nodes (opgraph.py, _sources)
+# Fixed (issue 62): the FX backend formed a region that fed nn.MultiheadAttention and read its result (a module returning a tuple, whose getitem read no tensor the partition saw): lint failed. Ops now depend on the tensors read through such nodes (fx/opgraph.py, _sources)

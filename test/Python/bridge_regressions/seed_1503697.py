@@ -39,4 +39,4 @@ def model():
     return Model().eval()
 
 # Found: refused: aten::elu aten::_convolution aten::_convolution aten::_convolution: nnc-jit cannot compile it: <nncjit.Kernel>:20:3: error: description of 'mkldnn_prepacked_conv_run' has size 16ll in dimension 1 but the buffer has 24ll
-# Fixed: NNC names its prepacked convolutions' buffers in an order of its own (here the group's last convolution wrote 'mkldnn_prepacked_conv_run'), and the outputs took the written buffers by node order; a prepacked convolution's output is now the buffer its call writes (the call paired with the convolution by weight, translate.py _match_outputs)
+# Fixed: NNC names its prepacked convolutions' buffers in an order of its own (here the group's last convolution wrote 'mkldnn_prepacked_conv_run'), and the outputs took the written buffers by node order; a prepacked convolution's output is now the buffer its call writes (the call paired with the convolution by weight, script/translate.py _match_outputs)

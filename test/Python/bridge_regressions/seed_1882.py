@@ -41,4 +41,4 @@ def model():
     return Model().eval()
 
 # Found: on special values: output 0 has infinities other than eager's
-# Fixed (issue 62): max_pool2d kept the later of 0.0 and -0.0 where PyTorch keeps the first, so 1 / x took the other infinity (lowering.py, max_pool)
+# Fixed (issue 62): max_pool2d kept the later of 0.0 and -0.0 where PyTorch keeps the first, so 1 / x took the other infinity (fx/lowering.py, max_pool)

@@ -45,4 +45,4 @@ def model():
     return Model().eval()
 
 # Found: on the example inputs: output 0 differs by 0.0138449 (bound 4.45136e-05)
-# Fixed (issue 62): the lowering read the sizes, traced and checked the model, each run advancing its buffer: the model started a step ahead of eager. Its buffers are now put back after each run (lowered.py, lower)
+# Fixed (issue 62): the lowering read the sizes, traced and checked the model, each run advancing its buffer: the model started a step ahead of eager. Its buffers are now put back after each run (script/lowered.py, lower)

@@ -37,4 +37,4 @@ def model():
     return Model().eval()
 
 # Found: refused: aten::batch_norm aten::pow aten::conv2d: its result differs from PyTorch's (max abs diff 0.202148)
-# Fixed (issue 62): with fp_contract off in every bridge kernel (this session's first fix of seed 138), the fusion group rounded batch norm's x * alpha + beta twice where PyTorch's kernel uses one fma, and 1 / x near 0 put the results 0.2 apart. Only backend's regions, whose expressions span ops, compile without contraction; fusion groups keep the CPU's default (fx_backend.py, _compile_region)
+# Fixed (issue 62): with fp_contract off in every bridge kernel (this session's first fix of seed 138), the fusion group rounded batch norm's x * alpha + beta twice where PyTorch's kernel uses one fma, and 1 / x near 0 put the results 0.2 apart. Only backend's regions, whose expressions span ops, compile without contraction; fusion groups keep the CPU's default (fx/backend.py, _compile_region)

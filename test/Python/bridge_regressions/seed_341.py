@@ -35,4 +35,4 @@ def model():
     return Model().eval()
 
 # Found: nncjit: the lowering cannot take the model (tracing it into ATen ops failed (a tensor's value decides what runs, or an op cannot be traced): aten::equal() Expected a value of type 'Tensor' for argument 'self' but instead found type 'float'.): its fusion groups run on nnc-jit instead
-# Fixed (issue 62): make_fx 1.13 failed on a traced add_ of a one-element buffer with a tensor constant (aten::equal of floats); the lowering's copy of the graph now passes such constants of in-place arithmetic as numbers too (lowered.py, _SCALAR_OPS)
+# Fixed (issue 62): make_fx 1.13 failed on a traced add_ of a one-element buffer with a tensor constant (aten::equal of floats); the lowering's copy of the graph now passes such constants of in-place arithmetic as numbers too (script/lowered.py, _SCALAR_OPS)

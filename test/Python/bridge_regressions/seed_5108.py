@@ -42,4 +42,4 @@ def model():
     return Model().eval()
 
 # Found: on special values: output 0 has NaN in other positions than eager's
-# Fixed (issue 62): a layer norm over rows of 1e35, whose variance overflows, gave 0 (x - mean times rsqrt(inf)) where PyTorch's row is NaN; such a row is NaN now (lowering.py)
+# Fixed (issue 62): a layer norm over rows of 1e35, whose variance overflows, gave 0 (x - mean times rsqrt(inf)) where PyTorch's row is NaN; such a row is NaN now (fx/lowering.py)

@@ -35,4 +35,4 @@ def model():
     return Model().eval()
 
 # Found: refused: aten::pow aten::gt aten::mul aten::where: its result differs from PyTorch's (max abs diff 0.75)
-# Fixed (issue 62): torch 1.13's NNC lowered where(pow(x, 0.) > 0.5, ...) to a constant 0.25 (its own statement, before nnc-jit reads it); the group's check caught it. A group with pow(x, 0) is now left to PyTorch with that reason before NNC lowers it (translate.py, _check_nnc_can_lower), and the fuzzer counts it as a limit of torch
+# Fixed (issue 62): torch 1.13's NNC lowered where(pow(x, 0.) > 0.5, ...) to a constant 0.25 (its own statement, before nnc-jit reads it); the group's check caught it. A group with pow(x, 0) is now left to PyTorch with that reason before NNC lowers it (script/translate.py, _check_nnc_can_lower), and the fuzzer counts it as a limit of torch

@@ -2,8 +2,8 @@
 
 import torch as _torch
 
-from . import deploy as _deploy
-from .check import _signature
+from .. import deploy as _deploy
+from ..check import _signature
 
 
 def call_signature(inputs):

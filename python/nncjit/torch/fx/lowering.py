@@ -33,7 +33,7 @@ import re
 
 import torch as _torch
 
-from .kernel_text import _decl, _dense_strides
+from ..kernel_text import _decl, _dense_strides
 from .opgraph import BINARY, UNARY, VIEWS, Value
 
 

@@ -8,7 +8,7 @@ import operator
 import torch as _torch
 from torch.fx.passes.shape_prop import ShapeProp as _ShapeProp
 
-from .kernel_text import _dense_strides
+from ..kernel_text import _dense_strides
 
 F = _torch.nn.functional
 

@@ -6,10 +6,10 @@ import warnings
 
 import torch as _torch
 
-from . import deploy as _deploy
+from .. import deploy as _deploy
+from ..kernels import default_cache_dir
 from .capture import (_argument_defaults, _capture, _example_list, _is_nchw, _script,
                       _self_args, _to_channels_last, _with_defaults)
-from .kernels import default_cache_dir
 from .lowered import lower as _lower, transformer_like as _transformer_like
 from .ops import _merge_ops_into_groups, _replace_ops
 from .rewrite import _GROUPS, _register_operator, _release, _replace_groups
@@ -173,7 +173,7 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     fastest there. None (the default): when an input is a float NCHW image
     and the model has convolutions.
     lowering: run the model on nnc-jit's own lowering (the FX backend on
-    the module traced into ATen ops: lowered.py) instead of NNC's fusion
+    the module traced into ATen ops: script/lowered.py) instead of NNC's fusion
     groups. None (the default): where the graph has softmax or torch's
     fused attention or encoder layers (transformers, whose matmuls,
     softmax and layer norms the fuser leaves out), falling back to the

@@ -4,12 +4,12 @@ the call that checks it against PyTorch on the inputs it saw."""
 
 import torch as _torch
 
-from .. import _nncjit
-from .check import _copy, _matches, _verdict
-from .common import (_DTYPES, GroupReport, _Unsupported, _scalar_type, _tensor_type,
+from ... import _nncjit
+from ..check import _copy, _matches, _verdict
+from ..common import (_DTYPES, GroupReport, _Unsupported, _scalar_type, _tensor_type,
                      first_line)
-from .kernels import compile_kernel
-from .kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
+from ..kernel_text import _bound_params, _decl, _dense_strides, _kernel_text, _sanitize
+from ..kernels import compile_kernel
 
 
 # Ops that PyTorch's FuseConvWithEltwise folds into a prepacked convolution.

@@ -1,17 +1,17 @@
 """optimize() on nnc-jit's own lowering: a scripted model traced into ATen
-ops (make_fx) and handed to the FX backend (fx_backend.py), for the models
+ops (make_fx) and handed to the FX backend (fx/backend.py), for the models
 whose heavy ops NNC's fuser leaves out (attention, softmax, layer norm
 between matmuls: transformers)."""
 
 import torch as _torch
 
-from . import deploy as _deploy
-from .capture import _with_defaults
-from .common import first_line
-from .check import (_TENSOR, _copy, _in_double, _matches, _nested_tensors, _others,
+from .. import deploy as _deploy
+from ..check import (_TENSOR, _copy, _in_double, _matches, _nested_tensors, _others,
                     _signature, _verdict, kept)
-from .fx_backend import attributes_written, backend
-from .kernels import TorchKernel, note_refused, operator_library
+from ..common import first_line
+from ..fx.backend import attributes_written, backend
+from ..kernels import TorchKernel, note_refused, operator_library
+from .capture import _with_defaults
 
 # TorchScript ops that mark a model as a transformer: the fuser groups
 # none of them, and the lowering covers them (fused attention included).

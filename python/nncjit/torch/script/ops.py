@@ -6,11 +6,11 @@ import concurrent.futures
 
 import torch as _torch
 
-from .. import _nncjit
-from .check import _copy, _matches, _signature, _verdict
-from .common import GroupReport, _Unsupported, first_line
-from .kernels import compile_kernel
-from .kernel_text import _bound_params, _decl, _kernel_text
+from ... import _nncjit
+from ..check import _copy, _matches, _signature, _verdict
+from ..common import GroupReport, _Unsupported, first_line
+from ..kernel_text import _bound_params, _decl, _kernel_text
+from ..kernels import compile_kernel
 from .rewrite import _GROUPS, _call_group
 
 

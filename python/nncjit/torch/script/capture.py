@@ -10,7 +10,7 @@ import torch._jit_internal
 import torch._sources
 import torch.jit.frontend
 
-from .common import storage_of, torchscript
+from ..common import storage_of, torchscript
 from .rewrite import _register_operator
 from .translate import _Group
 

@@ -22,10 +22,10 @@ import builtins
 import torch as _torch
 from torch.fx.passes.shape_prop import ShapeProp as _ShapeProp
 
-from .check import _copy, kept
-from .common import storage_of
-from .fx_backend import attributes_written
-from .fx_script import _attribute
+from ..check import _copy, kept
+from ..common import storage_of
+from ..fx_script import _attribute
+from .backend import attributes_written
 from .opgraph import SHAPE_ONLY, _is_random, _name, _write_targets, _writes_in_place, \
     _written_nodes
 

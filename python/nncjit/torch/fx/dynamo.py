@@ -4,12 +4,13 @@ Dynamo hands a backend each piece of the model between graph breaks: a
 GraphModule of torch-level ops and the real tensors of its placeholders,
 the model's parameters among them. This front end binds the parameters as
 constants (as Inductor's freezing does: the compiled model is for
-inference, and later changes of the weights do not reach it) and lowers
-the piece with nncjit.torch.backend (fx_backend.py), the lowering that the
-FX front ends share; a convolutional piece (convolutions and no
-attention) goes through optimize instead (module.py: TorchScript's fusion groups, and the convolutions on
-oneDNN channels-last inside, which backend's kernels do not lay out:
-docs/performance.md, "Against Inductor").
+inference, and later changes of the weights do not reach it), computes
+once what depends on constants and shapes alone (fold.py), and lowers the
+piece with nncjit.torch.backend (backend.py), the lowering that the FX
+front ends share; a convolutional piece (convolutions and no attention)
+goes through optimize instead (script/module.py: TorchScript's fusion
+groups, and the convolutions on oneDNN channels-last inside, which
+backend's kernels do not lay out: docs/performance.md, "Against Inductor").
 
 Where Dynamo traces sizes as symbols (torch.compile(dynamic=True), or after
 a call at a new shape), each shape a call brings is compiled on its own,
@@ -21,10 +22,10 @@ import warnings
 
 import torch as _torch
 
+from ..fx_script import _attribute
+from ..script.module import optimize as _optimize
+from .backend import backend as _backend
 from .fold import fold_constants
-from .fx_backend import backend as _backend
-from .fx_script import _attribute
-from .module import optimize as _optimize
 from .opgraph import _target_kind, _tuple_kind, _written_nodes, written_attributes
 
 # The most shapes one piece of a dynamic graph is compiled for.

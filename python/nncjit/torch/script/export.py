@@ -8,9 +8,9 @@ import warnings
 
 import torch as _torch
 
-from .. import _nncjit
+from ... import _nncjit
+from ..common import _Unsupported
 from .capture import _example_list, _script
-from .common import _Unsupported
 from .module import _build, _default_name
 
 

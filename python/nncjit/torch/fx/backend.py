@@ -1,6 +1,6 @@
 """nncjit.torch.backend: a torch.compile-style backend. It takes a
 torch.fx.GraphModule and example inputs and returns a callable: the graph
-with each maximal region of ops nnc-jit's own lowering covers (lowering.py)
+with each maximal region of ops nnc-jit's own lowering covers (fx/lowering.py)
 replaced by one compiled kernel, checked against PyTorch on the example
 inputs. Ops it does not cover run as PyTorch, each with a report entry."""
 
@@ -8,10 +8,10 @@ import operator
 
 import torch as _torch
 
-from .. import _nncjit
-from .check import _copy as _copy_strided, _in_double, _verdict, kept
-from .common import GroupReport, first_line
-from .kernels import compile_kernel
+from ... import _nncjit
+from ..check import _copy as _copy_strided, _in_double, _verdict, kept
+from ..common import GroupReport, first_line
+from ..kernels import compile_kernel
 from .lowering import KernelWriter, Region, Unsupported, check_supported
 from .opgraph import _tuple_kind, from_fx, mutates, writes_fresh, written_attributes
 
@@ -327,7 +327,7 @@ def _backend(gm, example_inputs, check, rtol, atol, fuse_attention, compile_opti
             [p for p, t in enumerate(inputs) if t.dtype == _torch.bool])
         gm.add_submodule(name, calls[index])
         replaced.update(_replace(gm, region, input_nodes, name))
-    # nncjit_py::fresh (capture.py's copy of a result made of constants)
+    # nncjit_py::fresh (script/capture.py's copy of a result made of constants)
     # runs in PyTorch by design: not an op the lowering lacks.
     refused = [(op, reason) for op, reason in refused
                if getattr(op.node.target, "__name__", "") != "fresh.default"]
