@@ -563,6 +563,57 @@ def test_roll(shifts, dims):
     run(lambda x: (x * 2.0).roll(shifts, dims), strided(3, 5, 6, 4))
 
 
+@pytest.mark.parametrize("dim,eps", [(-1, 1e-12), (1, 1e-12), (0, 0.5)])
+def test_normalize(dim, eps):
+    # Rows of zeros are divided by eps (swin v2's cosine attention).
+    x = torch.randn(3, 5, 8)
+    x[1, 2] = 0.0
+    run(lambda x: F.normalize(x * 1.0, dim=dim, eps=eps), x)
+    run(lambda x: F.normalize(x * 1.0, dim=dim, eps=eps), strided(3, 5, 8))
+
+
+@pytest.mark.parametrize("equation,a,b", [
+    ("B G H I D, B G H J D -> B G H I J", (2, 3, 2, 5, 4), (2, 3, 2, 6, 4)),  # maxvit's
+    ("B G H I J, B G H J D -> B G H I D", (2, 3, 2, 5, 6), (2, 3, 2, 6, 4)),
+    ("ij,jk->ik", (5, 4), (4, 3)), ("ik,jk->ji", (5, 4), (3, 4)),
+    ("bij,bjk->bki", (2, 5, 4), (2, 4, 3)), ("i,j->ij", (5,), (3,)),
+    ("bhd,bd->bh", (2, 3, 4), (2, 4)), ("nik,kj->nij", (2, 5, 4), (4, 3))])
+def test_einsum_as_a_matrix_product(equation, a, b):
+    run(lambda x, y: torch.einsum(equation, x * 1.0, y) + 1.0, torch.randn(a), torch.randn(b))
+    run(lambda x, y: torch.einsum(equation, [x, y * 2.0]), torch.randn(a), torch.randn(b))
+
+
+@pytest.mark.parametrize("equation,shapes,reason", [
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)], "einsum without an explicit result or with "
+     "an ellipsis"),
+    ("ii,ij->ij", [(3, 3), (3, 4)], "einsum ii,ij->ij with a repeated letter or of other ranks"),
+    ("ij,jk", [(3, 4), (4, 5)], "einsum without an explicit result or with an ellipsis"),
+    ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)], "einsum of other than two tensors"),
+    ("ij,kj->i", [(3, 4), (5, 4)], "einsum ij,kj->i sums a letter of one operand or broadcasts"),
+])
+def test_einsums_that_are_not_matrix_products_are_reported(equation, shapes, reason):
+    xs = [torch.randn(s) for s in shapes]
+    fn = (lambda x, y: torch.einsum(equation, x, y) * 2.0) if len(xs) == 2 else \
+        (lambda x, y, z: torch.einsum(equation, x, y, z) * 2.0)
+    opt = run(fn, *xs)
+    assert [r.reason for r in opt.report if not r.kernel] == [reason]
+
+
+@pytest.mark.parametrize("kw", [
+    dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+    dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), ceil_mode=True),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    dict(kernel_size=2, divisor_override=3)])
+def test_average_pooling(kw):
+    run(lambda x: F.avg_pool2d(torch.tanh(x), **kw), torch.randn(2, 3, 7, 9))
+    run(torch.nn.AvgPool2d(**kw), strided(1, 2, 6, 5))
+
+
+def test_swapaxes_is_a_transpose():
+    run(lambda x: x.swapaxes(0, 2) * 2.0 + torch.swapdims(x, 2, 0), torch.randn(3, 4, 5))
+
+
 def test_padding_modes_other_than_constant_are_not_covered():
     opt = run(lambda x: F.pad(x * 2.0, (1, 1), mode="reflect") + 1.0, torch.randn(2, 3, 5),
               regions=2)

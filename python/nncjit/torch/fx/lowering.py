@@ -394,8 +394,8 @@ class KernelWriter:
             x, scale, shift = op.inputs
             return "((%s) * (%s) + (%s))" % (self.load(x, idx), self.load(scale, [idx[1]]),
                                             self.load(shift, [idx[1]]))
-        if k == "max_pool2d":
-            return self.max_pool(op, idx)
+        if k in ("max_pool2d", "avg_pool2d"):
+            return self.pool(op, idx)
         if k == "leaky_relu":
             x = self.load(op.inputs[0], idx)
             return "((%s)<0.f ? (%s) * %s : (%s))" % (x, x, _lit(op.attrs["slope"]), x)
@@ -537,11 +537,13 @@ class KernelWriter:
             return "(%s)" % e
         raise Unsupported("no expression for %s" % k)
 
-    def max_pool(self, op, idx):
-        """The maximum over the window of idx; positions in the padding are
-        -inf (IfThenElse reads only what is inside)."""
+    def pool(self, op, idx):
+        """The maximum over the window of idx, positions in the padding
+        -inf; or the average, the window's sum (positions in the padding 0)
+        over the divisor of idx (IfThenElse reads only what is inside)."""
         x = op.inputs[0]
         a = op.attrs
+        average = op.kind == "avg_pool2d"
         terms = []
         for i in range(a["kernel"][0]):
             for j in range(a["kernel"][1]):
@@ -552,7 +554,12 @@ class KernelWriter:
                 e = self.load(x, idx[:2] + [h, w])
                 guards = ["(%s>=0ll ? 1 : 0) & (%s<%s ? 1 : 0)" % (p, p, _ll(n))
                           for p, n in ((h, x.shape[2]), (w, x.shape[3]))]
-                terms.append("IfThenElse(%s, %s, NEG_INFINITY)" % (" & ".join(guards), e))
+                terms.append("IfThenElse(%s, %s, %s)" % (
+                    " & ".join(guards), e, "0.f" if average else "NEG_INFINITY"))
+        if average:
+            # Summed in PyTorch's order: along the window's rows, then down.
+            return "((%s) / (%s))" % (" + ".join(terms),
+                                      self.load(op.inputs[1], idx[2:]))
         # Max(t, e) keeps e, the earlier term, where they are equal (0.0
         # and -0.0): PyTorch's max_pool2d takes a later value only where it
         # is greater (or NaN).

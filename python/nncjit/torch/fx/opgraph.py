@@ -3,6 +3,7 @@ of a small canonical set (elementwise, views, reductions, matmul), filled
 from a torch.fx graph. The lowering (lowering.py) writes regions of it as
 .nnc kernels; what it does not cover is kept with the reason."""
 
+import math
 import operator
 
 import torch as _torch
@@ -92,10 +93,13 @@ _FUNCTIONS = {
     F.relu6: "relu6", _torch.clamp: "clamp", F.leaky_relu: "leaky_relu",
     F.max_pool2d: "max_pool2d", F.adaptive_avg_pool2d: "adaptive_avg_pool2d",
     F.batch_norm: "batch_norm", F.pad: "pad", _torch.constant_pad_nd: "constant_pad_nd",
-    _torch.roll: "roll", _torch.clone: "identity",
+    _torch.roll: "roll", _torch.clone: "identity", F.normalize: "normalize",
+    _torch.einsum: "einsum", _torch.swapaxes: "transpose", _torch.swapdims: "transpose",
+    _torch.transpose: "transpose", F.avg_pool2d: "avg_pool2d",
 }
 if hasattr(_torch._C._nn, "pad"):   # what F.pad is on torch 2
     _FUNCTIONS[_torch._C._nn.pad] = "pad"
+_FUNCTIONS[_torch._C._nn.avg_pool2d] = "avg_pool2d"   # what F.avg_pool2d is
 # torch's fused inference paths as Dynamo records them (the ATen ops' own
 # arguments): nn.TransformerEncoderLayer's and nn.MultiheadAttention's.
 _FUNCTIONS[_torch._transformer_encoder_layer_fwd] = "encoder_layer"
@@ -112,7 +116,8 @@ _METHODS = {
     "t": "t", "unsqueeze": "reshape", "squeeze": "reshape", "expand": "expand",
     "expand_as": "expand", "masked_fill": "masked_fill", "index_select": "index_select",
     "sum": "sum", "mean": "mean", "addmm": "addmm", "baddbmm": "addmm",
-    "clamp": "clamp", "roll": "roll", "clone": "identity",
+    "clamp": "clamp", "roll": "roll", "clone": "identity", "swapaxes": "transpose",
+    "swapdims": "transpose",
 }
 _A = _torch.ops.aten
 # ATen ops (make_fx graphs): overload packet -> kind, with the argument
@@ -163,7 +168,7 @@ _MODULES = {
     _torch.nn.Hardsigmoid: "hardsigmoid", _torch.nn.Hardtanh: "hardtanh",
     _torch.nn.ReLU6: "hardtanh", _torch.nn.LeakyReLU: "leaky_relu",
     _torch.nn.BatchNorm2d: "batch_norm", _torch.nn.MaxPool2d: "max_pool2d",
-    _torch.nn.AdaptiveAvgPool2d: "adaptive_avg_pool2d",
+    _torch.nn.AdaptiveAvgPool2d: "adaptive_avg_pool2d", _torch.nn.AvgPool2d: "avg_pool2d",
 }
 
 
@@ -370,6 +375,18 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         detached = [t.detach() if t is not None else None for t in (
             module.weight, module.bias, module.running_mean, module.running_var)]
         return _channel_affine(x, *detached, module.eps)
+    if kind == "normalize":
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        return _normalize(node, x, _arg(node, args, kwargs, 1, "p", 2.0),
+                          _arg(node, args, kwargs, 2, "dim", 1),
+                          _arg(node, args, kwargs, 3, "eps", 1e-12))
+    if kind == "einsum":
+        operands = list(args[1:])
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])
+        return _einsum(node, args[0], [val(a) for a in operands])
+    if kind == "avg_pool2d":
+        return _avg_pool2d(node, val(args[0]), module, args, kwargs)
     if kind == "max_pool2d":
         x = val(args[0])
         if module is not None:
@@ -384,14 +401,11 @@ def _canonical(kind, node, args, kwargs, value_of, module):
             if kwargs.get("return_indices"):
                 raise _Unsupported("max_pool2d with indices")
 
-        def pair(v):
-            v = [v] if isinstance(v, int) else list(v)
-            return v * 2 if len(v) == 1 else v
         st = st if st not in (None, [], ()) else k
         if len(x.shape) != 4:
             raise _Unsupported("max_pool2d of a tensor that is not 4-d")
-        return "max_pool2d", [x], {"kernel": pair(k), "stride": pair(st),
-                                   "padding": pair(pad), "dilation": pair(dil)}
+        return "max_pool2d", [x], {"kernel": _pair(k), "stride": _pair(st),
+                                   "padding": _pair(pad), "dilation": _pair(dil)}
     if kind == "adaptive_avg_pool2d":
         x = val(args[0])
         size = module.output_size if module is not None else \
@@ -444,6 +458,106 @@ def _canonical(kind, node, args, kwargs, value_of, module):
     raise _Unsupported(kind)
 
 
+def _pair(v):
+    """A pooling's or convolution's size: one number for both dims, or two."""
+    v = [v] if isinstance(v, int) else list(v)
+    return v * 2 if len(v) == 1 else v
+
+
+def _normalize(node, x, p, dim, eps):
+    """F.normalize: x / max(sqrt(sum(x * x along dim)), eps)."""
+    if p != 2:
+        raise _Unsupported("normalize with p=%s" % p)
+    d = _dim(dim, len(x.shape))
+    row = list(x.shape)
+    row[d] = 1
+    step = _Steps(node)
+    total = step("sum", [step("mul", [x, x], {}, x.shape)], {"dims": (d,), "keepdim": True},
+                 row)
+    norm = step("clamp", [step("sqrt", [total], {}, row)], {"min": float(eps), "max": None}, row)
+    step("div", [x, norm], {}, x.shape)
+    return "composite", step.steps, {}
+
+
+def _einsum(node, equation, operands):
+    """An einsum of two operands that is a batched matrix product (maxvit's
+    "B G H I D, B G H J D -> B G H I J"): each letter a batch dim (in both
+    operands and the result), a row or column (in one operand and the
+    result) or summed (in both operands alone). Each operand is permuted
+    and reshaped to [batch, rows, summed] and [batch, summed, columns]."""
+    eq = equation.replace(" ", "") if isinstance(equation, str) else ""
+    if "->" not in eq or "..." in eq:
+        raise _Unsupported("einsum without an explicit result or with an ellipsis")
+    ins, out = eq.split("->")
+    terms = ins.split(",")
+    if len(terms) != 2 or len(operands) != 2 or \
+            any(not isinstance(v, Value) for v in operands):
+        raise _Unsupported("einsum of other than two tensors")
+    (a, b), (x, y) = terms, operands
+    if any(len(set(t)) != len(t) for t in (a, b, out)) or \
+            (len(a), len(b)) != (len(x.shape), len(y.shape)):
+        raise _Unsupported("einsum %s with a repeated letter or of other ranks" % equation)
+    batch = [c for c in out if c in a and c in b]
+    rows = [c for c in out if c in a and c not in b]
+    cols = [c for c in out if c in b and c not in a]
+    summed = [c for c in a if c in b and c not in out]
+    size = {c: x.shape[a.index(c)] for c in a}
+    if set(a) != set(batch + rows + summed) or set(b) != set(batch + cols + summed) or \
+            any(c in size and size[c] != y.shape[b.index(c)] for c in b):
+        raise _Unsupported("einsum %s sums a letter of one operand or broadcasts" % equation)
+    size.update((c, y.shape[b.index(c)]) for c in b)
+    step = _Steps(node)
+
+    def matrix(v, term, order, shape):
+        perm = tuple(term.index(c) for c in order)
+        permuted = step("permute", [v], {"perm": perm}, [size[c] for c in order])
+        return step("reshape", [permuted], {}, shape)
+    nb, m, k, n = (math.prod(size[c] for c in g) for g in (batch, rows, summed, cols))
+    product = step("matmul", [matrix(x, a, batch + rows + summed, [nb, m, k]),
+                              matrix(y, b, batch + summed + cols, [nb, k, n])], {}, [nb, m, n])
+    order = batch + rows + cols
+    result = step("reshape", [product], {}, [size[c] for c in order])
+    step("permute", [result], {"perm": tuple(order.index(c) for c in out)},
+         [size[c] for c in out])
+    return "composite", step.steps, {}
+
+
+def _avg_pool2d(node, x, module, args, kwargs):
+    """An average pooling: the window's sum over its divisor, which depends
+    on the output position alone (the padding counted or not, a window cut
+    by ceil_mode): a constant [out_h, out_w] computed as PyTorch's kernel
+    does."""
+    if module is not None:
+        k, st, pad, ceil, count_pad, divisor = (
+            module.kernel_size, module.stride, module.padding, module.ceil_mode,
+            module.count_include_pad, module.divisor_override)
+    else:
+        k, st, pad, ceil, count_pad, divisor = (_arg(node, args, kwargs, i, n, d) for i, n, d in (
+            (1, "kernel_size", None), (2, "stride", None), (3, "padding", 0),
+            (4, "ceil_mode", False), (5, "count_include_pad", True),
+            (6, "divisor_override", None)))
+    if len(x.shape) != 4:
+        raise _Unsupported("avg_pool2d of a tensor that is not 4-d")
+    k, pad = _pair(k), _pair(pad)
+    st = _pair(st if st not in (None, [], ()) else k)
+    out_shape = node.meta["tensor_meta"].shape
+    spans = []
+    for d in range(2):
+        n, size = x.shape[2 + d], out_shape[2 + d]
+        counts = []
+        for o in range(size):
+            start = o * st[d] - pad[d]
+            end = min(start + k[d], n + pad[d])
+            whole = end - start
+            start, end = max(start, 0), min(end, n)
+            counts.append((whole, end - start))
+        spans.append(counts)
+    div = _torch.tensor([[float(divisor) if divisor else
+                          float(h[0] * w[0] if count_pad else h[1] * w[1])
+                          for w in spans[1]] for h in spans[0]])
+    return "avg_pool2d", [x, div], {"kernel": k, "stride": st, "padding": pad, "dilation": [1, 1]}
+
+
 def _convolution(kind, node, args, kwargs, val, module):
     """A 2-d convolution: ("conv2d", [x, weight, bias or None], {"args":
     [strideH, strideW, padH, padW, dilationH, dilationW, groups]}), the
@@ -470,20 +584,17 @@ def _convolution(kind, node, args, kwargs, val, module):
     if len(x.shape) != 4:
         raise _Unsupported("a convolution that is not 2-d")
 
-    def pair(v):
-        v = [v] if isinstance(v, int) else list(v)
-        return v * 2 if len(v) == 1 else v
     if isinstance(padding, str):
         shape = (w if isinstance(w, _torch.Tensor) else w.constant if w.constant is not None
                  else None)
         if padding != "valid" and shape is None:
             raise _Unsupported("padding='same' with a weight that is not a constant")
-        total = [d * (k - 1) for d, k in zip(pair(dilation), shape.shape[2:])] \
+        total = [d * (k - 1) for d, k in zip(_pair(dilation), shape.shape[2:])] \
             if padding == "same" else [0, 0]
         if any(t % 2 for t in total):
             raise _Unsupported("padding='same' of an even kernel")
         padding = [t // 2 for t in total]
-    return "conv2d", [x, w, b], {"args": pair(stride) + pair(padding) + pair(dilation) +
+    return "conv2d", [x, w, b], {"args": _pair(stride) + _pair(padding) + _pair(dilation) +
                                  [int(groups)]}
 
 
@@ -966,8 +1077,8 @@ def _write_targets(node):
 _FRESH_KINDS = (UNARY | BINARY | {
     "softmax", "log_softmax", "safe_softmax", "layer_norm", "linear", "matmul", "addmm",
     "conv2d", "aten_conv", "sum", "mean", "cat", "where", "masked_fill", "embedding",
-    "aten_embedding", "index_select", "hardtanh", "relu6", "max_pool2d", "rsub",
-    "batch_norm", "sdpa", "encoder_layer", "roll"}) - {"identity"}
+    "aten_embedding", "index_select", "hardtanh", "relu6", "max_pool2d", "avg_pool2d", "rsub",
+    "normalize", "einsum", "batch_norm", "sdpa", "encoder_layer", "roll"}) - {"identity"}
 
 
 def makes_fresh(node):
