@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 import zoo
 
@@ -36,6 +37,21 @@ else:
                          ids=["%s-%s" % (m[0], zoo.config_name(c)) for m, c in CASES])
 def test_model(model, config):
     why, _ = zoo.run(*model, config)
+    assert why is None, why
+
+
+# Through torch.compile(backend="nncjit") (torch 2): a CNN, and the
+# transformers whose graphs have the most ops of their own (swin's shifted
+# windows, padding and masks; swin v2's cosine attention; maxvit's einsums
+# and average pooling). `zoo.py --compile` runs the whole list.
+COMPILED = ["resnet18", "mobilenet_v3_small", "vit_b_16", "swin_t", "swin_v2_t", "maxvit_t"]
+
+
+@pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2, reason="torch.compile is torch 2's")
+@pytest.mark.parametrize("name", COMPILED)
+def test_compiled(name):
+    entries = {m[0]: m for m in zoo.MODELS}
+    why, _ = zoo.run_compiled(*entries[name], 1)
     assert why is None, why
 
 
