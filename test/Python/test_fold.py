@@ -2,7 +2,9 @@
 (nncjit/torch/fx/fold.py): what depends on constants and shapes alone is
 computed once, in-place writes on tensors so made included, and nothing that
 an input or a write at run time reaches."""
+import pytest
 import torch
+import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from nncjit.torch.fx.fold import fold_constants
@@ -137,3 +139,20 @@ def test_random_and_uninitialized_tensors_are_made_at_each_call():
     gm = traced(Random(), torch.randn(3))
     fold_constants(gm, [torch.randn(3)])
     assert {"rand_like", "new_empty", "fill_"} <= set(ops(gm))
+
+
+class Pieces(torch.nn.Module):
+    def forward(self, x):
+        pieces = torch.ones_like(x).cumsum(0).split(1)   # a tuple of folded tensors
+        return torch.cat(pieces + (x,), 0)
+
+
+@pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2,
+                    reason="torch 1.13's symbolic_trace passes no traced tuple to torch.cat")
+def test_a_folded_tuple_of_tensors_keeps_each_tensor():
+    # symbolic_trace passes the tuple itself on (make_fx takes it apart).
+    gm = torch.fx.symbolic_trace(Pieces())
+    fold_constants(gm, [torch.randn(2, 3)])
+    assert ops(gm) == ["add", "cat"]
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(gm(x), torch.cat([torch.ones(1, 3), torch.full((1, 3), 2.0), x]))

@@ -160,7 +160,7 @@ class _Evaluation:
 
         def embed(value, user, key):
             if isinstance(value, (list, tuple)) and not isinstance(value, _torch.Size):
-                return type(value)(embed(v, user, None) for v in value)
+                return type(value)(embed(v, user, (key, i)) for i, v in enumerate(value))
             if not isinstance(value, _torch.Tensor):
                 return value
             if key not in names:
