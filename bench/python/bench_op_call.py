@@ -9,6 +9,9 @@ nncjit_py::run_group, a Python kernel), in one process (docs/performance.md):
    torch.cumsum, which NNC does not fuse: the time per group is the model's
    time less that of the cumsums alone (eager), over N.
 2. torchvision's mobilenet_v2 at batch 1, 224x224, both ways and eager.
+3. A region of nncjit.torch.backend called at a shape it was not compiled
+   for: its guard sends the call to PyTorch's ops; without the guard, the
+   kernel's refusal (an exception) did.
 """
 import os
 import sys
@@ -85,6 +88,30 @@ def main():
     print("mobilenet_v2, batch 1, 2 threads: operator library %.3f ms, Python kernel "
           "%.3f ms (%.2fx), ofi %.3f ms (%.2fx ofi with the library)" % (
               t["cpp"], t["py"], t["py"] / t["cpp"], t["ofi"], t["ofi"] / t["cpp"]))
+
+    # 3. The guard against the kernel's refusal, each then running the ops.
+    import torch.fx
+    from nncjit.torch.fx import backend as fx_backend
+    fn = Step()
+    opt = nt.backend(torch.fx.symbolic_trace(torch.nn.Sequential(fn)), [torch.randn(64)])
+    call = opt.graph_module.nncjit_region0
+    other = torch.randn(32)
+    guard = fx_backend._mismatch
+
+    def unguarded():
+        fx_backend._mismatch = lambda expected, inputs: None
+        try:
+            opt(other)
+        finally:
+            fx_backend._mismatch = guard
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = benchutil.interleaved({"guard": lambda: opt(other), "refusal": unguarded,
+                                   "ops": lambda: call.fallback(other)},
+                                  rounds=5, budget_s=0.3)
+    print("backend's region at another shape, beyond its PyTorch ops (%.1f us): guard %.2f us, "
+          "the kernel's refusal %.2f us" % (t["ops"] * 1e3, (t["guard"] - t["ops"]) * 1e3,
+                                            (t["refusal"] - t["ops"]) * 1e3))
 
 
 if __name__ == "__main__":

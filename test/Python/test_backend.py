@@ -5,6 +5,7 @@ and what is not covered (a report entry, never an exception)."""
 import math
 import operator
 import re
+import warnings
 
 import pytest
 import torch
@@ -492,11 +493,46 @@ def test_independent_chains_merge_into_one_region():
         torch.randn(3, 4))
 
 
-def test_inputs_of_another_shape_run_the_pytorch_ops():
+def test_inputs_of_another_shape_run_the_pytorch_ops(monkeypatch):
+    # Behind a guard (the kernel is not called), counted and warned once.
     gm = torch.fx.symbolic_trace(_Wrap(lambda x: torch.softmax(x * 2.0, -1)))
     opt = nt.backend(gm, [torch.randn(4, 6)])
-    x = torch.randn(3, 5)
+    call = opt.graph_module.nncjit_region0
+    monkeypatch.setattr(call, "function", _Refuses(call.function))
+    refused = nt.stats()["refused"]
+    for x in (torch.randn(3, 5), torch.randn(4, 6, dtype=torch.float64), strided(4, 6)):
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            torch.testing.assert_close(opt(x), torch.softmax(x * 2.0, -1))
+    assert nt.stats()["refused"] == refused + 3
+    assert call.function.calls == 0
+    x = torch.randn(4, 6)
     torch.testing.assert_close(opt(x), torch.softmax(x * 2.0, -1))
+    assert call.function.calls == 1 and nt.stats()["refused"] == refused + 3
+
+
+class _Refuses:
+    """A kernel that counts its calls."""
+
+    def __init__(self, function):
+        self.function, self.calls = function, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.function(*args)
+
+
+@pytest.mark.parametrize("x,why", [
+    (torch.randn(3, 5), "input 0 is f32 [3, 5], where it was compiled for f32 [4, 6]"),
+    (torch.randn(4, 6, dtype=torch.float64),
+     "input 0 is f64 [4, 6], where it was compiled for f32 [4, 6]"),
+    (torch.randn(6, 4).t(), "input 0 has strides [1, 4], where it was compiled for [6, 1]")])
+def test_the_guard_says_which_input_differs_and_how(x, why):
+    from nncjit.torch.fx.backend import _mismatch
+    t = torch.randn(4, 6)
+    assert _mismatch([(tuple(t.shape), tuple(t.stride()), t.dtype)], [x]) == why
+    # A dim of one element has any stride.
+    assert _mismatch([((4, 1), (1, 1), torch.float32)], [torch.randn(1, 4).t()]) is None
 
 
 def test_a_result_that_differs_stays_in_pytorch():
@@ -903,8 +939,8 @@ def test_regions_run_their_kernels_on_what_earlier_kernels_make():
 
 def test_region_fed_by_a_kernel_is_compiled_once_for_its_dense_result(monkeypatch):
     # Region 1 reads region 0's result (a permuted view in PyTorch) directly
-    # and through flip, which PyTorch runs: it is compiled for the dense
-    # result at once.
+    # and through cumsum, which PyTorch runs (and makes dense): it is
+    # compiled for the dense result at once.
     from nncjit.torch.fx import backend as fx_backend
     compile_region = fx_backend._compile_region
     compiled = []
@@ -916,7 +952,7 @@ def test_region_fed_by_a_kernel_is_compiled_once_for_its_dense_result(monkeypatc
 
     def f(x, w):
         y = (x @ w).view(2, 8, 4, 8).permute(0, 2, 1, 3)
-        return torch.softmax(y * torch.flip(y, [2]), dim=-1).sum(1)
+        return torch.softmax(y * torch.cumsum(y, 2), dim=-1).sum(1)
     x, w = torch.randn(2, 8, 16), torch.randn(16, 32)
     opt = nt.backend(traced(f, x, w), [x, w])
     assert all(r.on_nncjit for r in opt.report if r.kernel), opt.summary()

@@ -13,7 +13,8 @@ import torchvision
 
 import nncjit
 import nncjit.torch as nt
-from nncjit.torch import check, kernels, ops, rewrite, translate
+from nncjit.torch import check, kernels
+from nncjit.torch.script import ops, rewrite, translate
 
 
 def model_and_input(arch, channels_last):

@@ -10,8 +10,8 @@ import torch as _torch
 
 from ... import _nncjit
 from ..check import _copy as _copy_strided, _in_double, _verdict, kept
-from ..common import GroupReport, first_line
-from ..kernels import compile_kernel
+from ..common import _DTYPES, GroupReport, first_line
+from ..kernels import compile_kernel, note_refused
 from .lowering import KernelWriter, Region, Unsupported, check_supported
 from .opgraph import _tuple_kind, from_fx, mutates, writes_fresh, written_attributes
 
@@ -138,29 +138,62 @@ def _kernel_args(tensors):
 class _RegionCall(_torch.nn.Module):
     """The module that replaces a region: its kernel on the region's
     inputs, or, for inputs it was not compiled for, the region's PyTorch
-    ops (always, where function is None). While `recording`, the first
-    call the kernel refuses is kept in `refused`: (copies of its inputs,
-    the kernel's message)."""
+    ops (always, where function is None), counted and warned once
+    (kernels.note_refused). A guard on the inputs' shapes, dtypes and
+    strides, compared in Python (a microsecond an input), finds most such
+    calls before the kernel would refuse them: its refusal raises an
+    exception, which costs a hundred times that. While `recording`, the
+    first refused call is kept in `refused` (copies of its inputs, why),
+    and not counted."""
 
-    def __init__(self, function, fallback, n_outputs, bool_inputs):
+    def __init__(self, index, function, fallback, n_outputs, inputs):
         super().__init__()
+        self.index = index
         self.function = function
-        self.bool_inputs = bool_inputs  # positions of the bool inputs compiled for
         self.fallback = fallback
         self.n_outputs = n_outputs
         self.recording = False
         self.refused = None
+        self.compiled_for(inputs)
+
+    def compiled_for(self, inputs):
+        """Sets the guard to the inputs the kernel was compiled for."""
+        self.expected = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in inputs]
+
+    @property
+    def bool_inputs(self):
+        """The positions of the bool inputs (the kernel takes their bytes)."""
+        return [p for p, (_, _, dtype) in enumerate(self.expected) if dtype == _torch.bool]
 
     def forward(self, *inputs):
         if self.function is None:  # a kernel that refused what the graph gives it
             return tuple(self.fallback(*inputs))
-        try:
-            r = self.function(*_kernel_args(inputs))
-        except _nncjit.Error as e:
-            if self.recording and self.refused is None:
-                self.refused = ([_copy(t) for t in inputs], first_line(e))
-            return tuple(self.fallback(*inputs))
-        return (r,) if self.n_outputs == 1 else tuple(r)
+        why = _mismatch(self.expected, inputs)
+        if why is None:
+            try:
+                r = self.function(*_kernel_args(inputs))
+                return (r,) if self.n_outputs == 1 else tuple(r)
+            except _nncjit.Error as e:
+                why = first_line(e)
+        if not self.recording:
+            note_refused("nncjit.torch.backend's region %d: %s" % (self.index, why))
+        elif self.refused is None:
+            self.refused = ([_copy(t) for t in inputs], why)
+        return tuple(self.fallback(*inputs))
+
+
+def _mismatch(expected, inputs):
+    """How inputs differ from expected ((shape, strides, dtype) each), or
+    None. A stride counts only where its dim has more than one element."""
+    for i, ((shape, strides, dtype), t) in enumerate(zip(expected, inputs)):
+        if t.shape != shape or t.dtype != dtype:
+            return "input %d is %s %s, where it was compiled for %s %s" % (
+                i, _DTYPES.get(t.dtype, t.dtype), list(t.shape),
+                _DTYPES.get(dtype, dtype), list(shape))
+        if any(a != b for a, b, n in zip(t.stride(), strides, shape) if n > 1):
+            return "input %d has strides %s, where it was compiled for %s" % (
+                i, list(t.stride()), list(strides))
+    return None
 
 
 def _compile_region(region, inputs, want, fallback, fuse_attention, compile_options, check,
@@ -322,9 +355,7 @@ def _backend(gm, example_inputs, check, rtol, atol, fuse_attention, compile_opti
             continue
         entry.on_nncjit = True
         name = "nncjit_region%d" % index
-        calls[index] = _RegionCall(
-            function, fallback, len(region.outputs),
-            [p for p, t in enumerate(inputs) if t.dtype == _torch.bool])
+        calls[index] = _RegionCall(index, function, fallback, len(region.outputs), inputs)
         gm.add_submodule(name, calls[index])
         replaced.update(_replace(gm, region, input_nodes, name))
     # nncjit_py::fresh (script/capture.py's copy of a result made of constants)
@@ -374,6 +405,7 @@ def _settle(gm, calls, regions, report, example_inputs, settings, rounds=8):
                         want = list(c.fallback(*[_copy(t) for t in inputs]))
                     c.function = _compile_region(region, inputs, want, c.fallback, *settings,
                                                  report[index])
+                    c.compiled_for(inputs)
                 except (Unsupported, _nncjit.Error) as e:
                     given_up[index] = first_line(e)
         given_up.update((i, c.refused[1]) for i, c in refusing.items())
