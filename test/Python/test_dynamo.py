@@ -248,14 +248,14 @@ def test_backend_is_found_by_name_when_installed():
                                    rtol=1e-4, atol=1e-5)
 
 
-def test_weights_dynamo_keeps_as_attributes_are_constants(monkeypatch):
+def test_weights_dynamo_keeps_as_attributes_are_constants():
     # With Inductor's freezing on, Dynamo hands the weights over as the
-    # graph's attributes, not as inputs.
+    # graph's attributes, not as inputs. (config.patch, not monkeypatch,
+    # whose undo deletes the setting from Inductor's config.)
     import torch._inductor.config
-    monkeypatch.setattr(torch._inductor.config, "freezing", True)
     model, x = _cnn(), torch.randn(2, 3, 16, 16)
     fast, pieces = compiled(model)
-    with torch.no_grad():
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
         torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
     assert not any(p.bound for p in pieces)
     assert on_nncjit(pieces)[0]
