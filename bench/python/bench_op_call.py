@@ -24,10 +24,12 @@ benchutil.restart_without_openblas_overrides("bench_op_call")
 import warnings  # noqa: E402
 
 import torch  # noqa: E402
+import torch.fx  # noqa: E402
 import torchvision  # noqa: E402
 
 import nncjit.torch as nt  # noqa: E402
 from nncjit.torch import kernels  # noqa: E402
+from nncjit.torch.fx import backend as fx_backend  # noqa: E402
 
 
 class Step(torch.nn.Module):
@@ -90,8 +92,6 @@ def main():
               t["cpp"], t["py"], t["py"] / t["cpp"], t["ofi"], t["ofi"] / t["cpp"]))
 
     # 3. The guard against the kernel's refusal, each then running the ops.
-    import torch.fx
-    from nncjit.torch.fx import backend as fx_backend
     fn = Step()
     opt = nt.backend(torch.fx.symbolic_trace(torch.nn.Sequential(fn)), [torch.randn(64)])
     call = opt.graph_module.nncjit_region0
