@@ -140,9 +140,9 @@ class _RegionCall(_torch.nn.Module):
     inputs, or, for inputs it was not compiled for, the region's PyTorch
     ops (always, where function is None), counted and warned once
     (kernels.note_refused). A guard on the inputs' shapes, dtypes and
-    strides, compared in Python (a microsecond an input), finds most such
-    calls before the kernel would refuse them: its refusal raises an
-    exception, which costs a hundred times that. While `recording`, the
+    strides, compared in Python, finds most such calls before the kernel
+    would refuse them: its refusal raises an exception (536 us a call
+    against the guard's 9 us, bench/python/bench_op_call.py). While `recording`, the
     first refused call is kept in `refused` (copies of its inputs, why),
     and not counted."""
 

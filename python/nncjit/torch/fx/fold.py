@@ -27,7 +27,7 @@ from ..common import storage_of
 from ..fx_script import _attribute
 from .backend import attributes_written
 from .opgraph import SHAPE_ONLY, _is_random, _name, _write_targets, _writes_in_place, \
-    _written_nodes
+    _written_nodes, call_node
 
 # Besides opgraph.SHAPE_ONLY, ops that read no more of their tensor input
 # than its shape, dtype and device.
@@ -95,7 +95,7 @@ class _Evaluation:
             self._left(node)
             return
         try:
-            value = _call(node, *_torch.fx.node.map_arg((node.args, node.kwargs),
+            value = call_node(node, *_torch.fx.node.map_arg((node.args, node.kwargs),
                                                         self._argument))
         except Exception:  # noqa: BLE001 (then it runs as any op does)
             self._left(node)
@@ -138,7 +138,7 @@ class _Evaluation:
                 self.snapshots[user, a] = self.known[a].clone()
         args = _torch.fx.node.map_arg((node.args, node.kwargs), self.known.get)
         try:
-            self.known[node] = _call(node, *args)
+            self.known[node] = call_node(node, *args)
         except Exception:  # noqa: BLE001
             return False
         return True
@@ -190,12 +190,6 @@ class _Evaluation:
                 graph.erase_node(node)
         graph.lint()
         self.gm.recompile()
-
-
-def _call(node, args, kwargs):
-    if node.op == "call_function":
-        return node.target(*args, **kwargs)
-    return getattr(args[0], node.target)(*args[1:], **kwargs)
 
 
 def _is_constant(value):

@@ -1195,10 +1195,7 @@ def _fold_constant(node, values, written):
         return _torch.empty_strided(v.shape, v.stride, dtype=v.dtype)
     args, kwargs = _torch.fx.node.map_arg((node.args, node.kwargs), constant)
     try:
-        if node.op == "call_function":
-            r = node.target(*args, **kwargs)
-        else:
-            r = getattr(args[0], node.target)(*args[1:], **kwargs)
+        r = call_node(node, args, kwargs)
     except Exception:  # noqa: BLE001 (then it is an op as any other)
         return False
     if not isinstance(r, _torch.Tensor):
@@ -1206,6 +1203,13 @@ def _fold_constant(node, values, written):
     r = r.detach()
     values[node] = Value(node.name, r.shape, r.stride(), r.dtype, constant=r)
     return True
+
+
+def call_node(node, args, kwargs):
+    """Runs call_function or call_method node on args and kwargs."""
+    if node.op == "call_function":
+        return node.target(*args, **kwargs)
+    return getattr(args[0], node.target)(*args[1:], **kwargs)
 
 
 def _composite_ops(node, steps, out):
