@@ -650,6 +650,16 @@ def test_swapaxes_is_a_transpose():
     run(lambda x: x.swapaxes(0, 2) * 2.0 + torch.swapdims(x, 2, 0), torch.randn(3, 4, 5))
 
 
+@pytest.mark.parametrize("fn,x,reason", [
+    (lambda x: F.normalize(x * 2.0, p=1.0), torch.randn(3, 4), "normalize with p=1.0"),
+    (lambda x: F.avg_pool2d(x * 2.0, 2), torch.randn(2, 6, 6), "avg_pool2d of a tensor that is not 4-d"),
+    (lambda x: torch.roll(x * 2.0, 1), torch.randn(3, 4), "roll without a dim for each shift")])
+def test_forms_the_new_lowerings_do_not_cover_are_reported(fn, x, reason):
+    gm = torch.fx.symbolic_trace(_Wrap(fn))
+    opt = nt.backend(gm, [x])
+    assert [r.reason for r in opt.report if not r.kernel] == [reason]
+
+
 def test_padding_modes_other_than_constant_are_not_covered():
     opt = run(lambda x: F.pad(x * 2.0, (1, 1), mode="reflect") + 1.0, torch.randn(2, 3, 5),
               regions=2)

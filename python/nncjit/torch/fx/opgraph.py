@@ -428,10 +428,8 @@ def _canonical(kind, node, args, kwargs, value_of, module):
             mode, value = "constant", _arg(node, args, kwargs, 2, "value", 0)
         if mode != "constant":
             raise _Unsupported("padding of mode %s" % mode)
-        if len(pads) % 2 or len(pads) // 2 > len(x.shape):
-            raise _Unsupported("padding of %d numbers for a %d-d tensor" % (
-                len(pads), len(x.shape)))
-        # pads: (low, high) of the last dim first; lo: each dim's low pad.
+        # pads: (low, high) of the last dim first (PyTorch has checked that
+        # they are pairs, no more than the dims); lo: each dim's low pad.
         lo = [0] * (len(x.shape) - len(pads) // 2) + pads[-2::-2]
         return "pad", [x], {"lo": tuple(lo), "value": float(value or 0)}
     if kind == "roll":
