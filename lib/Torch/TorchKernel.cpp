@@ -275,7 +275,10 @@ private:
     return std::move(*F);
   }
 
-  enum class Kind : uint8_t { Bound, Input, Scalar, Output };
+  /// Size: an integer scalar that is the size of a dim of an input buffer
+  /// (`in x: float[N, 64]` gives N), read off that input at each call,
+  /// not passed (dynamic shapes: the bridge's kernels of symbolic sizes).
+  enum class Kind : uint8_t { Bound, Input, Scalar, Size, Output };
 
   /// Sorts the parameters and converts the constants (once): each names a
   /// parameter that is not an output, and matches it.
@@ -312,6 +315,30 @@ private:
       else
         InputParams.push_back(I);
     }
+    // The scalars that size an input: read off it, and no longer inputs.
+    for (size_t I = 0; I < K.Params.size(); ++I) {
+      if (Kinds[I] != Kind::Scalar || K.Params[I].Type != DType::I64)
+        continue;
+      for (size_t J = 0; J < InputParams.size() && Kinds[I] == Kind::Scalar;
+           ++J) {
+        const Param &B = K.Params[InputParams[J]];
+        if (!B.isBuffer())
+          continue;
+        for (size_t D = 0; D < B.Buf->Dims.size(); ++D) {
+          const auto *V = dyn_cast<Var>(B.Buf->Dims[D]);
+          if (V && V->Name == K.Params[I].Name) {
+            Kinds[I] = Kind::Size;
+            SizeSources.push_back({I, InputParams[J], D});
+            break;
+          }
+        }
+      }
+    }
+    llvm::erase_if(InputParams,
+                   [&](size_t I) { return Kinds[I] == Kind::Size; });
+    for (SizeSource &S : SizeSources) // The buffer's position among inputs.
+      S.Input = static_cast<size_t>(llvm::find(InputParams, S.Input) -
+                                    InputParams.begin());
     // The constants' shapes, now that the scalars they may depend on are
     // known to be bound or not.
     for (size_t C = 0; C < Names.size(); ++C) {
@@ -388,6 +415,20 @@ private:
       if (!A)
         return {};
       Args[I] = std::move(*A);
+    }
+    for (const SizeSource &S : SizeSources) {
+      const at::Tensor &T = Inputs[S.Input];
+      if (static_cast<size_t>(T.dim()) <= S.Dim) {
+        if (Checked)
+          fail("argument '" + Fn.kernel().Params[InputParams[S.Input]].Name +
+               "' of nncjit kernel '" + Fn.kernel().Name + "' has " +
+               std::to_string(T.dim()) + " dims, not " +
+               std::to_string(Fn.kernel()
+                                  .Params[InputParams[S.Input]]
+                                  .Buf->Dims.size()));
+        return {};
+      }
+      Args[S.Param] = Arg(int64_t(T.size(static_cast<int64_t>(S.Dim))));
     }
     for (size_t I : OutputParams)
       Args[I] = Arg(BufferArg{});
@@ -487,6 +528,12 @@ private:
   std::vector<Kind> Kinds;
   std::vector<Arg> BoundArgs; ///< By parameter; the constants'.
   std::vector<size_t> InputParams, OutputParams;
+  /// Each Size scalar: its parameter, the input (a position in Inputs)
+  /// and the dim it is the size of.
+  struct SizeSource {
+    size_t Param, Input, Dim;
+  };
+  std::vector<SizeSource> SizeSources;
 };
 
 namespace {

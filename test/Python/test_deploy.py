@@ -775,6 +775,36 @@ def test_kernel_arguments_at_the_boundary_are_refused_never_wrapped():
     assert torch.equal(y, torch.full((4,), 258.0))
 
 
+def test_a_kernel_reads_its_sizes_off_the_inputs_they_size():
+    # Issue 63: a kernel of symbolic sizes (the FX lowering's, dynamic) is
+    # called with its tensors alone; N is the size of a's first dim, and b
+    # and y must agree with it.
+    text = ("kernel k(in a: f32[N, 4], in b: f32[N, 4] strides [4ll, 1ll], out y: f32[N, 4], "
+            "N: i64, M: i64, in c: f32[M * 2ll]) {\n"
+            "  for (int64_t i = 0ll; i < N; i++) {\n"
+            "    for (int64_t j = 0ll; j < 4ll; j++) {\n"
+            "      y[i, j] = (a[i, j]) + (b[i, j]) + c[0ll] * float(M);\n    }\n  }\n}\n")
+    k = torch.classes.nncjit.Kernel(text, ["threads=1"], [], [])
+    c = torch.ones(2)
+    for n in (1, 3, 7):
+        a, b = torch.randn(n, 4), torch.randn(n, 4)
+        # M sizes no input by itself: it stays an input, a number.
+        assert k.accepts([a, b, torch.tensor(1), c])
+        torch.testing.assert_close(k.run([a, b, torch.tensor(1), c])[0], a + b + 1)
+    cases = [
+        ([torch.randn(3, 4), torch.randn(5, 4), torch.tensor(1), c],
+         r"argument 1 \('b'\) of kernel 'k': shape \[3, 4\] is expected, not \[5, 4\]"),
+        ([torch.randn(3, 4), torch.randn(3, 4), torch.tensor(2), c],
+         r"argument 5 \('c'\) of kernel 'k': shape \[4\] is expected, not \[2\]"),
+        ([torch.tensor(1.0), torch.randn(3, 4), torch.tensor(1), c],
+         r"argument 'a' of nncjit kernel 'k' has 0 dims, not 2"),
+    ]
+    for inputs, message in cases:
+        assert not k.accepts(inputs), message
+        with pytest.raises(RuntimeError, match=message):
+            k.run(inputs)
+
+
 # -- nnc-torch-run ---------------------------------------------------------------
 
 def _run(tool, *args):

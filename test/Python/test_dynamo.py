@@ -1,5 +1,6 @@
 """torch.compile(model, backend="nncjit") on torch 2 (nncjit/torch/dynamo.py)."""
 import importlib.metadata
+import re
 import warnings
 
 import pytest
@@ -212,14 +213,57 @@ def test_each_shape_of_a_dynamic_graph_is_compiled():
     assert on_nncjit(pieces)[0]
 
 
+@pytest.mark.parametrize("make", [
+    lambda: _encoder(), lambda: Decoder(sdpa=True).eval(), lambda: Decoder(sdpa=False).eval()],
+    ids=["encoder", "sdpa decoder", "masked decoder"])
+def test_one_compile_serves_every_batch_and_sequence(make):
+    # Issue 63: under dynamic=True the batch and sequence dims are symbols of
+    # the kernels, which read them off their inputs at each call.
+    torch.manual_seed(0)
+    model = make()
+    pieces = []
+
+    def backend(gm, example_inputs):
+        pieces.append(nt.nncjit_backend(gm, example_inputs))
+        return pieces[-1]
+    fast = torch.compile(model, backend=backend, dynamic=True)
+    refused = nt.stats()["refused"]
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for b, n in [(2, 7), (3, 33), (16, 2), (5, 13), (2, 97)]:
+            x = torch.randn(b, n, 32)
+            torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-4)
+    assert len(pieces) == 1 and len(pieces[0].compiled) == 1, pieces
+    ok, reports = on_nncjit(pieces)
+    assert ok, reports
+    assert all(re.search(r"\bs\d+: i64", r.kernel) for r in reports), reports
+    assert nt.stats()["refused"] == refused
+
+
+def test_the_dims_the_caller_marks_dynamic_are_the_symbols():
+    model = _encoder()
+    fast, pieces = compiled(model)
+    with torch.no_grad():
+        for b in (2, 3, 9):
+            x = torch.randn(b, 5, 32)
+            torch._dynamo.mark_dynamic(x, 0)
+            torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-4)
+    assert len(pieces) == 1 and len(pieces[0].compiled) == 1
+    assert (0,) in pieces[0].dynamic and (0, 1) not in pieces[0].dynamic
+    kernel = pieces[0].last.report[0].kernel
+    assert re.search(r"in x0: f32\[s\d+, 5, 32\]", kernel), kernel
+
+
 def test_past_max_shapes_pytorch_runs_and_says_so_once(monkeypatch):
     monkeypatch.setattr(dynamo, "MAX_SHAPES", 2)
-    model = torch.nn.Linear(8, 4).eval()
-    fast, _ = compiled(model)
+    model = torch.nn.Hardswish().eval()
+    fast = torch.compile(model, backend="nncjit", dynamic=True)
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for b in (2, 3, 5, 6, 7):
-            x = torch.randn(b, 8)
+        # Under dynamic=True, a dim other than the batch and the sequence is
+        # compiled for each of its sizes.
+        for w in (2, 3, 5, 6, 7):
+            x = torch.randn(2, 3, 4, w)
             torch.testing.assert_close(fast(x), model(x))
     said = [str(w.message) for w in caught if "nncjit" in str(w.message)]
     assert said == ["nncjit: a graph of torch.compile runs in PyTorch: it was compiled "

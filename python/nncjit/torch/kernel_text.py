@@ -30,28 +30,44 @@ def _layout(sizes, strides):
         return ""
     if len(dense) > 1 and strides == dense[1]:
         return " channels_last"
-    return " strides [%s]" % ", ".join("%dll" % s for s in strides)
+    return " strides [%s]" % ", ".join(_int_text(s) for s in strides)
 
 
 def _dense_strides(sizes):
     """The contiguous strides of sizes as NNC computes them (exactly: a
     size-1 dim's stride counts), and the channels-last ones for rank 4."""
-    sizes = list(sizes)
+    sizes = [_at_least_one(s) for s in sizes]
     row, out = 1, []
     for s in reversed(sizes):
         out.insert(0, row)
-        row *= max(s, 1)
+        row *= s
     if len(sizes) != 4:
         return [out]
-    n, c, h, w = [max(s, 1) for s in sizes]
+    n, c, h, w = sizes
     return [out, [h * w * c, 1, w * c, c]]
+
+
+def _at_least_one(s):
+    """max(s, 1) for a size; a symbolic size (fx/symbolic.py) as it is: a
+    stride past a dim of no elements is never used."""
+    return max(s, 1) if isinstance(s, int) else s
+
+
+def _int_text(e):
+    """A stride or size as .nnc text: an int as `64ll`, a symbolic size
+    (fx/symbolic.py) as its expression."""
+    if isinstance(e, int):
+        return "%dll" % e
+    from .fx.symbolic import int_text
+    return int_text(e)
 
 
 def _decl(role, name, dtype, sizes, strides):
     if dtype not in _DTYPES:
         raise _Unsupported("%s has element type %s" % (name, dtype))
     return "%s %s: %s[%s]%s" % (role, name, _DTYPES[dtype],
-                                ", ".join(str(s) for s in sizes),
+                                ", ".join(str(s) if isinstance(s, int) else _int_text(s)
+                                          for s in sizes),
                                 _layout(sizes, strides))
 
 

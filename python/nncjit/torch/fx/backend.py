@@ -11,9 +11,11 @@ import torch as _torch
 from ... import _nncjit
 from ..check import _copy as _copy_strided, _in_double, _verdict, kept
 from ..common import _DTYPES, GroupReport, first_line
+from ..kernel_text import _dense_strides
 from ..kernels import compile_kernel, note_refused
 from .lowering import KernelWriter, Region, Unsupported, check_supported
 from .opgraph import _tuple_kind, from_fx, mutates, writes_fresh, written_attributes
+from .symbolic import free_symbols, is_symbolic, propagate, size_of
 
 
 def partition(graph):
@@ -146,7 +148,7 @@ class _RegionCall(_torch.nn.Module):
     first refused call is kept in `refused` (copies of its inputs, why),
     and not counted."""
 
-    def __init__(self, index, function, fallback, n_outputs, inputs):
+    def __init__(self, index, function, fallback, n_outputs, inputs, symbolic=False):
         super().__init__()
         self.index = index
         self.function = function
@@ -154,11 +156,16 @@ class _RegionCall(_torch.nn.Module):
         self.n_outputs = n_outputs
         self.recording = False
         self.refused = None
+        self.symbolic = symbolic
         self.compiled_for(inputs)
 
     def compiled_for(self, inputs):
-        """Sets the guard to the inputs the kernel was compiled for."""
-        self.expected = [(tuple(t.shape), tuple(t.stride()), t.dtype) for t in inputs]
+        """Sets the guard to the inputs the kernel was compiled for: their
+        shapes, strides and dtypes; their dtypes alone for a kernel of
+        symbolic sizes, whose own checks compare the shapes and strides
+        with the sizes it reads off the inputs."""
+        self.expected = [(None if self.symbolic else tuple(t.shape), tuple(t.stride()),
+                          t.dtype) for t in inputs]
 
     @property
     def bool_inputs(self):
@@ -186,6 +193,8 @@ def _mismatch(expected, inputs):
     """How inputs differ from expected ((shape, strides, dtype) each), or
     None. A stride counts only where its dim has more than one element."""
     for i, ((shape, strides, dtype), t) in enumerate(zip(expected, inputs)):
+        if shape is None and t.dtype == dtype:
+            continue
         if t.shape != shape or t.dtype != dtype:
             return "input %d is %s %s, where it was compiled for %s %s" % (
                 i, _DTYPES.get(t.dtype, t.dtype), list(t.shape),
@@ -225,14 +234,45 @@ def _compile_region(region, inputs, want, fallback, fuse_attention, compile_opti
     return function
 
 
+def _restride(v, t):
+    """Sets Value v's strides to tensor t's: for symbolic sizes, the dense
+    or channels-last strides of v's shape that t's are at the example, or
+    (another layout) t's numbers, which the kernel then accepts alone."""
+    strides = tuple(t.stride())
+    if any(is_symbolic(d) for d in v.shape):
+        for symbolic, concrete in zip(_dense_strides(v.shape), _dense_strides(list(t.shape))):
+            if all(a == b for a, b, n in zip(strides, concrete, t.shape) if n > 1):
+                v.stride = tuple(symbolic)
+                return
+    v.stride = strides
+
+
 def _fallback_module(gm, region, input_nodes):
-    """A GraphModule of the region's nodes alone (on gm's modules)."""
+    """A GraphModule of the region's nodes alone (on gm's modules). A size
+    they read (an int input of gm: Dynamo passes symbolic sizes so) is read
+    off the input it sizes."""
     g = _torch.fx.Graph()
     env = {n: g.placeholder("in%d" % i) for i, n in enumerate(input_nodes)}
+    tensors = [v for v in region.inputs if v.constant is None]
+
+    def size(n, e):
+        """The node (or number) of size e: a number, or read off an input."""
+        if not is_symbolic(e) and not (isinstance(e, tuple) and any(map(is_symbolic, e))):
+            return e
+        for i, v in enumerate(tensors):
+            if e == tuple(v.shape):
+                return g.call_method("size", (env[input_nodes[i]],))
+            if e in v.shape:
+                return g.call_method("size", (env[input_nodes[i]], v.shape.index(e)))
+        raise Unsupported("its ops read the size %s, which no input of the region has"
+                          % n.name)
 
     def arg(n):
-        if n not in env:  # a constant (gm's attribute), or a chunk or split
-            env[n] = g.node_copy(n, arg)
+        if n not in env:  # a constant (gm's attribute), a chunk or split, a size
+            e = size_of(n)
+            if e is None and n.op == "placeholder":
+                raise Unsupported("its ops read %s, which is not an input" % n.name)
+            env[n] = g.node_copy(n, arg) if e is None else size(n, e)
         return env[n]
     for node in dict.fromkeys(op.node for op in region.ops):
         env[node] = g.node_copy(node, arg)
@@ -281,18 +321,37 @@ class Optimized:
 
 
 def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention=True,
-            **compile_options):
+            dynamic=None, **compile_options):
     """The torch.compile backend protocol: (gm, example_inputs) -> a callable
     (Optimized). fuse_attention=False writes attention as its ops (the
     scores in memory) rather than one nnc_aten_attention call.
-    compile_options are nncjit.compile's keywords."""
+    dynamic (torch 2): the dims of the inputs whose sizes may vary, which
+    the kernels take as symbols (fx/symbolic.py): True for the defaults
+    (dynamic_dims), or for each input the dims of a tensor (an iterable),
+    or for an int input (a size Dynamo passes) the (input, dim) it is the
+    size of, or None. compile_options are nncjit.compile's keywords."""
     _remove_dead_code(gm.graph)
     _reshapes_of_any_layout(gm)
+    if dynamic is not None:
+        if dynamic is True:
+            dynamic = dynamic_dims(example_inputs)
+        if len(dynamic) != len(example_inputs):
+            raise ValueError("dynamic has %d entries for %d inputs" % (
+                len(dynamic), len(example_inputs)))
+        propagate(gm, example_inputs, dynamic)
     # Compiling runs the graph (shapes, the check, _settle): a buffer that
     # forward updates in place is put back as it was after.
     with kept(attributes_written(gm)):
         return _backend(gm, example_inputs, check, rtol, atol, fuse_attention,
                         compile_options)
+
+
+def dynamic_dims(inputs):
+    """The dims whose sizes vary by default: every tensor input's first
+    (the batch), and the second of one of rank 2 or 3 (a transformer's
+    sequence: [batch, sequence] ids, [batch, sequence, features])."""
+    return [(0, 1) if x.dim() in (2, 3) else (0,) if x.dim() else ()
+            for x in inputs]
 
 
 def attributes_written(gm):
@@ -342,7 +401,7 @@ def _backend(gm, example_inputs, check, rtol, atol, fuse_attention, compile_opti
         for p, v in enumerate(v for v in region.inputs if v.constant is None):
             if traced[index][p] in replaced:
                 inputs[p] = inputs[p].contiguous()
-                v.stride = tuple(inputs[p].stride())
+                _restride(v, inputs[p])
         try:
             fallback = _fallback_module(gm, region, input_nodes)
             want = [interp.values[v.producer.node] for v in region.outputs]
@@ -355,7 +414,8 @@ def _backend(gm, example_inputs, check, rtol, atol, fuse_attention, compile_opti
             continue
         entry.on_nncjit = True
         name = "nncjit_region%d" % index
-        calls[index] = _RegionCall(index, function, fallback, len(region.outputs), inputs)
+        calls[index] = _RegionCall(index, function, fallback, len(region.outputs), inputs,
+                                   symbolic=bool(free_symbols(v.shape for v in region.inputs)))
         gm.add_submodule(name, calls[index])
         replaced.update(_replace(gm, region, input_nodes, name))
     # nncjit_py::fresh (script/capture.py's copy of a result made of constants)
@@ -399,7 +459,7 @@ def _settle(gm, calls, regions, report, example_inputs, settings, rounds=8):
                 inputs = c.refused[0]
                 region = regions[index]
                 for v, t in zip([v for v in region.inputs if v.constant is None], inputs):
-                    v.stride = tuple(t.stride())
+                    _restride(v, t)
                 try:
                     with _torch.no_grad():
                         want = list(c.fallback(*[_copy(t) for t in inputs]))

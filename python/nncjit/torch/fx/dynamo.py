@@ -12,11 +12,17 @@ goes through optimize instead (script/module.py: TorchScript's fusion
 groups, and the convolutions on oneDNN channels-last inside, which
 backend's kernels do not lay out: docs/performance.md, "Against Inductor").
 
-Where Dynamo traces sizes as symbols (torch.compile(dynamic=True), or after
-a call at a new shape), each shape a call brings is compiled on its own,
-the symbols read from the call, up to MAX_SHAPES shapes; later ones run the
-piece in PyTorch, warned once. A call with gradients on runs the piece in
-PyTorch too (warned once): nnc-jit's kernels compute no gradients."""
+Where Dynamo traces sizes as symbols (torch.compile(dynamic=True),
+torch._dynamo.mark_dynamic, or after a call at a new shape), the piece is
+compiled once for every size of its dynamic dims: its kernels take them as
+symbols (fx/symbolic.py). The dynamic dims are the dims Dynamo made
+symbolic, except under dynamic=True, which makes every dim symbolic: then
+only the batch dim and a transformer's sequence dim (backend.dynamic_dims),
+and each other size a call brings is compiled on its own, as is a call
+whose dynamic size is 0 or 1 (a size the symbols do not take), up to
+MAX_SHAPES such compiles; later ones run the piece in PyTorch, warned
+once. A call with gradients on runs the piece in PyTorch too (warned once):
+nnc-jit's kernels compute no gradients."""
 
 import warnings
 
@@ -24,7 +30,7 @@ import torch as _torch
 
 from ..fx_script import _attribute
 from ..script.module import optimize as _optimize
-from .backend import backend as _backend
+from .backend import backend as _backend, dynamic_dims
 from .fold import fold_constants
 from .opgraph import _target_kind, _tuple_kind, _written_nodes, written_attributes
 
@@ -55,6 +61,16 @@ class _Compiled:
         self.bound = {i for i, (n, x) in enumerate(zip(placeholders, example_inputs))
                       if _is_state(n, x) and n not in written}
         self.symbolic = any(isinstance(x, (int, _torch.SymInt)) for x in example_inputs)
+        # The numbers Dynamo passes as 0-d tensors (a layer norm's eps, where
+        # dynamic=True leaves floats unspecialized): constants of the kernels,
+        # each value compiled on its own.
+        self.numbers = {i for i, (n, x) in enumerate(zip(placeholders, example_inputs))
+                        if self.symbolic and i not in self.bound and n not in written and
+                        isinstance(x, _torch.Tensor) and x.dim() == 0}
+        self.bound |= self.numbers
+        # For each input, the dims (a tensor's) or the (input, dim) (a size's)
+        # that one compile serves every size of (None: a number).
+        self.dynamic = _dynamic_spec(placeholders, self.bound) if self.symbolic else None
         self.needs_grad = any(isinstance(x, _torch.Tensor) and x.requires_grad
                               for x in example_inputs)
         # Compiled at the first call of each shape, outside Dynamo's tracing
@@ -68,22 +84,39 @@ class _Compiled:
             self._warn("it was called with gradients on, and nnc-jit's kernels compute "
                        "none: call the model under torch.no_grad() or torch.inference_mode()")
             return self.gm(*args)
-        key = _shape_key(args) if self.symbolic else None
+        dynamic = self.dynamic if self.dynamic and _symbols_fit(self.dynamic, args) else None
+        key = (_shape_key(args, dynamic), tuple(args[i].item() for i in sorted(self.numbers))) \
+            if self.symbolic else None
         fn = self.compiled.get(key)
         if fn is None:
             if len(self.compiled) >= MAX_SHAPES:
                 self._warn("it was compiled for %d shapes (MAX_SHAPES), and a call brings "
                            "another" % MAX_SHAPES)
                 return self.gm(*args)
-            fn = self.compiled[key] = self._compile(list(args))
+            fn = self.compiled[key] = self._compile(list(args), dynamic)
         return fn(*self._free(args))
 
     def _free(self, args):
         return [x for i, x in enumerate(args) if i not in self.bound]
 
-    def _compile(self, inputs):
-        """The piece lowered for inputs: parameters and sizes bound."""
-        gm = _specialized(self.gm, inputs, self.bound)
+    def _compile(self, inputs, dynamic=None):
+        """The piece lowered for inputs: parameters and sizes bound, but the
+        sizes of dynamic dims (dynamic: self.dynamic, or None)."""
+        sized = {i for i, d in enumerate(dynamic or ()) if _is_size(inputs[i]) and d}
+        gm = _specialized(self.gm, inputs, self.bound, sized)
+        free = [i for i in range(len(inputs)) if i not in self.bound]
+        if dynamic:
+            # The graph's inputs now: the tensors and the sizes of dynamic dims.
+            kept = [i for i in free if i in sized or not _is_size(inputs[i])]
+            position = {i: j for j, i in enumerate(kept)}
+            spec = [(position[dynamic[i][0]], dynamic[i][1]) if i in sized else dynamic[i]
+                    for i in kept]
+            args = [int(inputs[i]) if i in sized else inputs[i] for i in kept]
+            # Nothing that depends on a size that varies is computed once.
+            fold_constants(gm, args, shapes=False)
+            self.last = _backend(gm, args, dynamic=spec, **self.options)
+            optimized, at = self.last, [free.index(i) for i in kept]
+            return lambda *a: optimized(*[a[j] for j in at])
         tensors = [x for i, x in enumerate(inputs) if i not in self.bound and not _is_size(x)]
         # What depends on the shapes alone (swin's attention mask) is computed
         # now, for this shape.
@@ -101,7 +134,6 @@ class _Compiled:
                               "(%s: %s): backend lowers it" % (type(e).__name__, e))
         if self.last is None:
             self.last = _backend(gm, tensors, **self.options)
-        free = [i for i in range(len(inputs)) if i not in self.bound]
         sizes = [j for j, i in enumerate(free) if _is_size(inputs[i])]
         if not sizes:
             return self.last
@@ -142,10 +174,52 @@ def _is_size(x):
     return isinstance(x, (int, _torch.SymInt)) and not isinstance(x, bool)
 
 
-def _shape_key(args):
+def _shape_key(args, dynamic=None):
+    """What a compile is for: each input's shape, strides and dtype, the
+    sizes; with dynamic (a spec), neither the sizes of its dims nor the
+    strides (the kernels' checks take them) nor the sizes of them."""
+    if dynamic:
+        return ("dynamic",) + tuple(
+            (tuple(None if d in dynamic[i] else n for d, n in enumerate(x.shape)), x.dtype)
+            if isinstance(x, _torch.Tensor) else None if dynamic[i] else
+            ("size", int(x)) if _is_size(x) else ("other", type(x).__name__)
+            for i, x in enumerate(args))
     return tuple((tuple(x.shape), tuple(x.stride()), x.dtype) if isinstance(x, _torch.Tensor)
                  else ("size", int(x)) if _is_size(x) else ("other", type(x).__name__)
                  for x in args)
+
+
+def _dynamic_spec(placeholders, bound):
+    """For each placeholder of a graph Dynamo traced with symbolic sizes:
+    the dims of a tensor whose sizes vary (those Dynamo made symbols; under
+    dynamic=True, which makes every dim one, backend.dynamic_dims' of them),
+    the (placeholder, dim) whose size an int placeholder is, where that dim
+    varies, or None; () for a parameter. None where no dim varies."""
+    from torch._dynamo import config
+    examples = [n.meta.get("example_value") for n in placeholders]
+    every_dim = not config.assume_static_by_default
+    spec, where = [], {}
+    for i, x in enumerate(examples):
+        if not isinstance(x, _torch.Tensor) or i in bound:
+            spec.append(None if not isinstance(x, _torch.Tensor) else ())
+            continue
+        dims = [d for d, n in enumerate(x.shape) if isinstance(n, _torch.SymInt)]
+        if every_dim:
+            dims = [d for d in dims if d in dynamic_dims([x])[0]]
+        spec.append(tuple(dims))
+        for d in dims:
+            where.setdefault(str(x.shape[d]), (i, d))
+    for i, x in enumerate(examples):
+        if isinstance(x, _torch.SymInt):
+            spec[i] = where.get(str(x))
+    return spec if any(spec) else None
+
+
+def _symbols_fit(dynamic, args):
+    """Whether each dynamic size of args is one a symbol takes (2 or more:
+    a size of 0 or 1 would be fixed by the ops it meets)."""
+    return all(x.shape[d] >= 2 for x, dims in zip(args, dynamic)
+               if isinstance(x, _torch.Tensor) and dims for d in dims)
 
 
 def _written_placeholders(graph):
@@ -159,10 +233,11 @@ def _written_placeholders(graph):
 _LOGGING = {_torch._C._log_api_usage_once}
 
 
-def _specialized(gm, inputs, bound):
+def _specialized(gm, inputs, bound, sized=()):
     """A GraphModule of gm's graph (gm unchanged) with the placeholders of
     bound as constants (get_attr of the tensors in inputs) and those of
-    sizes as the numbers inputs holds, without its usage logging."""
+    sizes as the numbers inputs holds, but those of sized, without its
+    usage logging."""
     graph = _torch.fx.Graph()
     env = {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -179,7 +254,7 @@ def _specialized(gm, inputs, bound):
     for i, node in enumerate(placeholders):
         if i in bound:
             env[node] = constant("nncjit_constant%d" % i, inputs[i])
-        elif _is_size(inputs[i]):
+        elif _is_size(inputs[i]) and i not in sized:
             env[node] = int(inputs[i])
         else:
             env[node] = graph.placeholder(node.name)

@@ -34,15 +34,17 @@ from .opgraph import SHAPE_ONLY, _is_random, _name, _write_targets, _writes_in_p
 _SHAPE_ONLY = SHAPE_ONLY | {"new_zeros", "new_ones", "new_full", "size", "dim"}
 
 
-def fold_constants(gm, example_inputs):
+def fold_constants(gm, example_inputs, shapes=True):
     """Folds gm's constant nodes (module docstring) for inputs shaped as
-    example_inputs; returns how many nodes it removed."""
+    example_inputs; returns how many nodes it removed. shapes=False folds
+    nothing that depends on the inputs' shapes (their sizes vary: a kernel
+    of symbolic sizes, fx/symbolic.py)."""
     graph = gm.graph
     # Attributes that may be written at run time are never constants; nor
     # is a folded tensor that a write left to run time writes.
     pinned = {n for n in _written_nodes(graph) if n.op == "get_attr"}
     while True:
-        run = _Evaluation(gm, example_inputs, pinned)
+        run = _Evaluation(gm, example_inputs, pinned, shapes)
         written = _written_nodes(graph, run.runtime_writes) & run.known.keys()
         if written <= pinned:
             break
@@ -57,8 +59,9 @@ class _Evaluation:
     depends on no input but through its shape (known), the writes left
     to run time, and the copies the folded writes made necessary."""
 
-    def __init__(self, gm, example_inputs, pinned):
+    def __init__(self, gm, example_inputs, pinned, shapes=True):
         self.gm = gm
+        self.shape_only = _SHAPE_ONLY if shapes else set()
         self.example_inputs = example_inputs
         self.known = {}
         self.runtime_writes = []
@@ -89,7 +92,7 @@ class _Evaluation:
                 self.runtime_writes.append(node)
                 self._left(node)
             return
-        shaped = _name(node) in _SHAPE_ONLY
+        shaped = _name(node) in self.shape_only
         if node.is_impure() or _is_random(node) or "empty" in _name(node) or \
                 not all(a in self.known or shaped for a in node.all_input_nodes):
             self._left(node)

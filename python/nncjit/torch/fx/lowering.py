@@ -33,8 +33,14 @@ import re
 
 import torch as _torch
 
-from ..kernel_text import _decl, _dense_strides
+from ..kernel_text import _decl, _dense_strides, _int_text
 from .opgraph import BINARY, UNARY, VIEWS, Value
+from .symbolic import free_symbols, is_symbolic, less
+
+
+def _operator_library():
+    from ..kernels import operator_library
+    return operator_library() is not None
 
 
 class Unsupported(Exception):
@@ -52,7 +58,8 @@ def _lit(x):
 
 
 def _ll(n):
-    return "%dll" % n
+    """An i64 literal, or a symbolic size's expression (fx/symbolic.py)."""
+    return _int_text(n)
 
 
 def _numel(shape):
@@ -114,11 +121,16 @@ def _reshape_index(idx, out_shape, in_shape):
             pi *= in_shape[j]
             j += 1
         while po != pi:
-            if po < pi and i < len(out_shape):
+            grow_out = less(po, pi)
+            if grow_out is None:
+                # Symbolic sizes whose order is not known: the whole index
+                # through the flat offset (always right).
+                return _unflat(_flat(idx, out_shape), in_shape)
+            if grow_out and i < len(out_shape):
                 go.append(i)
                 po *= out_shape[i]
                 i += 1
-            elif pi < po and j < len(in_shape):
+            elif not grow_out and j < len(in_shape):
                 gi.append(j)
                 pi *= in_shape[j]
                 j += 1
@@ -132,10 +144,20 @@ def _reshape_index(idx, out_shape, in_shape):
     return src
 
 
+def _reciprocal(n):
+    """1 / max(n, 1) as a float32 expression: a literal, or for a symbolic
+    count the float division."""
+    if is_symbolic(n):
+        return "(1.f / float(%s))" % _ll(n)
+    return _lit(1.0 / max(n, 1))
+
+
 def _shifted(i, delta):
     """Index expression i plus the number delta."""
     if delta == 0:
         return i
+    if is_symbolic(delta):
+        return "%s + %s" % (i, _operand(_ll(delta)))
     return "%s %s %s" % (i, "+" if delta > 0 else "-", _ll(abs(delta)))
 
 
@@ -169,6 +191,9 @@ _POW_FORMS = {
     0.5: "sqrt({0})", -0.5: "rsqrt({0})", -1.0: "1.f / ({0})",
     2.0: "({0}) * ({0})", 3.0: "({0}) * ({0}) * ({0})", -2.0: "1.f / (({0}) * ({0}))",
 }
+# Ops of masks, recomputed where each use reads them (an index expression):
+# never in memory, which keeps a bool one an int expression.
+_MASKS = {"full", "triu", "tril", "causal"}
 # Ops that are oneDNN calls, whose results are in memory.
 _CALLS = {"linear", "matmul", "conv2d"}
 _REDUCTIONS = {"softmax", "log_softmax", "layer_norm", "sum", "mean"}
@@ -183,6 +208,8 @@ def check_supported(op):
         if not isinstance(v, Value) or v.dtype == _torch.float32:
             continue
         if op.kind == "where" and i == 0 and v.dtype in (_torch.bool, _torch.uint8):
+            continue
+        if op.kind in _MASKS and v.dtype == _torch.bool:
             continue
         if op.kind == "gather" and i == 1 and v.dtype == _torch.int64:
             continue
@@ -431,6 +458,20 @@ class KernelWriter:
                     e = e if step == 1 else "%s * %s" % (_operand(e), _ll(step))
                     src.append(e if start == 0 else "%s + %s" % (_ll(start), e))
             return self.load(op.inputs[0], src)
+        if k == "full":
+            a = op.attrs["value"]
+            return ("1" if a else "0") if v.dtype == _torch.bool else _lit(a)
+        if k in ("triu", "tril"):
+            # The upper (lower) triangle from the diagonal on, 0 elsewhere.
+            x = op.inputs[0]
+            kept = "((%s - %s)%s%s ? 1 : 0)" % (idx[-1], idx[-2],
+                                                ">=" if k == "triu" else "<=",
+                                                _ll(op.attrs["diagonal"]))
+            zero = "0" if v.dtype == _torch.bool else "0.f"
+            return "IfThenElse(%s, %s, %s)" % (kept, self.load(x, idx), zero)
+        if k == "causal":
+            # 1 where the key (the last index) is not after the query.
+            return "(%s<=%s ? 1 : 0)" % (idx[-1], idx[-2])
         if k == "expand":
             return self.load(op.inputs[0], _broadcast(idx, op.inputs[0].shape))
         if k == "pad":
@@ -441,7 +482,7 @@ class KernelWriter:
                 src.append(_shifted(i, -lo))
                 if lo > 0:
                     guards.append("(%s>=%s ? 1 : 0)" % (i, _ll(lo)))
-                if lo + n < out:
+                if less(lo + n, out) is not False:   # (a needless guard is right)
                     guards.append("(%s<%s ? 1 : 0)" % (i, _ll(lo + n)))
             e = self.load(x, src)
             if not guards:
@@ -498,7 +539,7 @@ class KernelWriter:
             e = "%s[%s]" % (name, ", ".join(row or ["0ll"]))
             if k == "mean":
                 n = _numel(op.inputs[0].shape[d] for d in dims)
-                e = "(%s * %s)" % (e, _lit(1.0 / max(n, 1)))
+                e = "(%s * %s)" % (e, _reciprocal(n))
             return e
         if k in ("softmax", "log_softmax"):
             mx, sm = self.stats[op]
@@ -517,7 +558,7 @@ class KernelWriter:
             n = len(op.attrs["shape"])
             dims = list(range(len(v.shape) - n, len(v.shape)))
             row = self._row(idx, dims, len(v.shape))
-            count = _lit(1.0 / max(_numel(op.attrs["shape"]), 1))
+            count = _reciprocal(_numel(op.attrs["shape"]))
             mean_dev = "%s * %s" % (dev + row, count)
             # The variance's rounding may make it negative where the row's
             # values are equal (a row of 1e10): clamped at 0, as PyTorch's.
@@ -651,7 +692,7 @@ class KernelWriter:
                 return
         b = self.allocate("row", rows or [1])
         if op.kind == "layer_norm":
-            count = _lit(1.0 / max(_numel(inner), 1))
+            count = _reciprocal(_numel(inner))
             c = self.allocate("row", rows or [1])
 
             def dev(r, i):
@@ -820,6 +861,24 @@ class KernelWriter:
         self.params.append(_decl("in", name, t.dtype, t.shape, t.stride()))
         return name
 
+    def size_params(self):
+        """The i64 parameters of the symbolic sizes (fx/symbolic.py) of the
+        region's values, each the size of a dim of an input, which the
+        operator library reads off it at each call."""
+        region = self.region
+        values = set(region.inputs) | {op.output for op in region.ops}
+        for op in region.ops:
+            values |= set(op.tensor_inputs())
+        symbols = free_symbols(v.shape for v in values)
+        if symbols and not _operator_library():
+            raise Unsupported("kernels of symbolic sizes need the operator library")
+        sized = {d for v in region.inputs if v.constant is None for d in v.shape}
+        for s in symbols:
+            if s not in sized:
+                raise Unsupported("the symbolic size %s is not the size of a dim of one of "
+                                  "the region's inputs" % s)
+        return ["%s: i64" % s.name for s in symbols]
+
     def write(self):
         region = self.region
         for i, v in enumerate(region.inputs):
@@ -853,12 +912,13 @@ class KernelWriter:
                 if self.buffers.get(v) != outs[v]:   # (an attention writes it)
                     self.materialize(v, outs[v])
                 self.buffers[v] = outs[v]
-            elif uses > 1 and op.kind not in VIEWS:
+            elif uses > 1 and op.kind not in VIEWS and op.kind not in _MASKS:
                 name = self.allocate("t", v.shape)
                 self.materialize(v, name)
                 self.buffers[v] = name
         for name in reversed(self.temps):
             self.lines.append("  Free(%s);" % name)
+        self.params += self.size_params()
         text = "kernel %s(\n    %s) {\n%s\n}\n" % (
             self.name, ",\n    ".join(self.params), "\n".join(self.lines))
         return text

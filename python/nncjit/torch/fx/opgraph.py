@@ -10,6 +10,7 @@ import torch as _torch
 from torch.fx.passes.shape_prop import ShapeProp as _ShapeProp
 
 from ..kernel_text import _dense_strides
+from .symbolic import is_symbolic, shape_of, size_of
 
 F = _torch.nn.functional
 
@@ -94,6 +95,8 @@ _FUNCTIONS = {
     F.max_pool2d: "max_pool2d", F.adaptive_avg_pool2d: "adaptive_avg_pool2d",
     F.batch_norm: "batch_norm", F.pad: "pad", _torch.constant_pad_nd: "constant_pad_nd",
     _torch.roll: "roll", _torch.clone: "identity", F.normalize: "normalize",
+    _torch.ones: "ones", _torch.zeros: "zeros", _torch.full: "full", _torch.triu: "triu",
+    _torch.tril: "tril",
     _torch.einsum: "einsum", _torch.swapaxes: "transpose", _torch.swapdims: "transpose",
     _torch.transpose: "transpose", F.avg_pool2d: "avg_pool2d",
 }
@@ -117,6 +120,7 @@ _METHODS = {
     "expand_as": "expand", "masked_fill": "masked_fill", "index_select": "index_select",
     "sum": "sum", "mean": "mean", "addmm": "addmm", "baddbmm": "addmm",
     "clamp": "clamp", "roll": "roll", "clone": "identity", "swapaxes": "transpose",
+    "triu": "triu", "tril": "tril",
     "swapdims": "transpose",
 }
 _A = _torch.ops.aten
@@ -331,7 +335,7 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         if isinstance(x, _torch.fx.Node) and _is_tuple_producer(x):
             return _piece(x, args[1], val)
         x = val(x)
-        return "index", [x], {"spec": _index_spec(args[1], x.shape)}
+        return "index", [x], {"spec": _index_spec(_sizes_in(args[1]), x.shape)}
     if kind in ("permute", "transpose"):
         x = val(args[0])
         rank = len(x.shape)
@@ -444,6 +448,8 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         per_dim = [0] * rank
         for s, d in zip(shifts, dims):
             d = _dim(d, rank)
+            if is_symbolic(x.shape[d]):
+                raise _Unsupported("roll along a dim of symbolic size")
             per_dim[d] = (per_dim[d] + s) % x.shape[d] if x.shape[d] else 0
         return "roll", [x], {"shifts": tuple(per_dim)}
     if kind == "leaky_relu":
@@ -451,6 +457,24 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         slope = module.negative_slope if module is not None else \
             _arg(node, args, kwargs, 1, "negative_slope", 0.01)
         return "leaky_relu", [x], {"slope": float(slope)}
+    if kind in ("ones", "zeros", "full"):
+        # A factory of the node's (maybe symbolic) shape, which a fold did not
+        # make a constant: its sizes vary (a causal mask of the sequence's).
+        if kwargs.get("layout") not in (None, _torch.strided) or \
+                str(kwargs.get("device") or "cpu") != "cpu":
+            raise _Unsupported("%s of another layout or device" % kind)
+        value = {"ones": 1, "zeros": 0}.get(kind)
+        if kind == "full":
+            value = _arg(node, args, kwargs, 1, "fill_value")
+        if not isinstance(value, (int, float)):
+            raise _Unsupported("full of a %s" % type(value).__name__)
+        return "full", [], {"value": value}
+    if kind in ("triu", "tril"):
+        x = val(_arg(node, args, kwargs, 0, "input"))
+        diagonal = _arg(node, args, kwargs, 1, "diagonal", 0)
+        if len(x.shape) < 2 or not isinstance(diagonal, int):
+            raise _Unsupported("%s of a tensor of rank %d" % (kind, len(x.shape)))
+        return kind, [x], {"diagonal": diagonal}
     if kind in UNARY:
         return kind, [val(_arg(node, args, kwargs, 0, "input"))], {}
     raise _Unsupported(kind)
@@ -610,9 +634,24 @@ def _index_spec(key, shape):
         if k is None:
             new.append(out)
             out += 1
+        elif isinstance(k, int) and is_symbolic(shape[d]):
+            if k < 0:
+                raise _Unsupported("a negative index into a dim of symbolic size")
+            dims.append(("int", k))
+            d += 1
         elif isinstance(k, int):
             dims.append(("int", k % shape[d] if shape[d] else 0))
             d += 1
+        elif isinstance(k, slice) and (is_symbolic(shape[d]) or any(
+                is_symbolic(e) for e in (k.start, k.stop, k.step))):
+            # The output's (symbolic) shape gives the extent: the start and
+            # step are what the index needs.
+            start, step = k.start or 0, 1 if k.step is None else k.step
+            if is_symbolic(start) or is_symbolic(step) or start < 0 or step <= 0:
+                raise _Unsupported("a slice of a symbolic size from %s by %s" % (start, step))
+            dims.append(("slice", start, step))
+            d += 1
+            out += 1
         elif isinstance(k, slice):
             start, _, step = k.indices(shape[d])
             if step <= 0:
@@ -624,6 +663,17 @@ def _index_spec(key, shape):
             raise _Unsupported("indexing by %s" % type(k).__name__)
     dims += [("slice", 0, 1)] * (len(shape) - d)
     return tuple(dims), tuple(new)
+
+
+def _sizes_in(key):
+    """An index key with its size nodes (x.size(1), an int placeholder) as
+    the sizes fx/symbolic.py found they hold."""
+    def size(n):
+        e = size_of(n)
+        if e is None:
+            raise _Unsupported("indexing by %s, which is not a size" % n.name)
+        return e
+    return _torch.fx.node.map_arg(key, size)
 
 
 def _is_tuple_producer(node):
@@ -665,6 +715,8 @@ def _piece(node, i, val):
     rank = len(x.shape)
     at = 1 if kind == "unbind" else 2  # unbind(x, dim), chunk/split(x, n, dim)
     dim = _dim(node.kwargs.get("dim", node.args[at] if len(node.args) > at else 0), rank)
+    if is_symbolic(x.shape[dim]):
+        raise _Unsupported("%s along a dim of symbolic size" % kind)
     pieces = node.meta["tensor_meta"]
     start = sum(p.shape[dim] for p in pieces[:i]) if kind != "unbind" else i
     spec = [("slice", 0, 1)] * rank
@@ -793,7 +845,8 @@ def _sdpa(node, q, k, v, mask, causal, scale):
     s_ = step("mul", [s_, float(scale) if scale is not None else 1.0 / (qs[-1] ** 0.5)], {},
               scores)
     if causal:
-        kept = step.const(_torch.ones(n, kn, dtype=_torch.bool).tril(), "causal")
+        # Nonzero where the key is not after the query (any n and kn).
+        kept = step("causal", [], {}, (n, kn))
         s_ = step("where", [kept, s_, float("-inf")], {}, scores)
     if mask is not None:
         if mask.dtype == _torch.bool:
@@ -946,6 +999,9 @@ def from_fx(gm, example_inputs):
 
     def value_of(n):
         if n not in values:
+            number = size_of(n)   # a number made of sizes: (e // h) ** 0.5
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                return number
             raise _Unsupported("%s is not a tensor" % n.name)
         return values[n]
 
@@ -957,7 +1013,9 @@ def from_fx(gm, example_inputs):
         elif meta is None or not hasattr(meta, "shape"):
             return None
         else:
-            v = Value(node.name, meta.shape, meta.stride, meta.dtype, producer)
+            # Symbolic sizes where fx/symbolic.py found them, else the example's.
+            shape, stride = shape_of(node) or (meta.shape, meta.stride)
+            v = Value(node.name, shape, stride, meta.dtype, producer)
         values[node] = v
         return v
 
@@ -1122,6 +1180,8 @@ def _add_node(g, node, gm, modules, values, value_of, new_value, written=()):
         g.outputs = [values.get(o) for o in outs]
     elif _is_tuple_producer(node):
         return  # Its getitem nodes are index ops on its input.
+    elif size_of(node) is not None:
+        return  # A size (x.size(1), n // 4): the values' symbolic shapes have it.
     elif _fold_constant(node, values, written):
         return
     else:
@@ -1183,7 +1243,8 @@ def _fold_constant(node, values, written):
     if node.op not in ("call_function", "call_method") or _writes_in_place(node) or \
             _is_random(node) or "empty" in str(node.target) or \
             any(values.get(a) is None or (values[a].constant is None and not shaped)
-                for a in inputs) or node in written:
+                for a in inputs) or node in written or \
+            any(is_symbolic(d) for a in inputs for d in values[a].shape):
         return False
 
     def constant(a):
