@@ -323,27 +323,33 @@ bool tripProductFits(const Kernel &K, const std::vector<const For *> &Band) {
                    std::find(En.Checked.begin(), En.Checked.end(), Product) !=
                        En.Checked.end()))
     return true;
-  // Each trip count at most a dim of one dense buffer parameter, all of its
-  // dims taken once: the product is at most the buffer's element count (0
-  // if a dim is 0, for that loop does not run).
+  // Each trip count at most a dim of one dense buffer parameter, each dim
+  // taken once, and its other dims at least 1 ([N, S, 256] bounds a band
+  // of N and S): the product is at most the buffer's element count (0 if a
+  // dim is 0, for that loop does not run).
   SignOracle Sign = En.sign();
   for (const Param &P : K.Params) {
     if (!P.isBuffer() || P.Buf->Layout == LayoutKind::Explicit ||
-        P.Buf->rank() != Trips.size())
+        P.Buf->rank() < Trips.size())
       continue;
-    std::vector<bool> Used(Trips.size(), false);
+    std::vector<std::optional<Affine>> Dims;
+    for (const Expr &D : P.Buf->Dims) {
+      std::string Why;
+      Dims.push_back(toAffine(D, En, Why));
+    }
+    std::vector<bool> Used(Dims.size(), false);
     bool All = true;
     for (const Poly &Trip : Trips) {
       bool Matched = false;
-      for (size_t D = 0; D < Used.size() && !Matched; ++D) {
-        std::string Why;
-        auto Dim = toAffine(P.Buf->Dims[D], En, Why);
-        if (!Used[D] && Dim && !Dim->hasVars() &&
-            Sign.nonNegative(Dim->Const - Trip))
+      for (size_t D = 0; D < Used.size() && !Matched; ++D)
+        if (!Used[D] && Dims[D] && !Dims[D]->hasVars() &&
+            Sign.nonNegative(Dims[D]->Const - Trip))
           Used[D] = Matched = true;
-      }
       All &= Matched;
     }
+    for (size_t D = 0; D < Used.size() && All; ++D)
+      All = Used[D] || (Dims[D] && !Dims[D]->hasVars() &&
+                        Sign.nonNegative(Dims[D]->Const - Poly::constant(1)));
     if (All)
       return true;
   }

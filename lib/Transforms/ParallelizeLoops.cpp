@@ -11,10 +11,11 @@
 //     dependence. An inner reduction (`m[i] = Max(m[i], x[i, j])`) does not
 //     block the outer loop.
 //  2. When the outer loop has too few iterations for the threads (fewer than
-//     four per thread) and its body is one independent loop with bounds of
-//     its own, the two are collapsed into one loop (if the inner one is not
-//     innermost, so the innermost loop stays vectorizable), or the inner
-//     loop is parallelized instead.
+//     four per thread), or a symbolic trip count (a batch, which may be 1),
+//     and its body is one independent loop with bounds of its own, the two
+//     are collapsed into one loop (if the inner one is not innermost, so the
+//     innermost loop stays vectorizable), or, for a constant trip count, the
+//     inner loop is parallelized instead.
 //  3. Nests with less work than the grain stay serial; symbolic trip counts
 //     are decided at run time by nnc_parallel_for.
 //
@@ -322,12 +323,17 @@ private:
     auto Trip = constantTripCount(F);
     int64_t Wanted = int64_t(Threads) * 4;
     const For *Inner = onlyLoop(F.Body);
+    // A symbolic trip count may be as few as a batch of one: its loop
+    // collapses with the next where it can (the index arithmetic is per
+    // iteration of the inner loop's body, a loop of its own).
     // (An inner loop that never runs would collapse into a division by 0.)
-    if (Trip && *Trip < Wanted && Inner && constantTripCount(*Inner) != 0 &&
+    bool InnerFree =
+        (!Trip || *Trip < Wanted) && Inner && constantTripCount(*Inner) != 0 &&
         !usesVar(Inner->Start, F.Var) && !usesVar(Inner->Stop, F.Var) &&
-        analyzeLoop(K, *Inner, {{F.Var, F.Start, F.Stop}}).independent()) {
-      if (containsLoop(Inner->Body) && tripProductFits(K, {&F, Inner}))
-        return collapse(F, *Inner);
+        analyzeLoop(K, *Inner, {{F.Var, F.Start, F.Stop}}).independent();
+    if (InnerFree && containsLoop(Inner->Body) && tripProductFits(K, {&F, Inner}))
+      return collapse(F, *Inner);
+    if (InnerFree && Trip) {
       // The inner loop is innermost (keep it whole, vectorizable), or the
       // two trip counts' product may not fit i64: run the inner loop in
       // parallel for each outer iteration.

@@ -19,8 +19,8 @@ symbols (fx/symbolic.py). The dynamic dims are the dims Dynamo made
 symbolic, except under dynamic=True, which makes every dim symbolic: then
 only the batch dim and a transformer's sequence dim (backend.dynamic_dims),
 and each other size a call brings is compiled on its own, as is a call
-whose dynamic size is 0 or 1 (a size the symbols do not take), up to
-MAX_SHAPES such compiles; later ones run the piece in PyTorch, warned
+of a dynamic size 0, or of 1 before the compile for every size is made
+(a size the symbols are not compiled at), up to MAX_SHAPES such compiles; later ones run the piece in PyTorch, warned
 once. A call with gradients on runs the piece in PyTorch too (warned once):
 nnc-jit's kernels compute no gradients."""
 
@@ -68,6 +68,7 @@ class _Compiled:
                         if self.symbolic and i not in self.bound and n not in written and
                         isinstance(x, _torch.Tensor) and x.dim() == 0}
         self.bound |= self.numbers
+        self.free_at = [i for i in range(len(placeholders)) if i not in self.bound]
         # For each input, the dims (a tensor's) or the (input, dim) (a size's)
         # that one compile serves every size of (None: a number).
         self.dynamic = _dynamic_spec(placeholders, self.bound) if self.symbolic else None
@@ -84,10 +85,18 @@ class _Compiled:
             self._warn("it was called with gradients on, and nnc-jit's kernels compute "
                        "none: call the model under torch.no_grad() or torch.inference_mode()")
             return self.gm(*args)
-        dynamic = self.dynamic if self.dynamic and _symbols_fit(self.dynamic, args) else None
-        key = (_shape_key(args, dynamic), tuple(args[i].item() for i in sorted(self.numbers))) \
-            if self.symbolic else None
+        dynamic = self.dynamic
+        least = _least_size(dynamic, args) if dynamic else 2
+        if least < 1:
+            dynamic = None
+        key = self._key(args, dynamic)
         fn = self.compiled.get(key)
+        if fn is None and dynamic and least < 2:
+            # A compile for every size is made at sizes of 2 or more (a size
+            # of 1 would be fixed by the ops it meets); it serves 1 after.
+            dynamic = None
+            key = self._key(args, None)
+            fn = self.compiled.get(key)
         if fn is None:
             if len(self.compiled) >= MAX_SHAPES:
                 self._warn("it was compiled for %d shapes (MAX_SHAPES), and a call brings "
@@ -96,8 +105,17 @@ class _Compiled:
             fn = self.compiled[key] = self._compile(list(args), dynamic)
         return fn(*self._free(args))
 
+    def _key(self, args, dynamic):
+        """What a call's compile is for: the shapes of its inputs that are not
+        constants (_shape_key), and the numbers' values."""
+        if not self.symbolic:
+            return None
+        free = self.free_at
+        return (_shape_key([args[i] for i in free], dynamic and [dynamic[i] for i in free]),
+                tuple(args[i].item() for i in sorted(self.numbers)))
+
     def _free(self, args):
-        return [x for i, x in enumerate(args) if i not in self.bound]
+        return [args[i] for i in self.free_at]
 
     def _compile(self, inputs, dynamic=None):
         """The piece lowered for inputs: parameters and sizes bound, but the
@@ -215,11 +233,10 @@ def _dynamic_spec(placeholders, bound):
     return spec if any(spec) else None
 
 
-def _symbols_fit(dynamic, args):
-    """Whether each dynamic size of args is one a symbol takes (2 or more:
-    a size of 0 or 1 would be fixed by the ops it meets)."""
-    return all(x.shape[d] >= 2 for x, dims in zip(args, dynamic)
-               if isinstance(x, _torch.Tensor) and dims for d in dims)
+def _least_size(dynamic, args):
+    """The least size of args' dynamic dims."""
+    return min((x.shape[d] for x, dims in zip(args, dynamic)
+                if isinstance(x, _torch.Tensor) and dims for d in dims), default=2)
 
 
 def _written_placeholders(graph):
