@@ -1159,3 +1159,30 @@ def test_functional_batch_norm_in_training_is_refused():
     opt = nt.backend(torch.fx.symbolic_trace(M(True)), [x])
     assert "batch_norm in training or without constant running statistics" in \
         [r.reason for r in opt.report], opt.summary()
+
+
+@pytest.mark.skipif(not TORCH2 or nt.operator_library() is None,
+                    reason="symbolic sizes are torch 2's; their kernels the operator library's")
+def test_dynamic_sizes_serve_every_size_and_what_breaks_a_relation_falls_back():
+    # Issue 63: backend(..., dynamic=...) compiles once for every size of the
+    # named dims. x * 2 + y makes x's and y's first dims one symbol, which
+    # the kernel reads off x and checks on y.
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.softmax(x * 2 + y, -1)
+    model = M()
+    gm = torch.fx.symbolic_trace(model)
+    fast = nt.backend(gm, [torch.randn(3, 5), torch.randn(3, 5)], dynamic=[(0,), (0,)])
+    kernel = fast.report[0].kernel
+    assert re.search(r"in x0: f32\[(s\d+), 5\],\s+in x1: f32\[\1, 5\]", kernel), kernel
+    for n in (1, 2, 4, 9):
+        x, y = torch.randn(n, 5), torch.randn(n, 5)
+        torch.testing.assert_close(fast(x, y), model(x, y))
+    refused = nt.stats()["refused"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x, y = torch.randn(4, 5), torch.randn(1, 5)   # PyTorch broadcasts y; the kernel does not
+        torch.testing.assert_close(fast(x, y), model(x, y))
+    assert nt.stats()["refused"] == refused + 1
+    with pytest.raises(ValueError, match="dynamic has 1 entries for 2 inputs"):
+        nt.backend(torch.fx.symbolic_trace(model), [x, x], dynamic=[(0,)])

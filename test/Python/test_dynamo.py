@@ -240,6 +240,21 @@ def test_one_compile_serves_every_batch_and_sequence(make):
     assert nt.stats()["refused"] == refused
 
 
+def test_a_batch_of_one_is_served_by_the_compile_for_every_size():
+    # With backed_size_oblivious Dynamo does not trace a graph of its own for
+    # a size of 1: the kernels of symbolic sizes take it.
+    import torch.fx.experimental._config as fx_config
+    model = Decoder(sdpa=True).eval()
+    fast, pieces = compiled(model)
+    with torch.no_grad(), fx_config.patch(backed_size_oblivious=True):
+        for b, n in [(2, 7), (1, 5), (3, 9)]:
+            x = torch.randn(b, n, 32)
+            torch._dynamo.mark_dynamic(x, 0)
+            torch._dynamo.mark_dynamic(x, 1)
+            torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-4)
+    assert len(pieces) == 1 and len(pieces[0].compiled) == 1, pieces
+
+
 def test_the_dims_the_caller_marks_dynamic_are_the_symbols():
     model = _encoder()
     fast, pieces = compiled(model)

@@ -13,9 +13,9 @@ groups, and the convolutions on oneDNN channels-last inside, which
 backend's kernels do not lay out: docs/performance.md, "Against Inductor").
 
 Where Dynamo traces sizes as symbols (torch.compile(dynamic=True),
-torch._dynamo.mark_dynamic, or after a call at a new shape), the piece is
-compiled once for every size of its dynamic dims: its kernels take them as
-symbols (fx/symbolic.py). The dynamic dims are the dims Dynamo made
+torch._dynamo.mark_dynamic, or after a call at a new shape), a piece that
+is not convolutional is compiled once for every size of its dynamic dims:
+its kernels take them as symbols (fx/symbolic.py). The dynamic dims are the dims Dynamo made
 symbolic, except under dynamic=True, which makes every dim symbolic: then
 only the batch dim and a transformer's sequence dim (backend.dynamic_dims),
 and each other size a call brings is compiled on its own, as is a call
@@ -71,7 +71,11 @@ class _Compiled:
         self.free_at = [i for i in range(len(placeholders)) if i not in self.bound]
         # For each input, the dims (a tensor's) or the (input, dim) (a size's)
         # that one compile serves every size of (None: a number).
-        self.dynamic = _dynamic_spec(placeholders, self.bound) if self.symbolic else None
+        # A convolutional piece is compiled per shape: optimize's channels-last
+        # convolutions need constant sizes (conv-layouts), and are 1.7-1.9x
+        # faster than backend's (resnet18, docs/performance.md).
+        self.dynamic = _dynamic_spec(placeholders, self.bound) \
+            if self.symbolic and not _convolutional(gm) else None
         self.needs_grad = any(isinstance(x, _torch.Tensor) and x.requires_grad
                               for x in example_inputs)
         # Compiled at the first call of each shape, outside Dynamo's tracing
