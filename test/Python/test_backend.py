@@ -1186,3 +1186,19 @@ def test_dynamic_sizes_serve_every_size_and_what_breaks_a_relation_falls_back():
     assert nt.stats()["refused"] == refused + 1
     with pytest.raises(ValueError, match="dynamic has 1 entries for 2 inputs"):
         nt.backend(torch.fx.symbolic_trace(model), [x, x], dynamic=[(0,)])
+
+
+@pytest.mark.skipif(not TORCH2, reason="symbolic sizes are torch 2's")
+def test_a_relation_of_dynamic_sizes_no_kernel_checks_is_refused():
+    # A trace that wrote a view's sizes as numbers holds only where the
+    # dynamic sizes multiply to them; a kernel of [s0, s1, 64] would read
+    # the first 896 elements of any other input as the view.
+    gm = torch.fx.symbolic_trace(lambda x: x.reshape(14, 64) * 2)
+    with pytest.raises(ValueError, match=r"the graph holds only where "
+                       r"Eq\(64\*s\d+\*s\d+, 896\), which its kernels cannot check: it was "
+                       r"traced with sizes as numbers"):
+        nt.backend(gm, [torch.randn(2, 7, 64)], dynamic=True)
+    # Where the ops fix the sizes, the kernel is for them alone.
+    gm = torch.fx.symbolic_trace(lambda x: x.view(2, 7, 4, 16).softmax(-1))
+    fast = nt.backend(gm, [torch.randn(2, 7, 64)], dynamic=True)
+    assert "x0: f32[2, 7, 64]" in fast.report[0].kernel

@@ -255,6 +255,15 @@ def test_a_batch_of_one_is_served_by_the_compile_for_every_size():
     assert len(pieces) == 1 and len(pieces[0].compiled) == 1, pieces
 
 
+def test_a_graph_whose_sizes_no_kernel_can_check_is_compiled_per_shape():
+    fast = torch.compile(lambda x: x.reshape(14, 64) * 2, backend="nncjit", dynamic=True)
+    with pytest.warns(UserWarning, match=r"nncjit: a graph of torch.compile is compiled for "
+                      r"each shape of its dynamic dims: the graph holds only where Eq\("):
+        for b, n in [(2, 7), (7, 2)]:
+            x = torch.randn(b, n, 64)
+            torch.testing.assert_close(fast(x), x.reshape(14, 64) * 2)
+
+
 def test_the_dims_the_caller_marks_dynamic_are_the_symbols():
     model = _encoder()
     fast, pieces = compiled(model)

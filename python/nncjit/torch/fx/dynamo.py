@@ -33,6 +33,7 @@ from ..script.module import optimize as _optimize
 from .backend import backend as _backend, dynamic_dims
 from .fold import fold_constants
 from .opgraph import _target_kind, _tuple_kind, _written_nodes, written_attributes
+from .symbolic import UncheckedRelation
 
 # The most shapes one piece of a dynamic graph is compiled for.
 MAX_SHAPES = 8
@@ -106,7 +107,15 @@ class _Compiled:
                 self._warn("it was compiled for %d shapes (MAX_SHAPES), and a call brings "
                            "another" % MAX_SHAPES)
                 return self.gm(*args)
-            fn = self.compiled[key] = self._compile(list(args), dynamic)
+            try:
+                fn = self._compile(list(args), dynamic)
+            except UncheckedRelation as e:
+                # Compiled per shape from now on.
+                warnings.warn("nncjit: a graph of torch.compile is compiled for each shape "
+                              "of its dynamic dims: %s" % e)
+                self.dynamic, key = None, self._key(args, None)
+                fn = self._compile(list(args))
+            self.compiled[key] = fn
         return fn(*self._free(args))
 
     def _key(self, args, dynamic):

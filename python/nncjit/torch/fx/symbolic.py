@@ -55,6 +55,7 @@ def propagate(gm, inputs, dynamic):
             fakes[i] = symbols[dynamic[i]]
     with mode:
         FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
+    _check_relations(env)
 
     def expr(s):
         return int(s) if not isinstance(s, _torch.SymInt) else _canonical(env, s)
@@ -71,6 +72,30 @@ def propagate(gm, inputs, dynamic):
                 isinstance(v, (int, _torch.SymInt)) for v in val):
             node.meta[_SIZE_KEY] = tuple(expr(v) for v in val)   # x.size()
     return {k: expr(s) for k, s in symbols.items()}
+
+
+class UncheckedRelation(ValueError):
+    """The graph needs a relation among the dynamic sizes that no kernel
+    checks at a call."""
+
+
+def _check_relations(env):
+    """Raises UncheckedRelation where the ops required an equation of the
+    symbols that did not make one of them another's or a number (a view to
+    sizes a trace wrote as numbers, [2, 7, 4, 16] of an [s0, s1, 64] input,
+    holds only where s0 * s1 = 14): the kernels check each input's shape
+    against the symbols, not such an equation, and would read another
+    size's elements as that view's. Inequalities (a size is not 1, which
+    PyTorch's views and broadcasts assume of a symbol) decide strides and
+    how a view is made, not what the kernels compute."""
+    for guard in env.guards:
+        e = _sympy.sympify(env.replace(guard.expr))
+        if isinstance(e, _sympy.Eq) and e.free_symbols:
+            raise UncheckedRelation(
+                "the graph holds only where %s, which its kernels cannot check: it was "
+                "traced with sizes as numbers (a view to sizes of the example); trace it "
+                "with symbolic sizes (torch.compile, torch.export, make_fx(tracing_mode="
+                "'symbolic')), or leave these dims static" % e)
 
 
 def _canonical(env, s):
