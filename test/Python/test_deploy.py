@@ -805,6 +805,48 @@ def test_a_kernel_reads_its_sizes_off_the_inputs_they_size():
             k.run(inputs)
 
 
+@pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2,
+                    reason="symbolic sizes are torch 2's")
+def test_a_dynamic_model_runs_every_size_after_load_and_in_nnc_torch_run(
+        torch_run, tmp_path, cache):
+    # Issue 63: one optimize serves every batch and sequence length, and so
+    # does its saved file, without Python and without compiling.
+    m = _encoder()
+    fast = nt.optimize(m, [torch.randn(2, 7, 32)], dynamic=True, cache_dir=cache)
+    assert isinstance(fast, nt.LoweredModule)
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    loaded = nt.load(path, cache_dir=cache)
+    refused = nt.stats()["refused"]
+    with torch.no_grad():
+        for b, n in [(1, 5), (3, 9), (16, 2)]:
+            x = torch.randn(b, n, 32)
+            want = m(x)
+            torch.testing.assert_close(fast(x), want, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(loaded(x), want, rtol=1e-4, atol=1e-5)
+    assert nt.stats()["refused"] == refused
+    xp, yp = str(tmp_path / "x.npy"), str(tmp_path / "y.npy")
+    for b, n in [(1, 3), (5, 11)]:
+        x = torch.randn(b, n, 32)
+        np.save(xp, x.numpy())
+        r = _run(torch_run, path, "--input", xp, "--output", yp, "--cache-dir", cache,
+                 "--stats")
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert "kernels: 1 loaded, 0 compiled" in r.stdout
+        with torch.no_grad():
+            np.testing.assert_allclose(np.load(yp), m(x).numpy(), rtol=1e-4, atol=1e-5)
+    # A rank the trace was not made for runs the module's own graph.
+    np.save(xp, torch.randn(5, 32).numpy())
+    r = _run(torch_run, path, "--input", xp, "--output", yp, "--cache-dir", cache)
+    assert r.stderr.startswith(
+        "nnc-torch-run: warning: the arguments of nncjit's lowered model "
+        "'TransformerEncoder' are not those it was traced for: argument 0: shape "
+        "[*, *, 32] and any strides (float32)"), r.stderr
+    with pytest.raises(ValueError, match="nncjit: dynamic has 1 entries for 2 example inputs"):
+        nt.optimize(m, [torch.randn(2, 7, 32), None], dynamic=[(0,)])
+
+
 # -- nnc-torch-run ---------------------------------------------------------------
 
 def _run(tool, *args):

@@ -139,15 +139,23 @@ def _copy(t):
     return flat.as_strided(t.shape, t.stride())
 
 
-def _signature(t):
-    """(sizes, strides, dtype) of a tensor: what a kernel is compiled for."""
+def _signature(t, dynamic=()):
+    """(sizes, strides, dtype) of a tensor: what a kernel is compiled for.
+    With dynamic dims (whose sizes vary), their sizes are None, and so are
+    the strides (the kernels check them, from the sizes)."""
+    if dynamic:
+        return (tuple(None if d in dynamic else n for d, n in enumerate(t.shape)), None,
+                t.dtype)
     return (tuple(t.shape), t.stride(), t.dtype)
 
 
 def _matches(signature, inputs):
-    """Whether the tensors have the (sizes, strides, dtype) of signature."""
+    """Whether the tensors have the (sizes, strides, dtype) of signature
+    (a size None: any but 0; strides None: any)."""
     return len(signature) == len(inputs) and all(
-        tuple(t.shape) == sz and t.stride() == st and t.dtype == dt
+        len(t.shape) == len(sz) and t.dtype == dt and
+        all(n == s if s is not None else n > 0 for n, s in zip(t.shape, sz)) and
+        (st is None or t.stride() == st)
         for (sz, st, dt), t in zip(signature, inputs))
 
 

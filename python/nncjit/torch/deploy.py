@@ -489,17 +489,30 @@ def _argument_is(graph, v, x, signature):
                      lambda: _argument_is(graph, _present(graph, v), x, signature))
     if signature is not None:
         sizes, strides, dtype = signature
-        ints = _torch._C.ListType.ofInts()
-        checks = [_op(graph, "aten::eq", [_op(graph, "aten::size", [v], ints),
-                                          graph.insertConstant(list(sizes))]),
-                  _op(graph, "aten::eq", [_op(graph, "aten::stride", [v], ints),
-                                          graph.insertConstant(list(strides))]),
-                  _op(graph, "aten::eq", [_op(graph, "prim::dtype", [v], _torch._C.IntType.get()),
-                                          graph.insertConstant(dtype)])]
-        ok = checks[0]
-        for c in checks[1:]:
-            ok = _op(graph, "aten::__and__", [ok, c])
-        return ok
+        ints, int_ = _torch._C.ListType.ofInts(), _torch._C.IntType.get()
+        def all_of(checks):
+            ok = checks[0]
+            for c in checks[1:]:
+                ok = _op(graph, "aten::__and__", [ok, c])
+            return ok
+        dtype_is = _op(graph, "aten::eq", [_op(graph, "prim::dtype", [v], int_),
+                                           graph.insertConstant(dtype)])
+        if None in sizes:
+            # Dims of any size but 0 (dynamic: the kernels check them against
+            # the sizes they read off, and the strides), the others each
+            # size: after the rank, which the sizes' reads need.
+            rank_is = _op(graph, "aten::eq", [_op(graph, "aten::dim", [v], int_),
+                                              graph.insertConstant(len(sizes))])
+            return _both(graph, all_of([dtype_is, rank_is]), lambda: all_of([
+                _op(graph, "aten::eq" if n is not None else "aten::gt", [
+                    _op(graph, "aten::size", [v, graph.insertConstant(d)], int_),
+                    graph.insertConstant(n if n is not None else 0)])
+                for d, n in enumerate(sizes)]))
+        return all_of([dtype_is,
+                       _op(graph, "aten::eq", [_op(graph, "aten::size", [v], ints),
+                                               graph.insertConstant(list(sizes))]),
+                       _op(graph, "aten::eq", [_op(graph, "aten::stride", [v], ints),
+                                               graph.insertConstant(list(strides))])])
     if isinstance(x, (bool, int, float, str)) or (
             isinstance(x, list) and all(type(e) is int for e in x)):
         return _op(graph, "aten::eq", [v, graph.insertConstant(x)])

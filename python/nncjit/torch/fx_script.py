@@ -16,6 +16,15 @@ _MEMORY_FORMATS = {_torch.contiguous_format: 0, _torch.preserve_format: 1,
                    _torch.channels_last: 2, _torch.channels_last_3d: 3}
 
 
+# A trace of symbolic sizes reads them (sym_size) and computes on them.
+_SIZES = {_torch.ops.aten.sym_size.int: _torch._C.IntType.get,
+          _torch.ops.aten.sym_size.default: _torch._C.ListType.ofInts}
+_ARITHMETIC = {operator.add: "aten::add", operator.sub: "aten::sub",
+               operator.mul: "aten::mul", operator.floordiv: "aten::floordiv",
+               operator.mod: "aten::remainder", operator.truediv: "aten::div",
+               operator.pow: "aten::pow", operator.neg: "aten::neg"}
+
+
 def insert_fx(graph, gm, inputs):
     """Inserts the ops of gm (a GraphModule that nncjit.torch.backend
     rewrote) at graph's insert point, inputs standing for its placeholders
@@ -37,6 +46,17 @@ def insert_fx(graph, gm, inputs):
             source, i = node.args
             value = env[source]
             env[node] = value[i] if isinstance(value, list) else _list_item(graph, value, i)
+        elif node.op == "call_function" and node.target in _SIZES:
+            # TorchScript's sizes are ints (a trace's of symbolic sizes).
+            env[node] = insert_node(graph, "aten::size", [_value(graph, a, None, env)
+                                                          for a in node.args],
+                                    [_SIZES[node.target]()])
+        elif node.op == "call_function" and node.target in _ARITHMETIC:
+            number = isinstance(node.meta.get("val"), (float, _torch.SymFloat))
+            env[node] = insert_node(graph, _ARITHMETIC[node.target],
+                                    [_value(graph, a, None, env) for a in node.args],
+                                    [_torch._C.FloatType.get() if number
+                                     else _torch._C.IntType.get()])
         elif node.op == "call_function" and isinstance(node.target, _torch._ops.OpOverload):
             env[node] = _aten(graph, node.target, node.args, node.kwargs, env)
         elif node.op == "output":

@@ -259,11 +259,15 @@ def _fallback_module(gm, region, input_nodes):
         """The node (or number) of size e: a number, or read off an input."""
         if not is_symbolic(e) and not (isinstance(e, tuple) and any(map(is_symbolic, e))):
             return e
+        # As ATen ops, which a saved model's graph holds (fx_script).
         for i, v in enumerate(tensors):
             if e == tuple(v.shape):
-                return g.call_method("size", (env[input_nodes[i]],))
+                return g.call_function(_torch.ops.aten.sym_size.default, (env[input_nodes[i]],))
             if e in v.shape:
-                return g.call_method("size", (env[input_nodes[i]], v.shape.index(e)))
+                return g.call_function(_torch.ops.aten.sym_size.int,
+                                       (env[input_nodes[i]], v.shape.index(e)))
+        if n.op == "call_function":   # arithmetic on sizes (s0 * s1): on its operands
+            return g.node_copy(n, arg)
         raise Unsupported("its ops read the size %s, which no input of the region has"
                           % n.name)
 

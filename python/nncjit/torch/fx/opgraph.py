@@ -144,7 +144,8 @@ _ATEN = {
     _A._transformer_encoder_layer_fwd: "encoder_layer", _A.convolution: "aten_conv",
     _A.hardswish: "hardswish", _A.hardsigmoid: "hardsigmoid", _A.hardtanh: "hardtanh",
     _A.clamp: "clamp", _A.leaky_relu: "leaky_relu", _A.constant_pad_nd: "constant_pad_nd",
-    _A.roll: "roll",
+    _A.roll: "roll", _A.ones: "ones", _A.zeros: "zeros", _A.full: "full", _A.triu: "triu",
+    _A.tril: "tril",
 }
 if hasattr(_A, "scaled_dot_product_attention"):
     _ATEN[_A.scaled_dot_product_attention] = "sdpa"

@@ -30,29 +30,10 @@ def propagate(gm, inputs, dynamic):
     the dims that are symbols; for an int input, the (input, dim) whose size
     it is, or None to keep it the number it is. Returns the symbols of the
     dims, by (input, dim)."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
-                                                       StatelessSymbolicContext)
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    env = ShapeEnv(duck_shape=False, specialize_zero_one=False)
-    mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
-    fakes, symbols = [], {}
-    for i, x in enumerate(inputs):
-        if isinstance(x, _torch.Tensor):
-            dims = dynamic[i] or ()
-            ctx = StatelessSymbolicContext(dynamic_sizes=[
-                DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC
-                for d in range(x.dim())])
-            fake = mode.from_tensor(x, symbolic_context=ctx)
-            fakes.append(fake)
-            for d in dims:
-                symbols[i, d] = fake.size(d)
-        else:
-            fakes.append(x)
-    for i, x in enumerate(inputs):
-        if not isinstance(x, _torch.Tensor) and dynamic[i] is not None:
-            fakes[i] = symbols[dynamic[i]]
+    mode, fakes, symbols = fake_inputs(inputs, dynamic)
+    env = mode.shape_env
     with mode:
         FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
     _check_relations(env)
@@ -72,6 +53,36 @@ def propagate(gm, inputs, dynamic):
                 isinstance(v, (int, _torch.SymInt)) for v in val):
             node.meta[_SIZE_KEY] = tuple(expr(v) for v in val)   # x.size()
     return {k: expr(s) for k, s in symbols.items()}
+
+
+def fake_inputs(inputs, dynamic):
+    """(a FakeTensorMode of a ShapeEnv of its own, fakes of inputs, the
+    symbols by (input, dim)): the dims of dynamic (propagate's) are symbols,
+    the others the inputs' sizes; an int input whose dynamic entry names a
+    dim is that dim's symbol."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
+                                                       StatelessSymbolicContext)
+
+    env = ShapeEnv(duck_shape=False, specialize_zero_one=False)
+    mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+    fakes, symbols = [], {}
+    for i, x in enumerate(inputs):
+        if isinstance(x, _torch.Tensor):
+            dims = dynamic[i] or ()
+            ctx = StatelessSymbolicContext(dynamic_sizes=[
+                DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC
+                for d in range(x.dim())])
+            fake = mode.from_tensor(x, symbolic_context=ctx)
+            fakes.append(fake)
+            for d in dims:
+                symbols[i, d] = fake.size(d)
+        else:
+            fakes.append(x)
+    for i, x in enumerate(inputs):
+        if isinstance(x, int) and dynamic[i]:
+            fakes[i] = symbols[dynamic[i]]
+    return mode, fakes, symbols
 
 
 class UncheckedRelation(ValueError):

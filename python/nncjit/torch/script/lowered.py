@@ -10,6 +10,7 @@ from ..check import (_TENSOR, _copy, _in_double, _matches, _nested_tensors, _oth
                     _signature, _verdict, kept)
 from ..common import first_line
 from ..fx.backend import attributes_written, backend
+from ..fx.symbolic import fake_inputs
 from ..kernels import TorchKernel, note_refused, operator_library
 from .capture import _with_defaults
 
@@ -17,7 +18,8 @@ from .capture import _with_defaults
 # none of them, and the lowering covers them (fused attention included).
 _TRANSFORMER_OPS = ("aten::softmax", "aten::log_softmax",
                     "aten::_transformer_encoder_layer_fwd",
-                    "aten::_native_multi_head_attention")
+                    "aten::_native_multi_head_attention",
+                    "aten::scaled_dot_product_attention")
 
 # ATen ops whose result's shape depends on the data: a trace fixes the
 # shapes of what follows them.
@@ -40,8 +42,10 @@ def transformer_like(sm):
 
 
 def _describe_tensor(sizes, strides, dtype):
-    return "shape %s and strides %s (%s)" % (list(sizes), list(strides),
-                                              str(dtype).replace("torch.", ""))
+    """A tensor's signature in words; a dim of any size as *."""
+    shape = "[%s]" % ", ".join("*" if n is None else str(n) for n in sizes)
+    layout = "any strides" if strides is None else "strides %s" % list(strides)
+    return "shape %s and %s (%s)" % (shape, layout, str(dtype).replace("torch.", ""))
 
 
 class LoweredModule:
@@ -59,12 +63,16 @@ class LoweredModule:
     channels_last = False
     groups = ops = ()   # the fusion groups' path's: none here
 
-    def __init__(self, module, optimized, example_inputs, defaults, result):
+    def __init__(self, module, optimized, example_inputs, defaults, result, dynamic=None):
         self._module = module
         self._result = result  # _skeleton of the module's result
         self._defaults = defaults
         self._optimized = optimized
-        self._tensors = [_signature(x) for x in example_inputs if isinstance(x, _torch.Tensor)]
+        # Each tensor's (sizes, strides, dtype); the sizes of its dynamic dims
+        # None (its kernels' symbols, which they check themselves).
+        dynamic = dynamic or [()] * len(example_inputs)
+        self._tensors = [_signature(x, dims) for x, dims in zip(example_inputs, dynamic)
+                         if isinstance(x, _torch.Tensor)]
         self._others = _others(example_inputs)
 
     @property
@@ -148,12 +156,16 @@ class LoweredModule:
         return self._optimized.summary()
 
 
-def lower(sm, example_inputs, options, defaults):
+def lower(sm, example_inputs, options, defaults, dynamic=None, eager=None):
     """(A LoweredModule of the frozen scripted module sm, None), or (None,
     why) where the lowering cannot take it: the trace failed (a tensor's
     value decides what runs, or an op make_fx cannot trace), an op makes a
     shape from data, or the traced graph's outputs differ from the
-    module's. defaults: _argument_defaults(sm), which calls complete."""
+    module's. defaults: _argument_defaults(sm), which calls complete.
+    dynamic (torch 2): for each input, the dims whose sizes vary: the trace
+    is then made on fake tensors of symbolic sizes there (of eager, the
+    module before scripting, where given: TorchScript reads sizes as
+    numbers), and its kernels serve every size."""
     from torch.fx.experimental.proxy_tensor import make_fx
     inputs = [_copy(x) if isinstance(x, _torch.Tensor) else x for x in example_inputs]
     results = []
@@ -165,16 +177,24 @@ def lower(sm, example_inputs, options, defaults):
         call = _traceable(sm, inputs) or sm
         restore()
 
-        def traced(*xs):
-            out = call(*xs)
-            results.append(_skeleton(out))
-            return _plain(out)
+        def traced(fn):
+            def run(*xs):
+                out = fn(*xs)
+                results.append(_skeleton(out))
+                return _plain(out)
+            return run
 
         def trace():
             with _torch.no_grad():
-                return make_fx(traced)(*inputs)
+                return make_fx(traced(call))(*inputs)
+
+        def symbolic_trace():
+            _, fakes, _ = fake_inputs(inputs, dynamic)
+            with _torch.no_grad():
+                return make_fx(traced(eager if eager is not None else sm),
+                               tracing_mode="fake")(*fakes)
         try:
-            gm = trace()
+            gm = symbolic_trace() if dynamic else trace()
         except Exception as e:  # noqa: BLE001 (whatever the trace meets, optimize goes on)
             return None, ("tracing it into ATen ops failed (a tensor's value decides what "
                           "runs, or an op cannot be traced): %s" % first_line(e))
@@ -189,8 +209,8 @@ def lower(sm, example_inputs, options, defaults):
                 return None, "indexing by a mask makes a shape from the data"
         try:
             optimized = backend(gm, inputs, check=options["check"], rtol=options["rtol"],
-                                atol=options["atol"], **options["compile"])
-            model = LoweredModule(sm, optimized, example_inputs, defaults, results[0])
+                                atol=options["atol"], dynamic=dynamic, **options["compile"])
+            model = LoweredModule(sm, optimized, example_inputs, defaults, results[0], dynamic)
             # Both from one state of the random generator (the caller's is
             # left as it was): a random op's draws then match.
             with _torch.no_grad(), _torch.random.fork_rng(), \

@@ -147,9 +147,53 @@ def _default_name(module):
                    for c in base).lower() or "model"
 
 
+def _optimize_dynamic(module, example_inputs, dynamic, given):
+    """optimize(..., dynamic=...): the lowering with symbolic sizes, or the
+    fusion groups per shape where it cannot take the model."""
+    if int(_torch.__version__.split(".")[0]) < 2:
+        raise ValueError("nncjit: dynamic shapes need torch 2 (its symbolic sizes)")
+    inputs = _example_list(example_inputs)
+    if dynamic is True:
+        from ..fx.backend import dynamic_dims
+        spec = [dynamic_dims([x])[0] if isinstance(x, _torch.Tensor) else None
+                for x in inputs]
+    else:
+        spec = [tuple(d) if d is not None else None for d in dynamic]
+        if len(spec) != len(inputs):
+            raise ValueError("nncjit: dynamic has %d entries for %d example inputs" % (
+                len(spec), len(inputs)))
+    lowering = given.pop("lowering")
+    sm = _script(module)
+    defaults = _argument_defaults(sm)
+    if lowering is None:
+        lowering = _transformer_like(sm)
+    why = "it is not a transformer (lowering=False, or more convolutions than attention)"
+    if lowering:
+        compile_options = {k: v for k, v in given.items() if k not in _GROUP_OPTIONS}
+        compile_options.setdefault("threads", _torch.get_num_threads())
+        compile_options.setdefault("cache_dir", default_cache_dir())
+        options = {"compile": compile_options, "check": given["check"],
+                   "rtol": given["rtol"], "atol": given["atol"]}
+        spec += [()] * (len(_with_defaults(inputs, defaults)) - len(spec))
+        lowered, why = _lower(sm, _with_defaults(inputs, defaults), options, defaults,
+                              dynamic=spec, eager=None if isinstance(
+                                  module, _torch.jit.ScriptModule) else module)
+        if lowered is not None:
+            return lowered
+    warnings.warn("nncjit: dynamic shapes are the lowering's, which cannot take the model "
+                  "(%s): its fusion groups are compiled for each shape at its first call, "
+                  "as with max_shapes=8" % why)
+    return optimize(module, example_inputs, max_shapes=8, lowering=False, **given)
+
+
+# optimize's keywords that are not nncjit.compile's.
+_GROUP_OPTIONS = ("check", "rtol", "atol", "remove_mutation", "ops", "merge",
+                  "channels_last", "name")
+
+
 def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
              remove_mutation=True, ops=True, merge=True, channels_last=None,
-             name=None, lowering=None, max_shapes=1, **compile_options):
+             name=None, lowering=None, max_shapes=1, dynamic=None, **compile_options):
     """Runs the fusion groups of a scripted (optionally frozen) module on
     nnc-jit, or a transformer on nnc-jit's own lowering (`lowering`).
     Returns an OptimizedModule (a LoweredModule), called like the module.
@@ -184,6 +228,13 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
     strides, dtypes or other arguments) optimizes the module for them at
     that call, up to max_shapes models; past them, new shapes run PyTorch's
     ops in the kernels' place.
+    dynamic (torch 2): the dims of the inputs whose sizes vary, which one
+    compile serves every size of: True for the batch (every input's first
+    dim) and the sequence (the second of an input of rank 2 or 3), or for
+    each input the dims that vary (an iterable of ints). Taken by the
+    lowering, whose kernels then take these sizes as symbols (docs/python.md,
+    "Dynamic shapes"), and saved with them; the fusion groups are compiled
+    per shape instead (as with max_shapes=8), warned.
     compile_options: nncjit.compile's keywords; threads defaults to
     torch.get_num_threads(), winograd to True (a group whose check
     fails with it is compiled again without it), and cache_dir to
@@ -196,6 +247,11 @@ def optimize(module, example_inputs, *, check=True, rtol=1e-4, atol=1e-5,
         # The profiling executor then leaves no optimized graph to read.
         raise RuntimeError("nncjit: optimize cannot run while torch.autograd.profiler "
                            "records: optimize the model before profiling it")
+    if dynamic is not None and dynamic is not False:
+        return _optimize_dynamic(module, example_inputs, dynamic, dict(
+            check=check, rtol=rtol, atol=atol, remove_mutation=remove_mutation, ops=ops,
+            merge=merge, channels_last=channels_last, name=name, lowering=lowering,
+            **compile_options))
     if max_shapes > 1:
         given = dict(check=check, rtol=rtol, atol=atol, remove_mutation=remove_mutation,
                      ops=ops, merge=merge, channels_last=channels_last, name=name,
