@@ -13,7 +13,10 @@ gated units (chunk), slices, where and means over rows, box decoding
 several outputs in tuples with None among them, NCHW and channels-last
 inputs, batch 1 and larger. The model is scripted or traced, optimized, and
 run on the example inputs and on fresh ones of the same shape; its outputs
-are compared with eager PyTorch's within the bridge's tolerance.
+are compared with eager PyTorch's within the bridge's tolerance. On torch
+2, a model of the FX mode also goes through torch.compile(backend="nncjit",
+dynamic=True), called at its example's shapes and at three others (batch
+1, 3, 5; sequence 5, 1, 7), which one compile of symbolic sizes serves.
 
 A failure is any exception from the bridge, a crash, any group or op left
 to PyTorch (every op of the grammar is one nnc-jit covers) for a reason other
@@ -770,6 +773,10 @@ def check(source, threads=2, stats=None):
     for i, draw in enumerate(zip(*draws)):
         if any(torch.equal(a, b) for a, b in zip(draw, draw[1:])):
             return "random output %d is the same at two calls" % random_[i]
+    if ns["MODE"] == "fx" and TORCH2:
+        why = check_dynamic(ns, eager, xs)
+        if why:
+            return why
     # A group or op left to PyTorch; an op kernel refuses an input shape
     # when it first sees it, and keeps its other shapes on nnc-jit.
     # On the lowering, an op it does not cover runs in PyTorch by design.
@@ -781,6 +788,69 @@ def check(source, threads=2, stats=None):
     if refused:
         return "refused: " + "; ".join("%s: %s" % (" ".join(r.ops[:4]), r.reason)
                                        for r in refused)
+    return None
+
+
+# (batch, sequence) of the calls at other shapes: sizes of 1 and primes.
+OTHER_SHAPES = ((1, 5), (3, 1), (5, 7))
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+
+
+def other_shape(xs, batch, sequence, seed):
+    """Inputs like xs (dtypes, layouts) of another batch and, for those of
+    rank 3 ([batch, sequence, features]), another sequence length."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for x in xs:
+        shape = list(x.shape)
+        shape[0] = batch
+        if x.dim() == 3:
+            shape[1] = sequence
+        y = torch.randn(shape, generator=g)
+        if x.dim() == 4 and not x.is_contiguous():
+            y = y.contiguous(memory_format=torch.channels_last)
+        out.append(y)
+    return out
+
+
+def check_dynamic(ns, eager, xs):
+    """The model through torch.compile(backend="nncjit", dynamic=True) (its
+    kernels of symbolic sizes, issue 63) at the example's shapes and at
+    OTHER_SHAPES, each compared with eager where eager takes it (a reshape
+    may name a size); None or what failed. No kernel may refuse its inputs:
+    Dynamo's graphs say every relation of their sizes."""
+    import nncjit.torch as nt
+    torch._dynamo.reset()
+    fast = torch.compile(copy.deepcopy(eager), backend="nncjit", dynamic=True)
+    eager = copy.deepcopy(eager)
+    random_ = ns.get("RANDOM", [])
+    calls = [("the example's shapes", xs)] + [
+        ("batch %d, sequence %d" % bs, other_shape(xs, *bs, ns_seed(ns) + 3 + i))
+        for i, bs in enumerate(OTHER_SHAPES)]
+    for name, args in calls:
+        before = copy.deepcopy(eager)
+        try:
+            with torch.no_grad():
+                want = eager(*args)
+        except Exception:  # noqa: BLE001 - eager refuses the shape: nothing to compare
+            eager = before
+            continue
+        refused = nt.stats()["refused"]
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = fast(*args)
+        except Exception:  # noqa: BLE001
+            return "torch.compile(dynamic=True) raised at %s: %s" % (name, _exception())
+        if nt.stats()["refused"] != refused:
+            return "torch.compile(dynamic=True) at %s: kernels refused their inputs " \
+                "(PyTorch's ops ran in their place)" % name
+        got, want = _flat(got), _flat(want)
+        why = difference([None if i in random_ else t for i, t in enumerate(got)],
+                         [None if i in random_ else t for i, t in enumerate(want)],
+                         lambda: _in_double(before, args))
+        if why:
+            return "torch.compile(dynamic=True) at %s: %s" % (name, why)
     return None
 
 

@@ -264,6 +264,29 @@ def test_a_graph_whose_sizes_no_kernel_can_check_is_compiled_per_shape():
             torch.testing.assert_close(fast(x), x.reshape(14, 64) * 2)
 
 
+def test_a_buffer_forward_updates_is_updated_once_a_call():
+    # Compiling a convolutional piece profiles it (optimize): that ran the
+    # buffer's update on the model's own buffer, each later call off by it.
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(1))
+            self.conv = torch.nn.Conv2d(4, 8, 3)
+
+        def forward(self, x):
+            self.calls.add_(1.0)
+            return self.conv(x) * self.calls
+    torch.manual_seed(0)
+    model, eager = M().eval(), M().eval()
+    eager.load_state_dict(model.state_dict())
+    fast = torch.compile(model, backend="nncjit")
+    x = torch.randn(1, 4, 10, 8)
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(fast(x), eager(x), rtol=1e-4, atol=1e-5)
+    assert float(model.calls) == 3.0
+
+
 def test_the_dims_the_caller_marks_dynamic_are_the_symbols():
     model = _encoder()
     fast, pieces = compiled(model)

@@ -28,6 +28,7 @@ import warnings
 
 import torch as _torch
 
+from ..check import _copy
 from ..fx_script import _attribute
 from ..script.module import optimize as _optimize
 from .backend import backend as _backend, dynamic_dims
@@ -57,6 +58,7 @@ class _Compiled:
         self.options = options
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         written = _written_placeholders(gm.graph)
+        self.written_at = {i for i, n in enumerate(placeholders) if n in written}
         # The parameters and buffers Dynamo passes as inputs (those the graph
         # does not write): constants of the kernels.
         self.bound = {i for i, (n, x) in enumerate(zip(placeholders, example_inputs))
@@ -135,6 +137,10 @@ class _Compiled:
         sizes of dynamic dims (dynamic: self.dynamic, or None)."""
         sized = {i for i, d in enumerate(dynamic or ()) if _is_size(inputs[i]) and d}
         gm = _specialized(self.gm, inputs, self.bound, sized)
+        # Compiling runs the graph (optimize's profiling, the checks): on
+        # copies of what it writes (a buffer that forward updates), which
+        # the call itself then updates once.
+        inputs = [_copy(x) if i in self.written_at else x for i, x in enumerate(inputs)]
         free = [i for i in range(len(inputs)) if i not in self.bound]
         if dynamic:
             # The graph's inputs now: the tensors and the sizes of dynamic dims.

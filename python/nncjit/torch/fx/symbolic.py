@@ -32,9 +32,13 @@ def propagate(gm, inputs, dynamic):
     dims, by (input, dim)."""
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
+    from torch._dispatch.python import enable_python_dispatcher
+
     mode, fakes, symbols = fake_inputs(inputs, dynamic)
     env = mode.shape_env
-    with mode:
+    # The Python dispatcher: ops whose C++ kernel reads sizes as numbers
+    # (constant_pad_nd) run their symbolic decomposition, as under Dynamo.
+    with mode, enable_python_dispatcher():
         FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
     _check_relations(env)
 
