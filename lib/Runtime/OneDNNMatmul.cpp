@@ -16,12 +16,18 @@
 // rows and speeds it at 1024),
 // so it is timed on the first call of each shape, on the call's data, and
 // kept for the shape; the weights in it are kept by their identity, as
-// convolutions' are.
+// convolutions' are. A kernel of symbolic sizes calls one weight with a
+// new number of rows at each new size (a batch, a sequence): there the
+// layout timed at its first size is taken without timing again, and the
+// weights laid out so are shared by every size whose primitive wants that
+// layout, so that a request of a new size pays a primitive's creation, not
+// the timing and a copy of the weights.
 //
 //===----------------------------------------------------------------------===//
 #include "OneDNNCommon.h"
 #include "nnc/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -41,8 +47,9 @@ struct MatmulEntry {
   memory::desc A, B, C, Scratch;
   std::string Impl;
   /// The constant right operand in the entry's layout (padded or oneDNN's),
-  /// or null: the call's own buffer.
-  std::unique_ptr<float, void (*)(void *)> Weights{nullptr, std::free};
+  /// or null: the call's own buffer. Shared by the entries of other sizes
+  /// of the same weights in the same layout (sharedWeights).
+  std::shared_ptr<float> Weights;
   size_t WeightBytes = 0;
   /// What Weights takes (PrimitiveCache's budget).
   size_t bytes() const { return WeightBytes; }
@@ -55,10 +62,59 @@ PrimitiveCache<MatmulEntry> &matmulCache() {
 }
 
 /// The layout chosen for constant weights of each shape (without their
-/// identity), so that each shape is timed once.
+/// identity), so that each shape is timed once; and for each weights (their
+/// identity, shape and the thread count), the layout timed at their first
+/// shape, which their other shapes take.
 std::map<std::string, MatmulWeights> &chosenLocked() {
   static std::map<std::string, MatmulWeights> Chosen;
   return Chosen;
+}
+
+/// Weights laid out for a primitive, by their key (weightsKey) and layout:
+/// while an entry holds them, another shape whose primitive wants the same
+/// layout takes them.
+struct LaidOut {
+  memory::desc Layout;
+  std::weak_ptr<float> Data;
+};
+std::map<std::string, std::vector<LaidOut>> &laidOutLocked() {
+  static std::map<std::string, std::vector<LaidOut>> Shared;
+  return Shared;
+}
+
+std::string weightsKey(const Tensor &B) {
+  return "weights " + identity(B) + shape(B) +
+         " threads=" + std::to_string(omp_get_max_threads());
+}
+
+/// B laid out as Layout: the copy another shape made, or a new one.
+std::shared_ptr<float> sharedWeights(const memory::desc &From, const Tensor &B,
+                                     const memory::desc &Layout,
+                                     size_t &Bytes) {
+  std::string Key = weightsKey(B);
+  Bytes = (Layout.get_size() + 63) / 64 * 64;
+  {
+    std::lock_guard<std::mutex> L(cacheMutex());
+    auto &List = laidOutLocked()[Key];
+    List.erase(std::remove_if(List.begin(), List.end(),
+                              [](const LaidOut &W) { return W.Data.expired(); }),
+               List.end());
+    for (LaidOut &W : List)
+      if (W.Layout == Layout)
+        if (std::shared_ptr<float> D = W.Data.lock())
+          return D;
+  }
+  std::shared_ptr<float> D(static_cast<float *>(std::aligned_alloc(64, Bytes)),
+                           std::free);
+  if (!D)
+    throw std::bad_alloc();
+  memory Src(From, engine(), B.Data), To(Layout, engine(), D.get());
+  thread_local dnnl::stream S(engine());
+  dnnl::reorder(Src, To).execute(S, Src, To);
+  S.wait();
+  std::lock_guard<std::mutex> L(cacheMutex());
+  laidOutLocked()[Key].push_back({Layout, D});
+  return D;
 }
 
 const char *layoutName(MatmulWeights W) {
@@ -108,15 +164,7 @@ std::shared_ptr<MatmulEntry> makeMatmul(const Tensor &Out, const Tensor &A,
   E->Impl = PD.impl_info_str();
   if (W != MatmulWeights::Plain) {
     memory::desc Layout = PD.weights_desc();
-    size_t Bytes = (Layout.get_size() + 63) / 64 * 64;
-    E->Weights.reset(static_cast<float *>(std::aligned_alloc(64, Bytes)));
-    if (!E->Weights)
-      throw std::bad_alloc();
-    E->WeightBytes = Bytes;
-    memory From(E->B, engine(), B.Data), To(Layout, engine(), E->Weights.get());
-    thread_local dnnl::stream S(engine());
-    dnnl::reorder(From, To).execute(S, From, To);
-    S.wait();
+    E->Weights = sharedWeights(E->B, B, Layout, E->WeightBytes);
     E->B = Layout;
   }
   return E;
@@ -180,6 +228,8 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
       if (Kept && W == MatmulWeights::Auto) {
         std::lock_guard<std::mutex> L(cacheMutex());
         auto It = chosenLocked().find(Shape);
+        if (It == chosenLocked().end())
+          It = chosenLocked().find(weightsKey(B));
         if (It != chosenLocked().end())
           W = It->second;
       }
@@ -218,6 +268,7 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
                 "]";
         std::lock_guard<std::mutex> L(cacheMutex());
         chosenLocked()[Shape] = W;
+        chosenLocked().emplace(weightsKey(B), W);
       } else if (Kept) {
         Note += ", weights in " + std::string(layoutName(W));
       }
