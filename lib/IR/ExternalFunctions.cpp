@@ -140,15 +140,18 @@ bool verifyMatmul(const ExternalCall &Call, DiagnosticEngine &Diags) {
   if (!C.bufCount(2, 2))
     return false;
   // args={1}: the right operand is constant (weights), which the runtime
-  // may keep in another layout.
-  auto *Flag = Call.ScalarArgs.size() == 1
-                   ? dyn_cast<IntImm>(Call.ScalarArgs[0])
-                   : nullptr;
-  if (Call.ScalarArgs.size() > 1 ||
-      (Call.ScalarArgs.size() == 1 &&
-       (!Flag || (Flag->Value != 0 && Flag->Value != 1))))
-    return C.fail("takes no scalar argument, or one: 1 if the right operand "
-                  "is constant (weights), else 0");
+  // may keep in another layout; a second 1: the number of rows varies from
+  // call to call (a symbolic size), for which the runtime keeps a primitive
+  // of any number of rows.
+  bool Flags = Call.ScalarArgs.size() <= 2;
+  for (const Expr &A : Call.ScalarArgs) {
+    auto *Flag = dyn_cast<IntImm>(A);
+    Flags &= Flag && (Flag->Value == 0 || Flag->Value == 1);
+  }
+  if (!Flags)
+    return C.fail("takes up to two scalar arguments, each 0 or 1: whether "
+                  "the right operand is constant (weights), and whether the "
+                  "number of rows varies");
   unsigned R = Call.Args[0].rank();
   if (R != 2 && R != 3)
     return C.fail("operands must have rank 2 (or 3 for a batch), not " +

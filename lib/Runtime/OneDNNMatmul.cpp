@@ -16,12 +16,19 @@
 // rows and speeds it at 1024),
 // so it is timed on the first call of each shape, on the call's data, and
 // kept for the shape; the weights in it are kept by their identity, as
-// convolutions' are. A kernel of symbolic sizes calls one weight with a
-// new number of rows at each new size (a batch, a sequence): there the
-// layout timed at its first size is taken without timing again, and the
-// weights laid out so are shared by every size whose primitive wants that
-// layout, so that a request of a new size pays a primitive's creation, not
-// the timing and a copy of the weights.
+// convolutions' are.
+//
+// A kernel of symbolic sizes calls one weight with a new number of rows at
+// each new size (a batch, a sequence), and says so (args={1, 1}: the rows
+// vary). Creating a primitive takes 0.2-0.35 ms (oneDNN 2.6's brgemm, Zen
+// 4), 4-5 ms for the 16 linear layers of a small encoder: a request of a
+// new size would wait that long. So the rows of the first call get their
+// own primitive, as above, and every other number of rows one primitive of
+// any number of rows (oneDNN's runtime dims, its gemm: 0.8-1.1x the
+// brgemm's time), made at the second; where the rows or the result are not
+// dense, each shape gets its own, and a constant weight takes the layout
+// timed at its first shape without timing again, the weights laid out so
+// shared by every shape that wants that layout.
 //
 //===----------------------------------------------------------------------===//
 #include "OneDNNCommon.h"
@@ -31,6 +38,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <memory>
 #include <new>
 #include <omp.h>
@@ -196,10 +204,52 @@ double fastestRun(MatmulEntry &E, const Tensor &Out, const Tensor &A,
   return Best;
 }
 
+
+/// Whether T is [rows, n] with dense rows.
+bool denseRows(const Tensor &T) {
+  return T.Sizes.size() == 2 && !T.Blocked && T.Strides[1] == 1 &&
+         T.Strides[0] == T.Sizes[1];
+}
+
+/// Out = A @ B for any number of rows of A (dense rows, as Out's), on one
+/// primitive of B's (runtime rows), made at the first call.
+void matmulAnyRows(const std::string &Key, const Tensor &Out, const Tensor &A,
+                   const Tensor &B) {
+  std::shared_ptr<MatmulEntry> E = matmulCache().find(Key);
+  int64_t K = A.Sizes[1], N = Out.Sizes[1];
+  if (!E) {
+    E = std::make_shared<MatmulEntry>();
+    E->B = descOf(B);
+    memory::desc AnyA({DNNL_RUNTIME_DIM_VAL, K}, memory::data_type::f32, {K, 1});
+    memory::desc AnyC({DNNL_RUNTIME_DIM_VAL, N}, memory::data_type::f32, {N, 1});
+    dnnl::matmul::primitive_desc PD(dnnl::matmul::desc(AnyA, E->B, AnyC),
+                                    engine());
+    E->Prim = dnnl::matmul(PD);
+    E->Impl = PD.impl_info_str();
+    addRuntimeNote(false, "matmul [*, " + std::to_string(K) + "] @ " +
+                              sizes(B) + ", of any number of rows: " + E->Impl);
+    matmulCache().insert(Key, E, [&](CacheStats &S) { S.LastImpl = E->Impl; });
+  }
+  std::unordered_map<int, memory> Args = {
+      {DNNL_ARG_SRC, memory(descOf(A), engine(), A.Data)},
+      {DNNL_ARG_WEIGHTS, memory(E->B, engine(), B.Data)},
+      {DNNL_ARG_DST, memory(descOf(Out), engine(), Out.Data)}};
+  // Its scratchpad is oneDNN's own (its size depends on the rows).
+  runWith(E->Prim, Args, memory::desc());
+}
+
+/// The right operands (a constant's weightsKey, another's shape) whose
+/// first number of rows has its primitive.
+std::set<std::string> &firstShapeLocked() {
+  static std::set<std::string> Seen;
+  return Seen;
+}
+
 } // namespace
 
 int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
-               bool ConstantB, std::string &Err, MatmulWeights Force) {
+               bool ConstantB, std::string &Err, MatmulWeights Force,
+               bool RowsVary) {
   size_t R = A.Sizes.size();
   size_t Off = R - 2;
   if (B.Sizes.size() != R || Out.Sizes.size() != R ||
@@ -221,6 +271,21 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
          std::to_string(static_cast<int>(Force));
   try {
     std::shared_ptr<MatmulEntry> E = matmulCache().find(K);
+    if (!E && RowsVary && denseRows(A) && denseRows(Out)) {
+      // Another number of rows than the operand's first: any rows' primitive.
+      std::string Right = Kept ? weightsKey(B)
+                               : shape(B) + " threads=" +
+                                     std::to_string(omp_get_max_threads());
+      bool Again;
+      {
+        std::lock_guard<std::mutex> L(cacheMutex());
+        Again = !firstShapeLocked().insert(Right).second;
+      }
+      if (Again) {
+        matmulAnyRows("matmul any rows " + Right, Out, A, B);
+        return 0;
+      }
+    }
     if (!E) {
       std::string Note = "matmul " + sizes(A) + " @ " + sizes(B) + " -> " +
                          sizes(Out);

@@ -255,10 +255,13 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
         return failWith("expected 2 input buffers");
       if (anyEmpty(Out, Bufs))
         return Reference();
-      // args={1}: the right operand is constant (weights).
-      bool ConstantB = IntArgs.size() == 1 && IntArgs[0] == 1;
+      // args={1}: the right operand is constant (weights); a second 1: the
+      // number of rows varies (a kernel of symbolic sizes).
+      bool ConstantB = !IntArgs.empty() && IntArgs[0] == 1;
+      bool RowsVary = IntArgs.size() == 2 && IntArgs[1] == 1;
       return nnc::onednn::matmul(T(Out), T(Bufs[0]), T(Bufs[1]), ConstantB,
-                                 Err) == 0
+                                 Err, nnc::onednn::MatmulWeights::Auto,
+                                 RowsVary) == 0
                  ? 0
                  : Reference();
     }

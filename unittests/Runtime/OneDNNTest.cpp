@@ -776,37 +776,45 @@ TEST(OneDNNMatmul, ConstantWeightsInEveryLayoutMatchTheReference) {
 } // namespace
 
 // A kernel of symbolic sizes calls one weight with a new number of rows at
-// each size: the layout timed at the first is taken without timing again,
-// and the weights laid out once serve every size whose primitive wants that
-// layout (issue 63: a request of a new size must not stall on them).
-TEST(OneDNNMatmul, WeightsOfOneLayoutServeEveryNumberOfRows) {
+// each size (issue 63: a request of a new size must not wait for the
+// creation of primitives). The weight's first number of rows gets a
+// primitive of its own, its layout timed; the others, one primitive of any
+// number of rows, made once. Rows that are not dense get a primitive of
+// their own each, with the layout timed at the first, not timed again.
+TEST(OneDNNMatmul, WeightsServeEveryNumberOfRows) {
   std::mt19937 R(11);
-  HostBuffer B = make({96, 80}, false, R);
-  bool Was = recordRuntimeNotes(true);
-  takeRuntimeNotes();
-  for (int64_t M : {32, 7, 1, 129}) {
-    HostBuffer A = make({M, 96}, false, R);
-    HostBuffer Want = make({M, 80}, false, R), Got = make({M, 80}, false, R);
-    ASSERT_EQ(runReferenceExternal(ExternalFunc::Matmul, ref(Want),
-                                   {ref(A), ref(B)}, {}, {}),
-              "");
-    std::string Err;
-    for (int Call = 0; Call < 2; ++Call) {
-      ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(B), true, Err),
-                0)
-          << Err;
-      EXPECT_LT(relDiff(Got, Want), 1e-5) << M;
+  for (bool Dense : {true, false}) {
+    HostBuffer B = make({96, 80}, false, R);
+    bool Was = recordRuntimeNotes(true);
+    takeRuntimeNotes();
+    for (int64_t M : {32, 7, 1, 129}) {
+      HostBuffer A = Dense ? make({M, 96}, false, R) : make({M, 96}, {100, 1}, R);
+      HostBuffer Want = make({M, 80}, false, R), Got = make({M, 80}, false, R);
+      ASSERT_EQ(runReferenceExternal(ExternalFunc::Matmul, ref(Want),
+                                     {ref(A), ref(B)}, {}, {}),
+                "");
+      std::string Err;
+      for (int Call = 0; Call < 2; ++Call) {
+        ASSERT_EQ(onednn::matmul(tensor(Got), tensor(A), tensor(B), true, Err,
+                                 onednn::MatmulWeights::Auto, /*RowsVary=*/true),
+                  0)
+            << Err;
+        EXPECT_LT(relDiff(Got, Want), 1e-5) << M;
+      }
     }
-  }
-  std::vector<RuntimeNote> Notes = takeRuntimeNotes();
-  recordRuntimeNotes(Was);
-  int Timed = 0, Taken = 0;
-  for (const RuntimeNote &N : Notes)
-    if (N.Text.find("@ [96, 80] -> ") != std::string::npos) {
+    std::vector<RuntimeNote> Notes = takeRuntimeNotes();
+    recordRuntimeNotes(Was);
+    int Timed = 0, Taken = 0, AnyRows = 0;
+    for (const RuntimeNote &N : Notes) {
+      AnyRows += N.Text.find("matmul [*, 96] @ [96, 80], of any number of rows: ") == 0;
+      if (N.Text.find("@ [96, 80] -> ") == std::string::npos)
+        continue;
       Timed += N.Text.find("[timed: ") != std::string::npos;
       Taken += N.Text.find(", weights in ") != std::string::npos &&
                N.Text.find("[timed: ") == std::string::npos;
     }
-  EXPECT_EQ(Timed, 1) << "the layout is timed at the first number of rows";
-  EXPECT_EQ(Taken, 3) << "and taken at the others";
+    EXPECT_EQ(Timed, 1) << "the layout is timed at the first number of rows";
+    EXPECT_EQ(AnyRows, Dense ? 1 : 0);
+    EXPECT_EQ(Taken, Dense ? 0 : 3) << "the timed layout is taken at the others";
+  }
 }

@@ -71,10 +71,13 @@ enum class MatmulWeights { Auto, Plain, Dense, Padded, OneDNN };
 
 /// Out = A @ B for 2-D or batched 3-D tensors. ConstantB: B holds the same
 /// values at every call with its address (weights), so a 2-D B may be kept
-/// in another layout, made once (Force: which; tests use it).
+/// in another layout, made once (Force: which; tests use it). RowsVary:
+/// the call's number of rows is a symbolic size of its kernel, so that the
+/// rows of the first call get a primitive of their own and every other
+/// number of rows one primitive of any (oneDNN's runtime dims), made once.
 int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
                bool ConstantB, std::string &Err,
-               MatmulWeights Force = MatmulWeights::Auto);
+               MatmulWeights Force = MatmulWeights::Auto, bool RowsVary = false);
 
 /// Out = softmax(Scale * Q @ K^T + Mask) @ V over the last dim, for 4-D
 /// tensors [batch, heads, rows, width] (lib/Runtime/Attention.cpp): one pass

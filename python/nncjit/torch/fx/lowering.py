@@ -739,9 +739,14 @@ class KernelWriter:
             b = self.operand(y, b_shape)
         c = self.allocate("mm", c_shape)
         # args={1}: a constant right operand (weights), which the runtime
-        # may keep in a faster layout (docs/Runtime.md).
+        # may keep in a faster layout; a second 1: the number of rows is a
+        # symbolic size, for which it keeps a primitive of any number of
+        # rows (docs/Runtime.md).
+        flags = ["1ll" if y.constant is not None else "0ll", "1ll"] \
+            if len(c_shape) == 2 and is_symbolic(c_shape[0]) else \
+            ["1ll"] if y.constant is not None else []
         self.lines.append("  %s = nnc_aten_matmul(buf_args={%s, %s}, args={%s});" % (
-            c, a, b, "1ll" if y.constant is not None else ""))
+            c, a, b, ", ".join(flags)))
         self.products[op.output] = (c, len(c_shape), bias, op.attrs.get("alpha", 1.0),
                                      op.attrs.get("beta", 1.0))
 
