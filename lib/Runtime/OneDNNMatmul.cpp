@@ -25,7 +25,7 @@
 // new size would wait that long. So the rows of the first call get their
 // own primitive, as above, and every other number of rows one primitive of
 // any number of rows (oneDNN's runtime dims, its gemm: 0.8-1.1x the
-// brgemm's time), made at the second; where the rows or the result are not
+// brgemm's time), made at the first too; where the rows or the result are not
 // dense, each shape gets its own, and a constant weight takes the layout
 // timed at its first shape without timing again, the weights laid out so
 // shared by every shape that wants that layout.
@@ -281,10 +281,12 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
         std::lock_guard<std::mutex> L(cacheMutex());
         Again = !firstShapeLocked().insert(Right).second;
       }
-      if (Again) {
-        matmulAnyRows("matmul any rows " + Right, Out, A, B);
+      // The first call makes (and runs once, which generates its code) the
+      // primitive of any rows too, so that no later size waits for it; its
+      // result is then overwritten by the first rows' own primitive.
+      matmulAnyRows("matmul any rows " + Right, Out, A, B);
+      if (Again)
         return 0;
-      }
     }
     if (!E) {
       std::string Note = "matmul " + sizes(A) + " @ " + sizes(B) + " -> " +

@@ -74,7 +74,8 @@ enum class MatmulWeights { Auto, Plain, Dense, Padded, OneDNN };
 /// in another layout, made once (Force: which; tests use it). RowsVary:
 /// the call's number of rows is a symbolic size of its kernel, so that the
 /// rows of the first call get a primitive of their own and every other
-/// number of rows one primitive of any (oneDNN's runtime dims), made once.
+/// number of rows one primitive of any (oneDNN's runtime dims), made at the
+/// first call too.
 int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
                bool ConstantB, std::string &Err,
                MatmulWeights Force = MatmulWeights::Auto, bool RowsVary = false);
