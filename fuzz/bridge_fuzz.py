@@ -6,7 +6,8 @@ Each seed gives a random small PyTorch model, written as Python source from
 a grammar of the ops the bridge supports: convolutions (any groups, stride,
 padding, dilation, with or without bias), linear layers and matmuls,
 pooling, add/mul/cat/split/reshape/transpose/permute, activations, softmax,
-layer and batch norm, masks with -inf, channel shuffle, squeeze-excite,
+layer and batch norm, masks with -inf (a causal one sliced to the
+sequence's length, as GPT's), channel shuffle, squeeze-excite,
 attention written out, torch's encoder layer and multi-head attention,
 gated units (chunk), slices, where and means over rows, box decoding
 (columns and strided slices of the last dimension),
@@ -268,10 +269,16 @@ class ModelWriter:
             q.name, k.name, 1 / q.shape[-1] ** 0.5))
         if self.r.random() < 0.6:
             name = self._fresh("causal")
+            # A mask of the sequence's length, or (GPT's) one of the longest
+            # sequence sliced to the call's length (issue 63: a slice by the
+            # size of an activation).
+            longest = t if self.r.random() < 0.5 else t + 9
             self.init.append("self.register_buffer('%s', torch.ones(%d, %d).triu(1).bool())"
-                             % (name, t, t))
-            scores = self._emit("seq", scores.shape, "%s.masked_fill(self.%s, float('-inf'))"
-                                % (scores.name, name))
+                             % (name, longest, longest))
+            mask = "self.%s" % name if longest == t else \
+                "self.%s[:%s.size(1), :%s.size(1)]" % (name, v.name, v.name)
+            scores = self._emit("seq", scores.shape, "%s.masked_fill(%s, float('-inf'))"
+                                % (scores.name, mask))
         p = self._emit("seq", scores.shape, "torch.softmax(%s, -1)" % scores.name)
         return self._emit("seq", (n, t, d), "torch.matmul(%s, %s)" % (p.name, v.name))
 

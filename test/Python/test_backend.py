@@ -1202,3 +1202,18 @@ def test_a_relation_of_dynamic_sizes_no_kernel_checks_is_refused():
     gm = torch.fx.symbolic_trace(lambda x: x.view(2, 7, 4, 16).softmax(-1))
     fast = nt.backend(gm, [torch.randn(2, 7, 64)], dynamic=True)
     assert "x0: f32[2, 7, 64]" in fast.report[0].kernel
+
+
+@pytest.mark.parametrize("compare", ["eq", "ne", "lt", "gt", "le", "ge"])
+def test_comparisons_with_a_number_are_masks_with_nans_as_pytorch_has_them(compare):
+    # A mask's `bias == 0`: a bool that where / masked_fill take. NaN compares
+    # false but for !=, in PyTorch as in the kernel.
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.where(getattr(torch, compare)(x, 0.5), x * 2, -x)
+    model = M()
+    x = torch.tensor([[0.5, float("nan"), -1.0, 2.0, float("inf"), float("-inf"), 0.0, 0.49]])
+    fast = nt.backend(torch.fx.symbolic_trace(model), [x])
+    assert all(r.on_nncjit for r in fast.report), fast.summary()
+    assert compare in " ".join(fast.report[0].ops)
+    torch.testing.assert_close(fast(x), model(x), equal_nan=True)

@@ -52,7 +52,7 @@ def test_generator_covers_the_grammar():
                    "torch.where(", "[:, 1:]", ".mean(-1, keepdim=True)",
                    "approximate='tanh'", "MODE = 'fx'", "torch.pow(", ".add_(1.0)",
                    "torch.rand_like(self.", "F.dropout(self.", "RANDOM = [", ") * 2.0",
-                   ".t(),", "torch.roll(", "F.pad("]:
+                   ".t(),", "torch.roll(", "F.pad(", ".size(1), :"]:
         assert needle in text, needle
     # Depthwise convolutions: groups equal to the input channels.
     assert any("groups=%d," % c in text for c in (3, 4, 6, 8, 12, 16))

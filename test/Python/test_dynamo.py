@@ -64,6 +64,27 @@ class Decoder(torch.nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+class SlicedMaskDecoder(torch.nn.Module):
+    """A GPT block as nanoGPT writes it: a causal mask for the longest
+    sequence, a buffer, sliced to the block's input length at each call."""
+
+    def __init__(self, e=32, h=4, longest=64):
+        super().__init__()
+        self.h = h
+        self.ln = torch.nn.LayerNorm(e)
+        self.qkv, self.proj = torch.nn.Linear(e, 3 * e), torch.nn.Linear(e, e)
+        self.register_buffer("bias", torch.tril(torch.ones(longest, longest)))
+
+    def forward(self, x):
+        b, t, e = x.size()
+        q, k, v = self.qkv(self.ln(x)).split(e, dim=2)
+        q, k, v = (z.view(b, t, self.h, e // self.h).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (e // self.h) ** 0.5)
+        att = att.masked_fill(self.bias[:t, :t] == 0, float("-inf"))
+        y = torch.softmax(att, -1) @ v
+        return x + self.proj(y.transpose(1, 2).reshape(b, t, e))
+
+
 def _cnn():
     torch.manual_seed(0)
     return torch.nn.Sequential(
@@ -238,6 +259,29 @@ def test_one_compile_serves_every_batch_and_sequence(make):
     assert ok, reports
     assert all(re.search(r"\bs\d+: i64", r.kernel) for r in reports), reports
     assert nt.stats()["refused"] == refused
+
+
+def test_a_mask_sliced_to_the_sequence_length_serves_every_length():
+    # Issue 63: the GPT case. Two blocks, the second slicing its mask by the
+    # size of the first's output; one compile, every region on nnc-jit.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(SlicedMaskDecoder(), SlicedMaskDecoder()).eval()
+    pieces = []
+
+    def backend(gm, example_inputs):
+        pieces.append(nt.nncjit_backend(gm, example_inputs))
+        return pieces[-1]
+    fast = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for b, n in [(2, 7), (3, 63), (5, 2), (2, 31)]:
+            x = torch.randn(b, n, 32)
+            torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-4)
+        assert len(pieces) == 1 and len(pieces[0].compiled) == 1, pieces
+        ok, reports = on_nncjit(pieces)
+        assert ok, reports
+        # Longer than the mask: PyTorch's broadcast fails, and so does the call.
+        with pytest.raises(RuntimeError, match="Attempting to broadcast a dimension"):
+            fast(torch.randn(2, 65, 32))
 
 
 def test_a_batch_of_one_is_served_by_the_compile_for_every_size():

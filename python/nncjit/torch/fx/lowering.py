@@ -34,7 +34,7 @@ import re
 import torch as _torch
 
 from ..kernel_text import _decl, _dense_strides, _int_text
-from .opgraph import BINARY, UNARY, VIEWS, Value
+from .opgraph import BINARY, COMPARISONS, UNARY, VIEWS, Value
 from .symbolic import free_symbols, is_symbolic, less
 
 
@@ -193,7 +193,7 @@ _POW_FORMS = {
 }
 # Ops of masks, recomputed where each use reads them (an index expression):
 # never in memory, which keeps a bool one an int expression.
-_MASKS = {"full", "triu", "tril", "causal"}
+_MASKS = {"full", "triu", "tril", "causal"} | set(COMPARISONS)
 # Ops that are oneDNN calls, whose results are in memory.
 _CALLS = {"linear", "matmul", "conv2d"}
 _REDUCTIONS = {"softmax", "log_softmax", "layer_norm", "sum", "mean"}
@@ -469,6 +469,10 @@ class KernelWriter:
                                                 _ll(op.attrs["diagonal"]))
             zero = "0" if v.dtype == _torch.bool else "0.f"
             return "IfThenElse(%s, %s, %s)" % (kept, self.load(x, idx), zero)
+        if k in COMPARISONS:
+            # NaN compares false, but for != (C's and PyTorch's rule).
+            return "((%s)%s%s ? 1 : 0)" % (self.load(op.inputs[0], idx), COMPARISONS[k],
+                                           _lit(op.inputs[1]))
         if k == "causal":
             # 1 where the key (the last index) is not after the query.
             return "(%s<=%s ? 1 : 0)" % (idx[-1], idx[-2])

@@ -68,6 +68,8 @@ UNARY = {"neg", "relu", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp",
          "log", "sqrt", "rsqrt", "abs", "erf", "identity", "hardswish", "hardsigmoid",
          "clamp", "leaky_relu"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}
+# A tensor compared with a number: a bool tensor (masks).
+COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 # Ops whose result PyTorch makes a view of their input (the lowering, an
 # index map).
 VIEWS = {"reshape", "permute", "identity", "index", "expand"}
@@ -76,6 +78,9 @@ _FUNCTIONS = {
     operator.add: "add", _torch.add: "add", operator.sub: "sub", _torch.sub: "sub",
     operator.mul: "mul", _torch.mul: "mul", operator.truediv: "div", _torch.div: "div",
     operator.neg: "neg", _torch.neg: "neg", operator.pow: "pow", _torch.pow: "pow",
+    operator.eq: "eq", _torch.eq: "eq", operator.ne: "ne", _torch.ne: "ne",
+    operator.lt: "lt", _torch.lt: "lt", operator.gt: "gt", _torch.gt: "gt",
+    operator.le: "le", _torch.le: "le", operator.ge: "ge", _torch.ge: "ge",
     _torch.maximum: "maximum", _torch.minimum: "minimum",
     _torch.relu: "relu", F.relu: "relu", _torch.sigmoid: "sigmoid", F.silu: "silu",
     _torch.tanh: "tanh", _torch.exp: "exp", _torch.log: "log", _torch.sqrt: "sqrt",
@@ -120,7 +125,8 @@ _METHODS = {
     "expand_as": "expand", "masked_fill": "masked_fill", "index_select": "index_select",
     "sum": "sum", "mean": "mean", "addmm": "addmm", "baddbmm": "addmm",
     "clamp": "clamp", "roll": "roll", "clone": "identity", "swapaxes": "transpose",
-    "triu": "triu", "tril": "tril",
+    "triu": "triu", "tril": "tril", "eq": "eq", "ne": "ne", "lt": "lt", "gt": "gt",
+    "le": "le", "ge": "ge",
     "swapdims": "transpose",
 }
 _A = _torch.ops.aten
@@ -129,6 +135,7 @@ _A = _torch.ops.aten
 _ATEN = {
     _A.add: "add", _A.sub: "sub", _A.mul: "mul", _A.div: "div", _A.neg: "neg",
     _A.pow: "pow", _A.maximum: "maximum", _A.minimum: "minimum", _A.relu: "relu",
+    _A.eq: "eq", _A.ne: "ne", _A.lt: "lt", _A.gt: "gt", _A.le: "le", _A.ge: "ge",
     _A.sigmoid: "sigmoid", _A.tanh: "tanh", _A.silu: "silu", _A.gelu: "gelu",
     _A.exp: "exp", _A.log: "log", _A.sqrt: "sqrt", _A.rsqrt: "rsqrt", _A.abs: "abs",
     _A.erf: "erf", _A._softmax: "softmax", _A._log_softmax: "log_softmax",
@@ -470,6 +477,13 @@ def _canonical(kind, node, args, kwargs, value_of, module):
         if not isinstance(value, (int, float)):
             raise _Unsupported("full of a %s" % type(value).__name__)
         return "full", [], {"value": value}
+    if kind in COMPARISONS:
+        # A float32 tensor against a number (a mask's `== 0`): a bool.
+        x, y = (val(_arg(node, args, kwargs, i, n)) for i, n in enumerate(("input", "other")))
+        if not isinstance(x, Value) or isinstance(y, Value) or \
+                not isinstance(y, (int, float)) or isinstance(y, bool):
+            raise _Unsupported("%s of a tensor and a tensor, or of a number first" % kind)
+        return kind, [x, y], {}
     if kind in ("triu", "tril"):
         x = val(_arg(node, args, kwargs, 0, "input"))
         diagonal = _arg(node, args, kwargs, 1, "diagonal", 0)
