@@ -15,13 +15,14 @@ backend's kernels do not lay out: docs/performance.md, "Against Inductor").
 Where Dynamo traces sizes as symbols (torch.compile(dynamic=True),
 torch._dynamo.mark_dynamic, or after a call at a new shape), a piece that
 is not convolutional is compiled once for every size of its dynamic dims:
-its kernels take them as symbols (fx/symbolic.py). The dynamic dims are the dims Dynamo made
-symbolic, except under dynamic=True, which makes every dim symbolic: then
-only the batch dim and a transformer's sequence dim (backend.dynamic_dims),
-and each other size a call brings is compiled on its own, as is a call
-of a dynamic size 0, or of 1 before the compile for every size is made
-(a size the symbols are not compiled at), up to MAX_SHAPES such compiles; later ones run the piece in PyTorch, warned
-once. A call with gradients on runs the piece in PyTorch too (warned once):
+its kernels take them as symbols (fx/symbolic.py). The dynamic dims are
+the dims Dynamo made symbolic, except under dynamic=True, which makes every
+dim symbolic: then only the batch dim and a transformer's sequence dim
+(backend.dynamic_dims). Each other size a call brings is compiled on its
+own, as is a call of a dynamic size 0, or of 1 before the compile for
+every size is made (the symbols are compiled at sizes of 2 or more), up to
+MAX_SHAPES such compiles; later ones run the piece in PyTorch, warned once.
+A call with gradients on runs the piece in PyTorch too (warned once):
 nnc-jit's kernels compute no gradients."""
 
 import warnings
@@ -141,7 +142,7 @@ class _Compiled:
         # copies of what it writes (a buffer that forward updates), which
         # the call itself then updates once.
         inputs = [_copy(x) if i in self.written_at else x for i, x in enumerate(inputs)]
-        free = [i for i in range(len(inputs)) if i not in self.bound]
+        free = self.free_at
         if dynamic:
             # The graph's inputs now: the tensors and the sizes of dynamic dims.
             kept = [i for i in free if i in sized or not _is_size(inputs[i])]
