@@ -45,8 +45,9 @@ its top.
 - script/: the TorchScript front end, optimize (NNC's fusion groups, for
   torch 1.13 and 2) and export.
 - fx/: the FX front ends, backend (nnc-jit's own lowering of torch.fx
-  graphs: opgraph, lowering) and, on torch 2, dynamo (torch.compile(model,
-  backend="nncjit")) with fold (constant folding per shape).
+  graphs: opgraph, lowering; symbolic, the sizes of dynamic shapes) and,
+  on torch 2, dynamo (torch.compile(model, backend="nncjit")) with fold
+  (constant folding per shape).
 - shared: common (reports, refusals, dtypes), check (kernels against
   PyTorch), kernels (compiling, the operator library, stats), kernel_text
   (.nnc signatures), deploy and fx_script (save and load without Python).
