@@ -1217,3 +1217,14 @@ def test_comparisons_with_a_number_are_masks_with_nans_as_pytorch_has_them(compa
     assert all(r.on_nncjit for r in fast.report), fast.summary()
     assert compare in " ".join(fast.report[0].ops)
     torch.testing.assert_close(fast(x), model(x), equal_nan=True)
+
+
+@pytest.mark.skipif(TORCH2, reason="torch 1.13's refusal")
+def test_dynamic_shapes_on_torch_1_13_are_refused_by_message():
+    model = torch.nn.Linear(4, 4).eval()
+    x = torch.randn(2, 4)
+    with pytest.raises(ValueError, match=r"nncjit: dynamic shapes need torch 2 "
+                       r"\(its symbolic sizes\)"):
+        nt.backend(torch.fx.symbolic_trace(model), [x], dynamic=True)
+    with pytest.raises(ValueError, match=r"nncjit: dynamic shapes need torch 2"):
+        nt.optimize(torch.jit.script(model), [x], dynamic=True)

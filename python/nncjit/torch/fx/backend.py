@@ -337,6 +337,8 @@ def backend(gm, example_inputs, check=True, rtol=1e-4, atol=1e-5, fuse_attention
     _remove_dead_code(gm.graph)
     _reshapes_of_any_layout(gm)
     if dynamic is not None:
+        if int(_torch.__version__.split(".")[0]) < 2:
+            raise ValueError("nncjit: dynamic shapes need torch 2 (its symbolic sizes)")
         if dynamic is True:
             dynamic = dynamic_dims(example_inputs)
         if len(dynamic) != len(example_inputs):
