@@ -698,7 +698,6 @@ def _compile(ns, model, xs, threads):
 def check(source, threads=2, stats=None):
     """Runs one model through the bridge; returns None or what failed.
     stats, a dict, counts the groups and ops that ran on nnc-jit."""
-    import nncjit.torch as nt
     ns = load(source)
     try:
         model, xs = ns["model"](), ns["inputs"]()
@@ -744,17 +743,13 @@ def check(source, threads=2, stats=None):
                        ("another batch size", other)):
         if args is None:
             continue
-        refused = nt.stats()["refused"]
         try:
             # The first refusal's warning (another batch size): the
             # stats say what it would.
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                got = fast(*args)
+            got, refused = _counting_refusals(fast, args)
         except Exception:  # noqa: BLE001
             return "the optimized model raised on %s: %s" % (name, _exception())
         # Inputs of the example's shapes run every kernel of the graph.
-        refused = nt.stats()["refused"] - refused
         if args is not other and refused:
             return "on %s: kernels refused their inputs %d times (PyTorch's ops " \
                 "ran in their place)" % (name, refused)
@@ -826,7 +821,6 @@ def check_dynamic(ns, eager, xs):
     OTHER_SHAPES, each compared with eager where eager takes it (a reshape
     may name a size); None or what failed. No kernel may refuse its inputs:
     Dynamo's graphs say every relation of their sizes."""
-    import nncjit.torch as nt
     torch._dynamo.reset()
     fast = torch.compile(copy.deepcopy(eager), backend="nncjit", dynamic=True)
     eager = copy.deepcopy(eager)
@@ -842,14 +836,11 @@ def check_dynamic(ns, eager, xs):
         except Exception:  # noqa: BLE001 - eager refuses the shape: nothing to compare
             eager = before
             continue
-        refused = nt.stats()["refused"]
         try:
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                got = fast(*args)
+            got, refused = _counting_refusals(fast, args)
         except Exception:  # noqa: BLE001
             return "torch.compile(dynamic=True) raised at %s: %s" % (name, _exception())
-        if nt.stats()["refused"] != refused:
+        if refused:
             return "torch.compile(dynamic=True) at %s: kernels refused their inputs " \
                 "(PyTorch's ops ran in their place)" % name
         got, want = _flat(got), _flat(want)
@@ -859,6 +850,17 @@ def check_dynamic(ns, eager, xs):
         if why:
             return "torch.compile(dynamic=True) at %s: %s" % (name, why)
     return None
+
+
+def _counting_refusals(fast, args):
+    """fast(*args) without gradients or warnings, and how many times its
+    kernels refused their inputs meanwhile."""
+    import nncjit.torch as nt
+    refused = nt.stats()["refused"]
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fast(*args)
+    return got, nt.stats()["refused"] - refused
 
 
 def _exception():
