@@ -47,7 +47,7 @@ if [ "${NNC_TORCH2:-1}" != 0 ]; then
     echo "setup: making $VENV (torch 2, $REQUIREMENTS)"
     rm -rf "$VENV"
     /usr/bin/python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQUIREMENTS"
+    "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check -r "$REQUIREMENTS"
     cp "$REQUIREMENTS" "$VENV/nncjit-requirements.txt"
   fi
 fi

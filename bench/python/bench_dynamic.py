@@ -24,7 +24,9 @@ decoder of 4 blocks with F.scaled_dot_product_attention, is_causal=True),
 batch 1; torchvision's names at 224x224 at each batch.
 """
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -34,6 +36,7 @@ from benchutil import cpu_name, interleaved, restart_without_openblas_overrides 
 
 restart_without_openblas_overrides("bench_dynamic")
 _CACHE = tempfile.mkdtemp(prefix="bench_dynamic_")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_CACHE, "inductor")
 
 import torch  # noqa: E402

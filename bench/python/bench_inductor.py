@@ -16,7 +16,9 @@ nn.TransformerEncoder of 4 layers, 256 wide, sequence 128), `gpt` (a
 decoder of 4 blocks with F.scaled_dot_product_attention, is_causal=True).
 """
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -28,6 +30,7 @@ from benchutil import (add_isa_args, cpu_name, interleaved, nnc_features,  # noq
 restart_without_openblas_overrides("bench_inductor")
 # Cold caches: Inductor's and nnc-jit's in a directory of this process.
 _CACHE = tempfile.mkdtemp(prefix="bench_inductor_")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_CACHE, "inductor")
 
 import torch  # noqa: E402
