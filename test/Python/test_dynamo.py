@@ -394,3 +394,45 @@ def test_weights_dynamo_keeps_as_attributes_are_constants():
         torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
     assert not any(p.bound for p in pieces)
     assert on_nncjit(pieces)[0]
+
+
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_a_channel_shuffle_is_one_op_in_the_inputs_layout(layout):
+    """ShuffleNet's view, transpose, contiguous and view, whose sizes Dynamo
+    traces as numbers, become torch.channel_shuffle: optimize keeps a
+    channels-last tensor channels-last through it (script/capture.py does
+    this for a scripted model)."""
+    from test_torch import ChannelShuffle
+    torch.manual_seed(0)
+    model = ChannelShuffle().eval().to(memory_format=layout)
+    fast, pieces = compiled(model)
+    x = torch.randn(2, 8, 6, 6).contiguous(memory_format=layout)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
+    [piece] = pieces
+    graph = piece.last.graph
+    assert graph.findAllNodes("aten::channel_shuffle") and \
+        not graph.findAllNodes("aten::transpose"), graph
+    assert on_nncjit(pieces)[0]
+
+
+class _SwapsRowsAndColumns(torch.nn.Module):
+    """The shuffle's views around a transpose of the last two dims: not a
+    channel shuffle."""
+
+    def forward(self, x):
+        b, c, h, w = x.size()
+        return x.view(b, 2, c // 2, h, w).transpose(3, 4).contiguous().view(b, -1, h, w) + 1.0
+
+
+def test_a_view_that_is_not_a_channel_shuffle_is_left_alone():
+    model = _SwapsRowsAndColumns()
+    fast, pieces = compiled(model)
+    x = torch.randn(2, 8, 6, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), model(x))
+    assert not dynamo._convolutional(pieces[0].gm)
+    gm = pieces[0].gm
+    before = [n.target for n in gm.graph.nodes]
+    dynamo._channel_shuffles(gm)
+    assert [n.target for n in gm.graph.nodes] == before

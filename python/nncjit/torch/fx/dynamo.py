@@ -161,6 +161,7 @@ class _Compiled:
         fold_constants(gm, tensors)
         self.last = None
         if _convolutional(gm):
+            _channel_shuffles(gm)
             try:
                 with warnings.catch_warnings():
                     # Scripting a GraphModule says this of its attributes.
@@ -194,6 +195,62 @@ def _convolutional(gm):
     return bool(kinds & {"conv2d", "aten_conv"}) and not kinds & {
         "softmax", "safe_softmax", "sdpa", "sdpa_cpu", "attention", "encoder_layer",
         "mha_forward"}
+
+
+def _channel_shuffles(gm):
+    """Rewrites torchvision's channel shuffle (ShuffleNet) in gm, a piece of
+    static shapes, as Dynamo traces it:
+
+        x.view(b, g, c // g, h, w), torch.transpose(_, 1, 2), .contiguous(),
+        .view(b, c, h, w)   (or -1 for c)
+
+    as torch.channel_shuffle(x, g): the same values, in x's memory format
+    and one pass (script/capture.py's _channel_shuffles does this for a
+    scripted model; its sizes are x.size()'s, here they are numbers, which
+    Dynamo's guards hold for this piece). Only where the traced shapes say
+    that the views are x's."""
+    def shape(n):
+        value = n.meta.get("example_value") if isinstance(n, _torch.fx.Node) else None
+        return tuple(value.shape) if isinstance(value, _torch.Tensor) else None
+
+    def only_user(n, is_op):
+        users = list(n.users)
+        return users[0] if len(users) == 1 and is_op(users[0]) else None
+
+    def method(name):
+        return lambda n: n.op == "call_method" and n.target == name
+
+    def view_sizes(n):
+        sizes = n.args[1:]
+        return tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) \
+            else tuple(sizes)
+    for v1 in list(gm.graph.nodes):
+        if not method("view")(v1) or v1.kwargs:
+            continue
+        x = v1.args[0]
+        t = only_user(v1, lambda n: n.target in (_torch.transpose, "transpose") and
+                      n.op in ("call_function", "call_method") and
+                      tuple(n.args[1:]) + tuple(n.kwargs.values()) == (1, 2))
+        c = t and only_user(t, lambda n: method("contiguous")(n) and len(n.args) == 1 and
+                            not n.kwargs)
+        v2 = c and only_user(c, lambda n: method("view")(n) and not n.kwargs)
+        xs = shape(x)
+        if v2 is None or xs is None or len(xs) != 4 or shape(v2) != xs:
+            continue
+        b, channels, h, w = xs
+        sizes = view_sizes(v1)
+        groups = sizes[1] if len(sizes) == 5 and isinstance(sizes[1], int) else 0
+        if groups < 1 or channels % groups or \
+                sizes != (b, groups, channels // groups, h, w) or \
+                view_sizes(v2) not in ((b, channels, h, w), (b, -1, h, w)):
+            continue
+        with gm.graph.inserting_before(v2):
+            shuffle = gm.graph.call_function(_torch.channel_shuffle, (x, groups))
+        shuffle.meta = dict(v2.meta)
+        v2.replace_all_uses_with(shuffle)
+        for n in (v2, c, t, v1):
+            gm.graph.erase_node(n)
+    gm.recompile()
 
 
 def _is_state(node, x):
