@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.fx
 
+import nncjit
 import nncjit.torch as nt
 from nncjit.torch.fx import opgraph
 from nncjit.torch.fx.backend import partition
@@ -916,6 +917,55 @@ def test_resnet18_is_one_kernel():
     model = torchvision.models.resnet18().eval()
     opt = run(model, torch.randn(1, 3, 64, 64))
     assert opt.report[0].ops.count("conv2d") == 20
+
+
+def test_a_convolutional_region_keeps_its_activations_channels_last():
+    """Between convolutions, the kernel's temporaries are channels-last
+    (oneDNN's fastest layout on AVX-512, and what conv-layouts starts
+    from on AVX2), every Allocate comes first, and no loop runs over a dim
+    of 1: so fuse-conv-post-ops folds each relu and residual add into the
+    convolution before it."""
+    import torchvision
+    torch.manual_seed(0)
+    block = torchvision.models.resnet.BasicBlock(8, 8).eval()
+    opt = run(block, torch.randn(1, 8, 6, 6))
+    text = opt.report[0].kernel
+    body = text.split(") {\n", 1)[1].splitlines()
+    nhwc = "sizes=[1ll, 8ll, 6ll, 6ll], strides=[288ll, 1ll, 48ll, 8ll]"
+    assert text.count("nnc_aten_conv2d") == 2 and text.count(nhwc) >= 3, text
+    allocates = [i for i, line in enumerate(body) if "Allocate(" in line]
+    assert allocates == list(range(len(allocates))), text
+    assert "< 1ll;" not in text, text
+    remarks = nncjit.remarks(text)
+    assert remarks.count("fused into the convolution") == 2, remarks
+
+
+def test_a_region_whose_check_fails_with_winograd_is_compiled_without_it(monkeypatch):
+    from nncjit.torch.fx import backend as backend_module
+    given = []
+    compile_kernel = backend_module.compile_kernel
+
+    def recording(text, options, constants):
+        given.append(options.get("winograd"))
+        return compile_kernel(text, options, constants)
+    verdict = backend_module._verdict
+
+    def failing_with_winograd(got, want, rtol, atol, in_double):
+        if given[-1]:
+            return "as if Winograd rounded otherwise", 1.0
+        return verdict(got, want, rtol, atol, in_double)
+    monkeypatch.setattr(backend_module, "compile_kernel", recording)
+    monkeypatch.setattr(backend_module, "_verdict", failing_with_winograd)
+    conv = torch.nn.Conv2d(4, 4, 3, padding=1).eval()
+    x = torch.randn(1, 4, 5, 5)
+    opt = nt.backend(torch.fx.symbolic_trace(torch.nn.Sequential(conv)), [x])
+    assert given == [True, None] and opt.report[0].on_nncjit, opt.summary()
+    torch.testing.assert_close(opt(x), conv(x))
+    # Not where the caller chose, nor in a region without convolutions.
+    given.clear()
+    nt.backend(torch.fx.symbolic_trace(torch.nn.Sequential(conv)), [x], winograd=False)
+    nt.backend(torch.fx.symbolic_trace(torch.nn.ReLU()), [x])
+    assert given == [False, None], given
 
 
 def _view_then_sign(x, w):

@@ -73,6 +73,18 @@ def _contiguous_strides(shape):
     return _dense_strides(shape)[0]
 
 
+def _nhwc(xs):
+    """NCHW-ordered xs (sizes or an index) in NHWC order."""
+    n, c, h, w = xs
+    return [n, h, w, c]
+
+
+def _nchw(xs):
+    """NHWC-ordered xs in NCHW order."""
+    n, h, w, c = xs
+    return [n, c, h, w]
+
+
 def _operand(e):
     """e as an operand of a product: in parentheses unless a name or a
     number (a cat's `i - 11ll` times a stride is `(i - 11ll) * 3ll`)."""
@@ -376,6 +388,11 @@ class KernelWriter:
         self.attention = find_attention(region) if fuse_attention else {}
         self.fused = {op for a in self.attention.values() for op in a.inner}
         self.temps = []
+        # Temporaries laid out channels-last (4-d, NCHW dims, NHWC order),
+        # in a region with convolutions: what oneDNN's convolutions read and
+        # write fastest, and what their fused post-ops' loops run along.
+        self.channels_last = set()
+        self.convolutional = any(op.kind == "conv2d" for op in region.ops)
         self._count = 0
 
     def fresh(self, base):
@@ -389,6 +406,8 @@ class KernelWriter:
             return _lit(v)
         if v in self.buffers:
             name = self.buffers[v]
+            if name in self.channels_last:
+                return "%s[%s]" % (name, _flat(_nhwc(idx), _nhwc(v.shape)))
             return "%s[%s]" % (name, ", ".join(idx)) if idx else name
         if v in self.padded:
             name, pad = self.padded[v]
@@ -621,31 +640,52 @@ class KernelWriter:
 
     # -- statements -------------------------------------------------------
     def loops(self, shape, body, indent=1):
-        """A loop nest over shape around body(idx) (a list of lines)."""
-        idx = [self.fresh("i") for _ in shape]
+        """A loop nest over shape around body(idx) (a list of lines); a
+        dim of size 1 has no loop (its index is 0: every loop moves the
+        stores, as fuse-conv-post-ops wants of the loops it folds)."""
+        idx = ["0ll" if isinstance(s, int) and s == 1 else self.fresh("i") for s in shape]
+        looped = [(i, s) for i, s in zip(idx, shape) if i != "0ll"]
         out, pad = [], "  " * indent
-        for d, (i, s) in enumerate(zip(idx, shape)):
+        for d, (i, s) in enumerate(looped):
             out.append("%sfor (int64_t %s = 0ll; %s < %s; %s++) {" % (
                 pad + "  " * d, i, i, _ll(s), i))
-        inner = pad + "  " * len(shape)
+        inner = pad + "  " * len(looped)
         out += [inner + line for line in body(idx)]
-        for d in reversed(range(len(shape))):
+        for d in reversed(range(len(looped))):
             out.append(pad + "  " * d + "}")
         return out
 
-    def allocate(self, base, shape):
+    def allocate(self, base, shape, channels_last=False):
+        """A temporary of shape; channels_last (4-d shape only): its
+        elements in NHWC order, indexed by their flat offset."""
         name = self.fresh(base)
         dims = ", ".join(_ll(s) for s in shape) if shape else "1ll"
-        self.lines.append("  Allocate(%s); // dtype=float, dims=[%s]" % (name, dims))
-        self.temps.append(name)
+        self.temps.append((name, dims))
+        if channels_last:
+            self.channels_last.add(name)
         return name
+
+    def view(self, name, shape):
+        """Buffer name as an external call's operand of 4-d shape: its
+        NHWC strides written out where it is channels-last."""
+        if name not in self.channels_last:
+            return name
+        strides = _nchw(_contiguous_strides(_nhwc(shape)))
+        return "%s(dtype=float, sizes=[%s], strides=[%s])" % (
+            name, ", ".join(_ll(s) for s in shape), ", ".join(_ll(s) for s in strides))
 
     def materialize(self, v, name, shape=None):
         """Stores v into buffer name, of v's shape or of the shape a matrix
         product takes ([rows, k] or [batch, m, k]: v's leading dims
-        flattened)."""
+        flattened); a channels-last buffer along its memory order."""
         shape = tuple(v.shape) if shape is None else tuple(shape)
         lead = len(v.shape) - len(shape) + 1   # v's dims in the first of shape's
+        if name in self.channels_last:
+            def body(at):
+                idx = _nchw(at)
+                return ["%s[%s] = %s;" % (name, _flat(at, _nhwc(shape)), self.load(v, idx))]
+            self.lines += self.loops(_nhwc(shape), body)
+            return
 
         def body(idx):
             at = idx if shape == tuple(v.shape) else \
@@ -757,13 +797,19 @@ class KernelWriter:
     def convolution(self, op):
         """conv2d as nnc_aten_conv2d on its input (NCHW or channels-last, as
         its strides say), the weight and bias bound as constants; the
-        result is an NCHW buffer, which fuse-conv-post-ops may fold the
+        result is a channels-last buffer, which fuse-conv-post-ops may fold the
         consumers' first loop into."""
         x, w, b = op.inputs
-        # A temporary of the kernel is dense; an input may have any strides.
+        # A temporary of the kernel is dense (NCHW or channels-last); an
+        # input may have any strides.
         dense = x.producer is not None and x.producer in self.members or \
             list(x.stride) in _dense_strides(x.shape)
-        xname = self.buffers[x] if x in self.buffers and dense else self.operand(x, x.shape)
+        if x in self.buffers and dense:
+            xname = self.view(self.buffers[x], x.shape)
+        else:
+            xname = self.allocate("cin", x.shape, channels_last=True)
+            self.materialize(x, xname)
+            xname = self.view(xname, x.shape)
         weight, bias = w.constant, b.constant if b is not None else None
         result = op.output
         users = [u for u in result.users if u in self.members]
@@ -777,9 +823,10 @@ class KernelWriter:
         bufs = [xname, self.constant(weight.contiguous(), "w")]
         if bias is not None:
             bufs.append(self.constant(bias.contiguous(), "b"))
-        out = self.allocate("conv", op.output.shape)
+        out = self.allocate("conv", op.output.shape, channels_last=True)
         self.lines.append("  %s = nnc_aten_conv2d(buf_args={%s}, args={%s});" % (
-            out, ", ".join(bufs), ", ".join(_ll(a) for a in op.attrs["args"])))
+            self.view(out, op.output.shape), ", ".join(bufs),
+            ", ".join(_ll(a) for a in op.attrs["args"])))
         self.buffers[result] = out
 
     def attention_call(self, a):
@@ -792,8 +839,8 @@ class KernelWriter:
 
         def dense4(v):
             """v's buffer, where it holds v as a contiguous 4-d tensor."""
-            if not pad and v in self.buffers and \
-                    tuple(v.stride) == tuple(_contiguous_strides(v.shape)):
+            if not pad and v in self.buffers and self.buffers[v] not in self.channels_last \
+                    and tuple(v.stride) == tuple(_contiguous_strides(v.shape)):
                 return self.buffers[v]
             return None
 
@@ -851,7 +898,8 @@ class KernelWriter:
     def operand(self, v, shape):
         """A contiguous buffer of shape holding v: v's own where it is one,
         a constant laid out so once, or a temporary."""
-        if v in self.buffers and tuple(v.shape) == tuple(shape) and \
+        if v in self.buffers and self.buffers[v] not in self.channels_last and \
+                tuple(v.shape) == tuple(shape) and \
                 tuple(v.stride) == tuple(_contiguous_strides(shape)):
             return self.buffers[v]
         if v.constant is not None:
@@ -922,10 +970,15 @@ class KernelWriter:
                     self.materialize(v, outs[v])
                 self.buffers[v] = outs[v]
             elif uses > 1 and op.kind not in VIEWS and op.kind not in _MASKS:
-                name = self.allocate("t", v.shape)
+                name = self.allocate("t", v.shape, channels_last=self.convolutional and
+                                     len(v.shape) == 4)
                 self.materialize(v, name)
                 self.buffers[v] = name
-        for name in reversed(self.temps):
+        # Every Allocate first, as NNC writes them (plan-memory moves each
+        # down to its first use): none stands between a convolution and the
+        # loop after it that fuse-conv-post-ops folds into it.
+        self.lines[:0] = ["  Allocate(%s); // dtype=float, dims=[%s]" % t for t in self.temps]
+        for name, _ in reversed(self.temps):
             self.lines.append("  Free(%s);" % name)
         self.params += self.size_params()
         text = "kernel %s(\n    %s) {\n%s\n}\n" % (
