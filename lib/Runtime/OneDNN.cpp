@@ -39,9 +39,11 @@
 #include "nnc/Runtime/Runtime.h"
 
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <sstream>
@@ -101,11 +103,11 @@ std::string sizes(const Tensor &T) {
   return S + "]";
 }
 
-std::string shape(const Tensor &T) {
+std::string shape(const Tensor &T, size_t From) {
   std::ostringstream OS;
   OS << '[';
-  for (size_t I = 0; I < T.Sizes.size(); ++I)
-    OS << (I ? "," : "") << T.Sizes[I] << ':' << T.Strides[I];
+  for (size_t I = From; I < T.Sizes.size(); ++I)
+    OS << (I > From ? "," : "") << T.Sizes[I] << ':' << T.Strides[I];
   OS << (T.Blocked ? "]blocked" : "]");
   return OS.str();
 }
@@ -238,6 +240,54 @@ void runWith(dnnl::primitive &P, std::unordered_map<int, memory> &Args,
 std::mutex &cacheMutex() {
   static std::mutex Mu;
   return Mu;
+}
+
+namespace {
+
+/// Weights laid out for a primitive, by their key (weightsKey) and layout:
+/// while an entry holds them, another entry whose primitive wants the same
+/// layout takes them.
+struct LaidOut {
+  memory::desc Layout;
+  std::weak_ptr<float> Data;
+};
+std::map<std::string, std::vector<LaidOut>> &laidOutLocked() {
+  static std::map<std::string, std::vector<LaidOut>> Shared;
+  return Shared;
+}
+
+} // namespace
+
+std::string weightsKey(const Tensor &W) {
+  return "weights " + identity(W) + shape(W) +
+         " threads=" + std::to_string(omp_get_max_threads());
+}
+
+std::shared_ptr<float> sharedWeights(const Tensor &W, const memory::desc &Layout,
+                                     size_t &Bytes,
+                                     const std::function<void(memory &)> &Fill) {
+  std::string Key = weightsKey(W);
+  Bytes = (Layout.get_size() + 63) / 64 * 64;
+  {
+    std::lock_guard<std::mutex> L(cacheMutex());
+    auto &List = laidOutLocked()[Key];
+    List.erase(std::remove_if(List.begin(), List.end(),
+                              [](const LaidOut &O) { return O.Data.expired(); }),
+               List.end());
+    for (LaidOut &O : List)
+      if (O.Layout == Layout)
+        if (std::shared_ptr<float> D = O.Data.lock())
+          return D;
+  }
+  std::shared_ptr<float> D(static_cast<float *>(std::aligned_alloc(64, Bytes)),
+                           std::free);
+  if (!D)
+    throw std::bad_alloc();
+  memory To(Layout, engine(), D.get());
+  Fill(To);
+  std::lock_guard<std::mutex> L(cacheMutex());
+  laidOutLocked()[Key].push_back({Layout, D});
+  return D;
 }
 
 CacheStats &statsLocked() {

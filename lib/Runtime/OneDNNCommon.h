@@ -15,6 +15,7 @@
 #include "oneapi/dnnl/dnnl.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,8 +51,8 @@ bool allFinite(const Tensor &T);
 /// "[2, 3]": the sizes, for messages.
 std::string sizes(const Tensor &T);
 
-/// Sizes and strides (or "blocked"), for cache keys.
-std::string shape(const Tensor &T);
+/// Sizes and strides (or "blocked") of dims From on, for cache keys.
+std::string shape(const Tensor &T, size_t From = 0);
 
 /// Address, element count and, between ContentMark and ContentEnd, a
 /// checksum of up to 64 evenly spaced values.
@@ -61,6 +62,18 @@ constexpr char ContentMark = '#', ContentEnd = ';';
 /// Key without the checksums of its identities: what a cache entry is for
 /// (which weights' address, shapes, parameters), whatever the weights hold.
 std::string siteOf(const std::string &Key);
+
+/// What identifies weights across primitives: weights at the same address
+/// with the same shape and contents, and the thread count.
+std::string weightsKey(const Tensor &W);
+
+/// W laid out as Layout (Bytes: its size, rounded up to 64): the copy
+/// another entry made while one still holds it, or a new one that Fill
+/// writes. Primitives of one convolution or product at other sizes share
+/// their weights so.
+std::shared_ptr<float> sharedWeights(const Tensor &W, const memory::desc &Layout,
+                                     size_t &Bytes,
+                                     const std::function<void(memory &)> &Fill);
 
 /// oneDNN's algorithm of an elementwise post-op.
 dnnl::algorithm eltwiseAlgorithm(PostOpKind K);

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <sstream>
 
 namespace nnc::onednn {
@@ -28,7 +29,15 @@ namespace {
 
 struct ConvEntry {
   dnnl::convolution_forward Prim;
-  memory Weights; // Reordered once.
+  /// Reordered once, over WeightsData (shared with the entries of the same
+  /// convolution at other batch sizes).
+  memory Weights;
+  std::shared_ptr<float> WeightsData;
+  /// The variant (makeConv's arguments): what a call of the same
+  /// convolution at another batch size makes without timing.
+  dnnl::algorithm Alg = dnnl::algorithm::convolution_direct;
+  bool OneDNNLayouts = false;
+  size_t MaxFused = SIZE_MAX;
   /// The primitive's source and destination: the buffers' own, or the
   /// layouts oneDNN chooses, reordered from UserSrc and into UserDst around
   /// each run.
@@ -281,28 +290,33 @@ std::string describe(const ConvEntry &E, const Tensor &Out, const Tensor &X,
 
 /// The weights W (dims and strides WLayout) reordered once into the layout
 /// of PD.
-memory reorderWeights(const dnnl::convolution_forward::primitive_desc &PD,
-                      const Tensor &W,
-                      const std::pair<memory::dims, memory::dims> &WLayout,
-                      int64_t Groups, bool OneDNNLayouts) {
-  memory Weights(PD.weights_desc(), engine());
-  memory UserMem(memory::desc(WLayout.first, memory::data_type::f32,
-                              WLayout.second),
-                 engine(), W.Data);
-  thread_local dnnl::stream S(engine());
-  if (OneDNNLayouts) {
-    // oneDNN reorders into Winograd's weight layout only from plain ones.
-    memory Plain(memory::desc(WLayout.first, memory::data_type::f32,
-                              Groups == 1 ? memory::format_tag::oihw
-                                          : memory::format_tag::goihw),
-                 engine());
-    dnnl::reorder(UserMem, Plain).execute(S, UserMem, Plain);
-    dnnl::reorder(Plain, Weights).execute(S, Plain, Weights);
-  } else {
-    dnnl::reorder(UserMem, Weights).execute(S, UserMem, Weights);
-  }
-  S.wait();
-  return Weights;
+/// W in the layout of PD's weights, shared with the primitives of the same
+/// convolution at other batch sizes (sharedWeights).
+void reorderWeights(ConvEntry &E,
+                    const dnnl::convolution_forward::primitive_desc &PD,
+                    const Tensor &W,
+                    const std::pair<memory::dims, memory::dims> &WLayout,
+                    int64_t Groups, bool OneDNNLayouts) {
+  size_t Bytes;
+  E.WeightsData = sharedWeights(W, PD.weights_desc(), Bytes, [&](memory &To) {
+    memory UserMem(memory::desc(WLayout.first, memory::data_type::f32,
+                                WLayout.second),
+                   engine(), W.Data);
+    thread_local dnnl::stream S(engine());
+    if (OneDNNLayouts) {
+      // oneDNN reorders into Winograd's weight layout only from plain ones.
+      memory Plain(memory::desc(WLayout.first, memory::data_type::f32,
+                                Groups == 1 ? memory::format_tag::oihw
+                                            : memory::format_tag::goihw),
+                   engine());
+      dnnl::reorder(UserMem, Plain).execute(S, UserMem, Plain);
+      dnnl::reorder(Plain, To).execute(S, Plain, To);
+    } else {
+      dnnl::reorder(UserMem, To).execute(S, UserMem, To);
+    }
+    S.wait();
+  });
+  E.Weights = memory(PD.weights_desc(), engine(), E.WeightsData.get());
 }
 
 using detail::allFinite;
@@ -340,6 +354,9 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
                                     dnnl::algorithm Alg, bool OneDNNLayouts,
                                     size_t MaxFused = SIZE_MAX) {
   auto E = std::make_shared<ConvEntry>();
+  E->Alg = Alg;
+  E->OneDNNLayouts = OneDNNLayouts;
+  E->MaxFused = MaxFused;
   auto WLayout = weightLayout(W, P.Groups);
   memory::desc AnyW(WLayout.first, memory::data_type::f32,
                     memory::format_tag::any);
@@ -398,7 +415,7 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
   E->Scratch = PD.scratchpad_desc();
   E->Impl = PD.impl_info_str();
   E->Decision = describe(*E, Out, X, W, Ops, Rejected);
-  E->Weights = reorderWeights(PD, W, WLayout, P.Groups, OneDNNLayouts);
+  reorderWeights(*E, PD, W, WLayout, P.Groups, OneDNNLayouts);
   E->FiniteOnly = Alg == dnnl::algorithm::convolution_winograd ||
                   std::any_of(Ops.begin(), Ops.end(), [](const PostOp &Op) {
                     return Op.K == PostOpKind::Relu ||
@@ -489,6 +506,123 @@ double fastestRun(ConvEntry &E, const Tensor &Out, const Tensor &X,
   return Best;
 }
 
+/// The variant the timing chose for a convolution (by its site: its key
+/// without the batch size), and the batch size it was timed at.
+struct ConvVariant {
+  dnnl::algorithm Alg;
+  bool OneDNNLayouts;
+  size_t MaxFused;
+  int64_t Batch;
+};
+std::map<std::string, ConvVariant> &timedLocked() {
+  static std::map<std::string, ConvVariant> Timed;
+  return Timed;
+}
+
+/// The entry of a convolution's first call at this batch size: the variant
+/// timed at another batch size, made without timing (a new batch size's
+/// first call then costs the primitives' creation, and the weights are
+/// the other entry's), or else the fastest variant on this call's data.
+std::shared_ptr<ConvEntry> makeEntry(const Tensor &Out, const Tensor &X,
+                                     const Tensor &W, const Tensor *Bias,
+                                     const Conv2dParams &P,
+                                     const std::vector<PostOp> &Ops,
+                                     const std::vector<const float *> &Others,
+                                     const std::string &Site, bool InPlace,
+                                     bool Winograd) {
+  auto Make = [&](dnnl::algorithm Alg, bool OneDNNLayouts,
+                  size_t MaxFused) -> std::shared_ptr<ConvEntry> {
+    try {
+      return makeConv(Out, X, W, Bias, P, Ops, Alg, OneDNNLayouts, MaxFused);
+    } catch (const dnnl::error &) {
+      return nullptr; // None with these layouts or post-ops.
+    }
+  };
+  std::optional<ConvVariant> Known;
+  {
+    std::lock_guard<std::mutex> L(cacheMutex());
+    auto It = timedLocked().find(Site);
+    if (It != timedLocked().end())
+      Known = It->second;
+  }
+  if (Known)
+    if (auto E = Make(Known->Alg, Known->OneDNNLayouts, Known->MaxFused)) {
+      addRuntimeNote(false, E->Decision + " [the variant timed at batch " +
+                                std::to_string(Known->Batch) + "]");
+      return E;
+    }
+  std::shared_ptr<ConvEntry> E;
+  try {
+    E = makeConv(Out, X, W, Bias, P, Ops, dnnl::algorithm::convolution_direct,
+                 false);
+  } catch (const dnnl::error &Ex) {
+    // Kept, so that later calls go straight to the reference.
+    E = std::make_shared<ConvEntry>();
+    E->Failure = std::string("oneDNN: ") + Ex.what();
+  }
+  // Other variants are timed against the one chosen so far, five runs
+  // each on this call's data, and the faster kept.
+  std::string Timing;
+  auto Consider = [&](std::shared_ptr<ConvEntry> Other, const char *What,
+                      const char *Current) {
+    double TO = fastestRun(*Other, Out, X, Bias, Ops, Others);
+    double TC = fastestRun(*E, Out, X, Bias, Ops, Others);
+    std::ostringstream OS;
+    OS.precision(3);
+    OS << " [timed: " << What << ' ' << TO * 1e3 << " ms, " << Current << ' '
+       << TC * 1e3 << " ms]";
+    Timing += OS.str();
+    if (TO < TC)
+      E = std::move(Other);
+  };
+  // The layouts oneDNN prefers, reorders included, where they are not
+  // the buffers' (on AVX2, nChw8c: 3x3 convolutions of 64-128 channels
+  // in 1.04-1.12 ms against 1.58-1.98 ms on NHWC); and where oneDNN has
+  // only its reference kernel for the buffers' layouts (a broadcast
+  // channel), without timing.
+  if (E->Failure.empty()) {
+    auto Own = Make(dnnl::algorithm::convolution_direct, true, SIZE_MAX);
+    bool Ref = E->Impl.rfind("ref", 0) == 0;
+    if (Own && Ref && Own->Impl.rfind("ref", 0) != 0)
+      E = Own;
+    else if (Own && !Ref && !InPlace &&
+             (Own->Src != E->UserSrc || Own->Dst != E->UserDst))
+      Consider(Own, "oneDNN's layouts", "the buffers'");
+  }
+  // A fused add is not always faster than the pass it saves: a `sum`
+  // first copies the residual into the destination (mobilenet_v2's 1x1
+  // projection: 0.21 ms against 0.16 ms with the add after it), and a
+  // binary_add slows jit:avx2 on small images with many channels. Not
+  // timed with an operand that is the output itself (each run would add
+  // it again).
+  size_t AddAt = static_cast<size_t>(
+      std::find_if(Ops.begin(), Ops.end(),
+                   [](const PostOp &Op) { return Op.K == PostOpKind::Add; }) -
+      Ops.begin());
+  if (E->Failure.empty() && AddAt < E->Fused && !InPlace &&
+      !E->SrcReordered && !E->DstReordered)
+    if (auto After = Make(dnnl::algorithm::convolution_direct, false, AddAt))
+      Consider(After, "add after it", "add fused");
+  // Winograd where oneDNN has it for this CPU and it is faster here,
+  // reorders included.
+  if (Winograd && E->Failure.empty())
+    if (auto EW = Make(dnnl::algorithm::convolution_winograd, true, SIZE_MAX))
+      Consider(EW, "Winograd", "direct");
+  if (!E->Failure.empty()) {
+    addRuntimeNote(true, "oneDNN has no convolution for input " + sizes(X) +
+                             ", weight " + sizes(W) + ", output " +
+                             sizes(Out) + " (" + E->Failure +
+                             "): the reference implementation runs "
+                             "instead, much slower");
+    return E;
+  }
+  addRuntimeNote(false, E->Decision + Timing);
+  std::lock_guard<std::mutex> L(cacheMutex());
+  timedLocked().insert_or_assign(
+      Site, ConvVariant{E->Alg, E->OneDNNLayouts, E->MaxFused, Out.Sizes[0]});
+  return E;
+}
+
 } // namespace
 
 int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
@@ -510,91 +644,22 @@ int32_t conv2d(const Tensor &Out, const Tensor &X, const Tensor &W,
   bool Winograd = ConsiderWinograd && W.Sizes[2] == 3 && W.Sizes[3] == 3 &&
                   P.StrideH == 1 && P.StrideW == 1 && P.DilationH == 1 &&
                   P.DilationW == 1 && P.Groups == 1 && !InPlace;
-  std::ostringstream K;
-  K << "conv " << shape(Out) << shape(X) << shape(W) << identity(W)
-    << (Bias ? shape(*Bias) : "nobias") << ' ' << P.StrideH << ',' << P.StrideW
-    << ',' << P.PadH << ',' << P.PadW << ',' << P.DilationH << ','
-    << P.DilationW << ',' << P.Groups << ' ' << postOpsKey(Ops)
-    // oneDNN fixes a primitive's thread count when it is created.
-    << " threads=" << omp_get_max_threads() << (Winograd ? " winograd" : "");
+  // The convolution whatever its batch size (Site), and at this one (K).
+  std::ostringstream Site;
+  Site << "conv " << shape(Out, 1) << shape(X, 1) << shape(W) << identity(W)
+       << (Bias ? shape(*Bias) : "nobias") << ' ' << P.StrideH << ','
+       << P.StrideW << ',' << P.PadH << ',' << P.PadW << ',' << P.DilationH
+       << ',' << P.DilationW << ',' << P.Groups << ' ' << postOpsKey(Ops)
+       // oneDNN fixes a primitive's thread count when it is created.
+       << " threads=" << omp_get_max_threads()
+       << (Winograd ? " winograd" : "") << (InPlace ? " in place" : "");
+  std::string K = Site.str() + " batch=" + std::to_string(Out.Sizes[0]);
   try {
-    std::shared_ptr<ConvEntry> E = convCache().find(K.str());
+    std::shared_ptr<ConvEntry> E = convCache().find(K);
     if (!E) {
-      try {
-        E = makeConv(Out, X, W, Bias, P, Ops,
-                     dnnl::algorithm::convolution_direct, false);
-      } catch (const dnnl::error &Ex) {
-        // Kept, so that later calls go straight to the reference.
-        E = std::make_shared<ConvEntry>();
-        E->Failure = std::string("oneDNN: ") + Ex.what();
-      }
-      // Other variants are timed against the one chosen so far, five runs
-      // each on this call's data, and the faster kept.
-      std::string Timing;
-      auto Consider = [&](std::shared_ptr<ConvEntry> Other, const char *What,
-                          const char *Current) {
-        double TO = fastestRun(*Other, Out, X, Bias, Ops, Others);
-        double TC = fastestRun(*E, Out, X, Bias, Ops, Others);
-        std::ostringstream OS;
-        OS.precision(3);
-        OS << " [timed: " << What << ' ' << TO * 1e3 << " ms, " << Current
-           << ' ' << TC * 1e3 << " ms]";
-        Timing += OS.str();
-        if (TO < TC)
-          E = std::move(Other);
-      };
-      auto Make = [&](dnnl::algorithm Alg, bool OneDNNLayouts,
-                      size_t MaxFused) -> std::shared_ptr<ConvEntry> {
-        try {
-          return makeConv(Out, X, W, Bias, P, Ops, Alg, OneDNNLayouts,
-                          MaxFused);
-        } catch (const dnnl::error &) {
-          return nullptr; // None with these layouts or post-ops.
-        }
-      };
-      // The layouts oneDNN prefers, reorders included, where they are not
-      // the buffers' (on AVX2, nChw8c: 3x3 convolutions of 64-128 channels
-      // in 1.04-1.12 ms against 1.58-1.98 ms on NHWC); and where oneDNN has
-      // only its reference kernel for the buffers' layouts (a broadcast
-      // channel), without timing.
-      if (E->Failure.empty()) {
-        auto Own = Make(dnnl::algorithm::convolution_direct, true, SIZE_MAX);
-        bool Ref = E->Impl.rfind("ref", 0) == 0;
-        if (Own && Ref && Own->Impl.rfind("ref", 0) != 0)
-          E = Own;
-        else if (Own && !Ref && !InPlace &&
-                 (Own->Src != E->UserSrc || Own->Dst != E->UserDst))
-          Consider(Own, "oneDNN's layouts", "the buffers'");
-      }
-      // A fused add is not always faster than the pass it saves: a `sum`
-      // first copies the residual into the destination (mobilenet_v2's 1x1
-      // projection: 0.21 ms against 0.16 ms with the add after it), and a
-      // binary_add slows jit:avx2 on small images with many channels. Not
-      // timed with an operand that is the output itself (each run would add
-      // it again).
-      size_t AddAt = static_cast<size_t>(
-          std::find_if(Ops.begin(), Ops.end(),
-                       [](const PostOp &Op) { return Op.K == PostOpKind::Add; }) -
-          Ops.begin());
-      if (E->Failure.empty() && AddAt < E->Fused && !InPlace &&
-          !E->SrcReordered && !E->DstReordered)
-        if (auto After = Make(dnnl::algorithm::convolution_direct, false, AddAt))
-          Consider(After, "add after it", "add fused");
-      // Winograd where oneDNN has it for this CPU and it is faster here,
-      // reorders included.
-      if (Winograd && E->Failure.empty())
-        if (auto EW = Make(dnnl::algorithm::convolution_winograd, true,
-                           SIZE_MAX))
-          Consider(EW, "Winograd", "direct");
-      if (!E->Failure.empty())
-        addRuntimeNote(true, "oneDNN has no convolution for input " +
-                                 sizes(X) + ", weight " + sizes(W) +
-                                 ", output " + sizes(Out) + " (" + E->Failure +
-                                 "): the reference implementation runs "
-                                 "instead, much slower");
-      else
-        addRuntimeNote(false, E->Decision + Timing);
-      convCache().insert(K.str(), E, [&](CacheStats &S) {
+      E = makeEntry(Out, X, W, Bias, P, Ops, Others, Site.str(), InPlace,
+                    Winograd);
+      convCache().insert(K, E, [&](CacheStats &S) {
         S.LastImpl = E->Impl;
         S.LastAloneImpl = E->AloneImpl;
         S.LastFused = E->Fused;

@@ -78,53 +78,6 @@ std::map<std::string, MatmulWeights> &chosenLocked() {
   return Chosen;
 }
 
-/// Weights laid out for a primitive, by their key (weightsKey) and layout:
-/// while an entry holds them, another shape whose primitive wants the same
-/// layout takes them.
-struct LaidOut {
-  memory::desc Layout;
-  std::weak_ptr<float> Data;
-};
-std::map<std::string, std::vector<LaidOut>> &laidOutLocked() {
-  static std::map<std::string, std::vector<LaidOut>> Shared;
-  return Shared;
-}
-
-std::string weightsKey(const Tensor &B) {
-  return "weights " + identity(B) + shape(B) +
-         " threads=" + std::to_string(omp_get_max_threads());
-}
-
-/// B laid out as Layout: the copy another shape made, or a new one.
-std::shared_ptr<float> sharedWeights(const memory::desc &From, const Tensor &B,
-                                     const memory::desc &Layout,
-                                     size_t &Bytes) {
-  std::string Key = weightsKey(B);
-  Bytes = (Layout.get_size() + 63) / 64 * 64;
-  {
-    std::lock_guard<std::mutex> L(cacheMutex());
-    auto &List = laidOutLocked()[Key];
-    List.erase(std::remove_if(List.begin(), List.end(),
-                              [](const LaidOut &W) { return W.Data.expired(); }),
-               List.end());
-    for (LaidOut &W : List)
-      if (W.Layout == Layout)
-        if (std::shared_ptr<float> D = W.Data.lock())
-          return D;
-  }
-  std::shared_ptr<float> D(static_cast<float *>(std::aligned_alloc(64, Bytes)),
-                           std::free);
-  if (!D)
-    throw std::bad_alloc();
-  memory Src(From, engine(), B.Data), To(Layout, engine(), D.get());
-  thread_local dnnl::stream S(engine());
-  dnnl::reorder(Src, To).execute(S, Src, To);
-  S.wait();
-  std::lock_guard<std::mutex> L(cacheMutex());
-  laidOutLocked()[Key].push_back({Layout, D});
-  return D;
-}
-
 const char *layoutName(MatmulWeights W) {
   switch (W) {
   case MatmulWeights::Dense:
@@ -172,7 +125,12 @@ std::shared_ptr<MatmulEntry> makeMatmul(const Tensor &Out, const Tensor &A,
   E->Impl = PD.impl_info_str();
   if (W != MatmulWeights::Plain) {
     memory::desc Layout = PD.weights_desc();
-    E->Weights = sharedWeights(E->B, B, Layout, E->WeightBytes);
+    E->Weights = sharedWeights(B, Layout, E->WeightBytes, [&](memory &To) {
+      memory Src(E->B, engine(), B.Data);
+      thread_local dnnl::stream S(engine());
+      dnnl::reorder(Src, To).execute(S, Src, To);
+      S.wait();
+    });
     E->B = Layout;
   }
   return E;

@@ -333,6 +333,39 @@ normalize(std::vector<std::pair<int64_t, int64_t>> V) {
   return Out;
 }
 
+/// The (stride, extent) pairs of a loop nest or a buffer's dims: those of
+/// constant extent apart, as normalize compares them, from the symbolic
+/// ones.
+struct Extents {
+  std::vector<std::pair<int64_t, int64_t>> Constant;
+  std::vector<std::pair<int64_t, Expr>> Symbolic;
+
+  void add(int64_t Stride, const Expr &Extent) {
+    if (auto N = evaluateConstant(Extent))
+      Constant.push_back({Stride, *N});
+    else
+      Symbolic.push_back({Stride, Extent});
+  }
+
+  bool same(const Extents &O) const {
+    if (normalize(Constant) != normalize(O.Constant) ||
+        Symbolic.size() != O.Symbolic.size())
+      return false;
+    std::vector<bool> Taken(O.Symbolic.size());
+    for (auto &[Stride, Extent] : Symbolic) {
+      size_t J = 0;
+      while (J < O.Symbolic.size() &&
+             (Taken[J] || O.Symbolic[J].first != Stride ||
+              !equal(O.Symbolic[J].second, Extent)))
+        ++J;
+      if (J == O.Symbolic.size())
+        return false;
+      Taken[J] = true;
+    }
+    return true;
+  }
+};
+
 /// Coefficients of loop variables in an integer index (constant only).
 std::optional<std::map<std::string, int64_t>>
 linearIndex(const Expr &E, int64_t &Const) {
@@ -431,41 +464,32 @@ private:
     S = std::move(Out);
   }
 
-  static bool sameSizes(const std::vector<Expr> &Dims,
-                        const std::vector<int64_t> &Sizes) {
-    if (Dims.size() != Sizes.size())
-      return false;
-    for (size_t I = 0; I < Dims.size(); ++I)
-      if (evaluateConstant(Dims[I]) != Sizes[I])
-        return false;
-    return true;
-  }
-
   Stmt tryFuse(const ExternalCall &Call, const For &Loop,
                const std::vector<Stmt> &S, size_t At, std::string &Why) {
     const Buffer &C = Call.Out.Buf;
-    std::vector<int64_t> Sizes, Strides;
-    for (size_t D = 0; D < Call.Out.Sizes.size(); ++D) {
-      auto Sz = evaluateConstant(Call.Out.Sizes[D]);
-      auto St = evaluateConstant(Call.Out.Strides[D]);
-      if (!Sz || !St) {
-        Why = "the convolution's output has symbolic sizes";
+    // The output's sizes may be symbolic (a batch of any size), its
+    // strides not.
+    const std::vector<Expr> &Sizes = Call.Out.Sizes;
+    std::vector<int64_t> Strides;
+    for (const Expr &E : Call.Out.Strides) {
+      auto St = evaluateConstant(E);
+      if (!St) {
+        Why = "the convolution's output has symbolic strides";
         return nullptr;
       }
-      Sizes.push_back(*Sz);
       Strides.push_back(*St);
     }
     // A perfect nest of loops from 0 around one store.
-    std::vector<std::pair<std::string, int64_t>> Loops;
+    std::vector<std::pair<std::string, Expr>> Loops;
     const For *L = &Loop;
     const Store *St = nullptr;
     while (true) {
-      auto Start = getConstInt(L->Start), Stop = getConstInt(L->Stop);
-      if (!Start || !Stop || *Start != 0) {
-        Why = "the loops do not run from 0 to a constant";
+      auto Start = getConstInt(L->Start);
+      if (!Start || *Start != 0) {
+        Why = "the loops do not run from 0";
         return nullptr;
       }
-      Loops.push_back({L->Var, *Stop});
+      Loops.push_back({L->Var, L->Stop});
       auto *B = cast<Block>(L->Body);
       if (B->Stmts.size() != 1) {
         Why = "the loop body is not a single statement";
@@ -508,22 +532,26 @@ private:
       Why = "the store's index is not a linear function of the loops";
       return nullptr;
     }
-    std::vector<std::pair<int64_t, int64_t>> Iter, Out;
+    // The (stride, trip) of the loops and the (stride, size) of the output
+    // dims must be the same: those of constant sizes up to merged dense
+    // runs (normalize), the symbolic ones one for one, by equal
+    // expressions.
+    Extents Iter, Out;
     for (auto &[V, Trip] : Loops) {
       auto It = Coef->find(V);
       if (It == Coef->end()) {
         Why = "loop '" + V + "' does not move the store";
         return nullptr;
       }
-      Iter.push_back({It->second, Trip});
+      Iter.add(It->second, Trip);
     }
     for (size_t D = 0; D < Sizes.size(); ++D)
-      Out.push_back({Strides[D], Sizes[D]});
-    if (normalize(Iter) != normalize(Out)) {
+      Out.add(Strides[D], Sizes[D]);
+    if (!Iter.same(Out)) {
       Why = "the loops do not cover the convolution's output elementwise";
       return nullptr;
     }
-    if (!sameSizes(Y->Dims, Sizes) &&
+    if (!sameValues(Y->Dims, Sizes) &&
         !(Y == C && Call.Out.Sizes.size() == Sizes.size())) {
       Why = "'" + Y->Name + "' does not have the output's shape";
       return nullptr;
@@ -552,7 +580,7 @@ private:
     }
     for (PostOp &P : *Posts)
       if (P.Other) {
-        if (!sameSizes(P.Other->Buf->Dims, Sizes) ||
+        if (!sameValues(P.Other->Buf->Dims, Sizes) ||
             (PerDim && !SameLayout(P.Other->Buf))) {
           Why = "'" + P.Other->Buf->Name +
                 "' does not have the output's shape and layout";

@@ -8,13 +8,13 @@ inference, and later changes of the weights do not reach it), computes
 once what depends on constants and shapes alone (fold.py), and lowers the
 piece with nncjit.torch.backend (backend.py), the lowering that the FX
 front ends share; a convolutional piece (convolutions and no attention)
-goes through optimize instead (script/module.py: TorchScript's fusion
-groups, and the convolutions on oneDNN channels-last inside, which
-backend's kernels do not lay out: docs/performance.md, "Against Inductor").
+of static shapes goes through optimize instead (script/module.py:
+TorchScript's fusion groups, about 5% faster than backend's kernels on
+resnet18, docs/performance.md).
 
 Where Dynamo traces sizes as symbols (torch.compile(dynamic=True),
-torch._dynamo.mark_dynamic, or after a call at a new shape), a piece that
-is not convolutional is compiled once for every size of its dynamic dims:
+torch._dynamo.mark_dynamic, or after a call at a new shape), a piece is
+compiled once, by backend, for every size of its dynamic dims:
 its kernels take them as symbols (fx/symbolic.py). The dynamic dims are
 the dims Dynamo made symbolic, except under dynamic=True, which makes every
 dim symbolic: then only the batch dim and a transformer's sequence dim
@@ -75,11 +75,7 @@ class _Compiled:
         self.free_at = [i for i in range(len(placeholders)) if i not in self.bound]
         # For each input, the dims (a tensor's) or the (input, dim) (a size's)
         # that one compile serves every size of (None: a number).
-        # A convolutional piece is compiled per shape: optimize's channels-last
-        # convolutions need constant sizes (conv-layouts), and are 1.7-1.9x
-        # faster than backend's (resnet18, docs/performance.md).
-        self.dynamic = _dynamic_spec(placeholders, self.bound) \
-            if self.symbolic and not _convolutional(gm) else None
+        self.dynamic = _dynamic_spec(placeholders, self.bound) if self.symbolic else None
         self.needs_grad = any(isinstance(x, _torch.Tensor) and x.requires_grad
                               for x in example_inputs)
         # Compiled at the first call of each shape, outside Dynamo's tracing
