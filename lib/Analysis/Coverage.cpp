@@ -102,15 +102,10 @@ protected:
     // The callee writes every element of the view: all of the storage when
     // the view lays out as many elements as it has, without gaps, from
     // offset 0 (its strides may permute the buffer's own).
-    const BufferView &V = Op->Out;
-    bool Forward = true;
-    for (const Expr &S : V.Strides)
-      Forward &= evaluateConstant(S).value_or(-1) >= 0;
-    auto Size = constantStorageSize(V.Sizes, V.Strides);
+    auto Size = denseStorage(Op->Out);
     if (Conditional)
       fallShort(Op->Loc, "is conditional");
-    else if (!Forward || !isDenseConstantStorage(V.Sizes, V.Strides) ||
-             !Size || !(Poly::constant(*Size) == Extent))
+    else if (!Size || !(*Size == Extent))
       fallShort(Op->Loc, "describes a view that does not cover it");
     else
       Covered = true;
@@ -123,6 +118,34 @@ protected:
   }
 
 private:
+  /// The elements view V lays out, where it lays them out one to one onto
+  /// [0, that count): its strides constants, each the product of the sizes
+  /// of the dims of smaller strides (dims of size 1 aside), and its sizes
+  /// constants or polynomials in the parameters (a batch of any size).
+  std::optional<Poly> denseStorage(const BufferView &V) const {
+    std::vector<std::pair<int64_t, Poly>> Dims;
+    for (size_t D = 0; D < V.Sizes.size(); ++D) {
+      std::string Ignored;
+      auto Stride = evaluateConstant(V.Strides[D]);
+      auto Size = toAffine(V.Sizes[D], En, Ignored);
+      if (!Stride || *Stride < 0 || !Size || Size->hasVars() ||
+          !exactValue(Size->Const, En))
+        return std::nullopt;
+      if (!(Size->Const == Poly::constant(1)))
+        Dims.push_back({*Stride, Size->Const});
+    }
+    std::stable_sort(Dims.begin(), Dims.end(), [](const auto &A, const auto &B) {
+      return A.first < B.first;
+    });
+    Poly Elements = Poly::constant(1);
+    for (auto &[Stride, Size] : Dims) {
+      if (!(Poly::constant(Stride) == Elements))
+        return std::nullopt;
+      Elements = Elements * Size;
+    }
+    return Elements;
+  }
+
   struct Loop {
     std::string Var;
     Poly Start;

@@ -182,6 +182,33 @@ TEST(WholeBufferWrite, ProvesSymbolicSizes) {
             "the write at 4:3 is in loop 'i', whose bounds may wrap around");
 }
 
+TEST(WholeBufferWrite, ProvesExternalCallOutputsOfSymbolicBatch) {
+  // A convolution's channels-last output of any batch size N: the strides
+  // are constants, the sizes polynomials in the parameters.
+  const char *P = "in x: f32[N, 8, 6, 5] channels_last, in w: f32[8, 8, 1, 1], "
+                  "out y: f32[1], N: i64";
+  const char *Conv = ") = nnc_aten_conv2d(buf_args={x, w}, args={})";
+  EXPECT_EQ(whyNot(P, "N, 8ll, 6ll, 5ll",
+                   std::string("  t(dtype=float, sizes=[N, 8ll, 6ll, 5ll], "
+                               "strides=[240ll, 1ll, 40ll, 8ll]") +
+                       Conv),
+            "");
+  // Not where the batch's stride leaves gaps, nor where a stride is
+  // symbolic (a column-major [N, 4], which does cover it: the analysis
+  // stays on the safe side).
+  const char *Gaps = "the write at 3:3 describes a view that does not cover it";
+  EXPECT_EQ(whyNot(P, "N, 8ll, 6ll, 5ll",
+                   std::string("  t(dtype=float, sizes=[N, 8ll, 6ll, 5ll], "
+                               "strides=[480ll, 1ll, 40ll, 8ll]") +
+                       Conv),
+            Gaps);
+  EXPECT_EQ(whyNot("in a: f32[N, 8], in b: f32[8, 4], out y: f32[1], N: i64",
+                   "N, 4ll",
+                   "  t(dtype=float, sizes=[N, 4ll], strides=[1ll, N]) = "
+                   "nnc_aten_matmul(buf_args={a, b}, args={})"),
+            Gaps);
+}
+
 TEST(WholeBufferWrite, RefusesReadsConditionsAndUnknownBounds) {
   EXPECT_EQ(whyNot(X, "64ll",
                    "for (int64_t i = 0ll; i < 64ll; i++) {\n"

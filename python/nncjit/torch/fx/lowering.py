@@ -969,7 +969,8 @@ class KernelWriter:
                 if self.buffers.get(v) != outs[v]:   # (an attention writes it)
                     self.materialize(v, outs[v])
                 self.buffers[v] = outs[v]
-            elif uses > 1 and op.kind not in VIEWS and op.kind not in _MASKS:
+            elif uses > 1 and v not in self.buffers and op.kind not in VIEWS and \
+                    op.kind not in _MASKS:
                 name = self.allocate("t", v.shape, channels_last=self.convolutional and
                                      len(v.shape) == 4)
                 self.materialize(v, name)
