@@ -120,9 +120,19 @@ public:
     // Where each candidate is used, and freed at the top level.
     std::unordered_map<const BufferNode *, std::vector<size_t>> Uses;
     std::unordered_map<const BufferNode *, size_t> Frees;
-    for (const AllocateFinder::Site &S : Finder.Sites)
-      if (eligible(S))
+    std::unordered_map<const BufferNode *, bool> Planned;
+    for (const AllocateFinder::Site &S : Finder.Sites) {
+      bool Eligible = eligible(S);
+      // One of run-time size allocated at the top level is not planned,
+      // but its live range is narrowed all the same: the size-class cache
+      // then hands its block to the temporaries after it in the call (a
+      // whole CNN's activations at a batch of 16 are more than the cache
+      // keeps).
+      if (Eligible || (S.Direct && !constantStorageBytes(*S.A->Buf))) {
         Uses[S.A->Buf.get()];
+        Planned[S.A->Buf.get()] = Eligible;
+      }
+    }
     if (Uses.empty())
       return nullptr;
     for (size_t J = 0; J < Stmts.size(); ++J) {
@@ -137,13 +147,25 @@ public:
           It->second.push_back(J);
       });
     }
-    // Slots[I] is the live range of the temporary Sites[I] allocates.
-    std::vector<const AllocateFinder::Site *> Sites;
-    std::vector<ArenaSlot> Slots;
+    // Slots[I] is the live range of the temporary Sites[I] allocates;
+    // Narrowed, the live ranges of the unplanned ones.
+    std::vector<const AllocateFinder::Site *> Sites, UnplannedSites;
+    std::vector<ArenaSlot> Slots, Narrowed;
     for (const AllocateFinder::Site &S : Finder.Sites) {
       auto It = Uses.find(S.A->Buf.get());
       if (It == Uses.end())
         continue;
+      if (!Planned[S.A->Buf.get()]) {
+        ArenaSlot Range{S.Top, S.Top, 0};
+        auto Lo = std::upper_bound(It->second.begin(), It->second.end(), S.Top);
+        if (Lo != It->second.end()) {
+          Range.First = *Lo;
+          Range.Last = It->second.back();
+        }
+        UnplannedSites.push_back(&S);
+        Narrowed.push_back(Range);
+        continue;
+      }
       if (Slots.size() == kMaxPlannedTemps) {
         Diags.remark(S.A->Loc, "temporary '" + S.A->Buf->Name +
                              "' is not planned: only the first " +
@@ -180,7 +202,10 @@ public:
       Size = placeInArena(Slots);
     }
     if (Slots.empty())
-      return nullptr;
+      return Narrowed.empty()
+                 ? nullptr
+                 : rewrite(Stmts, {}, {}, UnplannedSites, Narrowed, Frees,
+                           Body.Loc);
     int64_t Sum = 0;
     for (size_t I = 0; I < Slots.size(); ++I) {
       const ArenaSlot &R = Slots[I];
@@ -198,7 +223,8 @@ public:
                       " temporaries: their sum is " + std::to_string(Sum) +
                       " bytes, the lower bound (most bytes live at once) " +
                       std::to_string(arenaLowerBound(Slots)));
-    return rewrite(Stmts, Sites, Slots, Frees, Body.Loc);
+    return rewrite(Stmts, Sites, Slots, UnplannedSites, Narrowed, Frees,
+                   Body.Loc);
   }
 
 private:
@@ -223,33 +249,42 @@ private:
   }
 
   /// Moves each top-level Allocate down to its first use and its Free up to
-  /// the last, and sets the offsets.
+  /// the last, and sets the offsets of the planned ones (Sites, Slots); the
+  /// unplanned ones (Unplanned, Narrowed) keep theirs (none).
   Stmt rewrite(const std::vector<Stmt> &Stmts,
                const std::vector<const AllocateFinder::Site *> &Sites,
                const std::vector<ArenaSlot> &Slots,
+               const std::vector<const AllocateFinder::Site *> &Unplanned,
+               const std::vector<ArenaSlot> &Narrowed,
                const std::unordered_map<const BufferNode *, size_t> &Frees,
                SourceLoc Loc) {
     std::vector<std::vector<Stmt>> Before(Stmts.size()), After(Stmts.size());
     std::vector<bool> Moved(Stmts.size(), false);
     std::unordered_map<const Allocate *, int64_t> Nested;
     std::vector<bool> HasNested(Stmts.size(), false);
-    for (size_t I = 0; I < Slots.size(); ++I) {
-      const ArenaSlot &R = Slots[I];
-      const Allocate *A = Sites[I]->A;
-      if (!Sites[I]->Direct) {
-        Nested[A] = R.Offset;
-        HasNested[Sites[I]->Top] = true;
-        continue;
-      }
-      Moved[Sites[I]->Top] = true;
+    auto Move = [&](const Allocate *A, const ArenaSlot &R) {
       Before[R.First].push_back(
           Allocate::make(A->Buf, A->Loc, A->ZeroFill, R.Offset));
       // Its Free, if it is at the top level.
       auto F = Frees.find(A->Buf.get());
       if (F == Frees.end())
-        continue;
+        return;
       Moved[F->second] = true;
       After[R.Last].push_back(Stmts[F->second]);
+    };
+    for (size_t I = 0; I < Slots.size(); ++I) {
+      const Allocate *A = Sites[I]->A;
+      if (!Sites[I]->Direct) {
+        Nested[A] = Slots[I].Offset;
+        HasNested[Sites[I]->Top] = true;
+        continue;
+      }
+      Moved[Sites[I]->Top] = true;
+      Move(A, Slots[I]);
+    }
+    for (size_t I = 0; I < Narrowed.size(); ++I) {
+      Moved[Unplanned[I]->Top] = true;
+      Move(Unplanned[I]->A, Narrowed[I]);
     }
     SetOffsets Setter(Nested);
     std::vector<Stmt> Out;
