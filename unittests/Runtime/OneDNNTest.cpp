@@ -585,6 +585,49 @@ TEST(OneDNNConv, WinogradWhereFasterMatchesTheReference) {
   EXPECT_EQ(nnc_runtime_set_thread_winograd(Before), 1);
 }
 
+// A kernel compiled for every batch size calls the same convolution at each
+// size a request brings: the variants are timed at the first, and each
+// other size makes the variant chosen there without timing (its note says
+// so), on the same laid-out weights; every result matches the reference.
+TEST(OneDNNConv, EachBatchSizeTakesTheVariantTimedAtTheFirst) {
+  std::mt19937 R(12);
+  int32_t Before = nnc_runtime_set_thread_winograd(1);
+  const int64_t C = 32, H = 14;
+  Conv2dParams P{1, 1, 1, 1, 1, 1, 1};
+  HostBuffer Wt = make({C, C, 3, 3}, true, R);
+  HostBuffer B = make({C}, false, R);
+  onednn::Tensor TB = tensor(B);
+  bool Was = recordRuntimeNotes(true);
+  takeRuntimeNotes();
+  for (int64_t N : {2, 3, 1, 2}) {
+    HostBuffer X = make({N, C, H, H}, true, R);
+    HostBuffer Got = make({N, C, H, H}, true, R), Want = make({N, C, H, H}, true, R);
+    ASSERT_EQ(runReferenceExternal(ExternalFunc::Conv2d, ref(Want),
+                                   {ref(X), ref(Wt), ref(B)},
+                                   {1, 1, 1, 1, 1, 1, 1}, {}),
+              "");
+    Want.forEachOffset([&](int64_t Off) {
+      Want.setDouble(Off, std::max(0.0, Want.getDouble(Off)));
+    });
+    std::string Err;
+    ASSERT_EQ(onednn::conv2d(tensor(Got), tensor(X), tensor(Wt), &TB, P,
+                             {{PostOpKind::Relu, 0, 0, {}}}, {}, Err),
+              0)
+        << Err;
+    EXPECT_LT(relDiff(Got, Want), 1e-4) << "batch " << N;
+  }
+  std::vector<RuntimeNote> Notes = takeRuntimeNotes();
+  recordRuntimeNotes(Was);
+  EXPECT_EQ(nnc_runtime_set_thread_winograd(Before), 1);
+  ASSERT_EQ(Notes.size(), 3u) << "batch 2's second call is cached";
+  EXPECT_NE(Notes[0].Text.find("[timed: "), std::string::npos) << Notes[0].Text;
+  for (size_t I = 1; I < 3; ++I) {
+    EXPECT_EQ(Notes[I].Text.find("[timed: "), std::string::npos) << Notes[I].Text;
+    EXPECT_NE(Notes[I].Text.find("[the variant timed at batch 2]"), std::string::npos)
+        << Notes[I].Text;
+  }
+}
+
 // oneDNN's relu, clamp and sigmoid kernels do not all give NaN for NaN
 // (brgconv's relu is a max with 0) nor 0 for -inf (gemm convolution's is
 // x * 0): where such a post-op meets an operand that is NaN or infinite,
