@@ -847,6 +847,38 @@ def test_a_dynamic_model_runs_every_size_after_load_and_in_nnc_torch_run(
         nt.optimize(m, [torch.randn(2, 7, 32), None], dynamic=[(0,)])
 
 
+@pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2,
+                    reason="symbolic sizes are torch 2's")
+def test_a_dynamic_cnn_runs_every_batch_after_load_and_in_nnc_torch_run(
+        torch_run, tmp_path, cache):
+    # A CNN's batch is a symbol of the lowering's kernels too: their
+    # convolutions' primitives are made per batch size when it comes.
+    torch.manual_seed(0)
+    m = torchvision.models.resnet.BasicBlock(8, 8).eval()
+    fast = nt.optimize(m, [torch.randn(2, 8, 10, 10)], dynamic=True, cache_dir=cache)
+    assert isinstance(fast, nt.LoweredModule) and fast.report
+    assert all(r.on_nncjit and re.search(r"s\d+: i64", r.kernel) for r in fast.report), \
+        fast.summary()
+    path = str(tmp_path / "m.pt")
+    fast.save(path)
+    loaded = nt.load(path, cache_dir=cache)
+    refused = nt.stats()["refused"]
+    with torch.no_grad():
+        for b in (1, 3, 2, 5):
+            x = torch.randn(b, 8, 10, 10)
+            _same(fast(x), m(x))
+            _same(loaded(x), m(x))
+    assert nt.stats()["refused"] == refused
+    xp, yp = str(tmp_path / "x.npy"), str(tmp_path / "y.npy")
+    x = torch.randn(7, 8, 10, 10)
+    np.save(xp, x.numpy())
+    r = _run(torch_run, path, "--input", xp, "--output", yp, "--cache-dir", cache, "--stats")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "kernels: 1 loaded, 0 compiled" in r.stdout
+    with torch.no_grad():
+        _same(torch.from_numpy(np.load(yp)), m(x))
+
+
 # -- nnc-torch-run ---------------------------------------------------------------
 
 def _run(tool, *args):

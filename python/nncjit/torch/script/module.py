@@ -162,12 +162,14 @@ def _optimize_dynamic(module, example_inputs, dynamic, given):
         if len(spec) != len(inputs):
             raise ValueError("nncjit: dynamic has %d entries for %d example inputs" % (
                 len(spec), len(inputs)))
-    lowering = given.pop("lowering")
+    # The lowering takes CNNs too where their sizes vary: it keeps their
+    # activations channels-last and their convolutions' primitives are made
+    # per batch size at run time (about 0.85-1.05x of the fusion groups
+    # compiled per shape, docs/performance.md).
+    lowering = given.pop("lowering") is not False
     sm = _script(module)
     defaults = _argument_defaults(sm)
-    if lowering is None:
-        lowering = _transformer_like(sm)
-    why = "it is not a transformer (lowering=False, or more convolutions than attention)"
+    why = "lowering=False"
     if lowering:
         compile_options = {k: v for k, v in given.items() if k not in _GROUP_OPTIONS}
         compile_options.setdefault("threads", _torch.get_num_threads())
