@@ -804,6 +804,20 @@ def test_views_written_in_place_stay_views():
     run(f, torch.randn(3, 4))
 
 
+def test_augmented_assignments_write_tensors_not_sizes():
+    """Dynamo records `x += y` as operator.iadd (symbolic_trace as add): an
+    in-place write where x is a tensor, not where it is a size."""
+    g = torch.fx.Graph()
+    x, y = g.placeholder("x"), g.placeholder("y")
+    on_tensor = g.call_function(operator.iadd, (x, y))
+    on_size = g.call_function(operator.iadd, (g.call_method("size", (x, 1)), 1))
+    on_item = g.call_function(operator.iadd, (
+        g.call_function(operator.getitem, (g.call_function(getattr, (x, "shape")), 0)), 1))
+    g.output((on_tensor, on_size, on_item))
+    assert opgraph.mutates(on_tensor)
+    assert not opgraph.mutates(on_size) and not opgraph.mutates(on_item)
+
+
 def test_regions_do_not_span_an_in_place_op():
     def f(x):
         y = torch.relu(x) * 2.0

@@ -443,3 +443,49 @@ def test_a_view_that_is_not_a_channel_shuffle_is_left_alone():
     before = [n.target for n in gm.graph.nodes]
     dynamo._channel_shuffles(gm)
     assert [n.target for n in gm.graph.nodes] == before
+
+
+class _Augmented(torch.nn.Module):
+    """torchvision's MBConv ending: `result += input` on a batch norm's
+    result, which nothing else reads (Dynamo records operator.iadd)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(4).eval()
+
+    def forward(self, x):
+        result = self.bn(self.conv(x))
+        result += x
+        result *= 0.5
+        return torch.relu(result)
+
+
+def test_an_augmented_assignment_on_an_ops_own_result_is_its_functional_op():
+    model = _Augmented().eval()
+    fast, pieces = compiled(model)
+    with torch.no_grad():
+        for b in (2, 3):   # the second batch size: the dynamic piece, backend's
+            x = torch.randn(b, 4, 6, 6)
+            torch.testing.assert_close(fast(x), model(x), rtol=1e-4, atol=1e-5)
+    [dynamic] = [p for p in pieces if p.symbolic]
+    assert [r.ops for r in dynamic.last.report] == [
+        ["conv2d", "channel_affine", "add", "mul", "relu"]], dynamic.last.summary()
+
+
+def test_an_augmented_assignment_on_an_input_writes_it():
+    def f(x, y):
+        x += y
+        return torch.relu(x) * 2.0
+    pieces = []
+
+    def backend(gm, example_inputs):
+        pieces.append(nt.nncjit_backend(gm, example_inputs))
+        return pieces[-1]
+    fast = torch.compile(f, backend=backend)
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    got_x, want_x = x.clone(), x.clone()
+    with torch.no_grad():
+        torch.testing.assert_close(fast(got_x, y), f(want_x, y))
+    torch.testing.assert_close(got_x, want_x)   # written, as in eager

@@ -978,6 +978,8 @@ def _encoder_layer(node, val):
 
 def _target_kind(node, modules):
     if writes_fresh(node):   # the functional op
+        if node.target in _AUGMENTED:
+            return _FUNCTIONS.get(_AUGMENTED[node.target]), None
         name = _name(node)[:-1]
         if node.op == "call_method":
             return _METHODS.get(name), None
@@ -1085,19 +1087,51 @@ def _name(node):
 def writes_fresh(node):
     """An in-place op whose tensor a factory made for it alone (torch 2's
     MultiheadAttention makes its float mask as zeros_like(mask).masked_fill_(
-    mask, -inf)): nothing else sees the write, and it is the functional op."""
+    mask, -inf)), or an augmented assignment on an op's own result that
+    nothing else reads (torchvision's `result += input` after a batch norm):
+    nothing else sees the write, and it is the functional op."""
     a = node.args[0] if node.args else None
-    return _writes_in_place(node) and isinstance(a, _torch.fx.Node) and \
-        a.op in ("call_function", "call_method") and _name(a) in _FRESH and len(a.users) == 1
+    if not (_writes_in_place(node) and isinstance(a, _torch.fx.Node) and len(a.users) == 1):
+        return False
+    if node.target in _AUGMENTED:
+        return makes_fresh(a)
+    return a.op in ("call_function", "call_method") and _name(a) in _FRESH
+
+
+# Augmented assignments (`x += y`) on a tensor, in place, and their
+# functional ops.
+_AUGMENTED = {operator.iadd: operator.add, operator.isub: operator.sub,
+              operator.imul: operator.mul, operator.itruediv: operator.truediv}
+
+
+def _holds_tensor(a):
+    """Whether node a's result is a tensor, not a size or a number: as its
+    traced value says (Dynamo's example, ShapeProp's metadata), or else
+    unless it is read off a tensor's sizes (x.size(), its items, x.dim())."""
+    if not isinstance(a, _torch.fx.Node) or size_of(a) is not None:
+        return False
+    for key in ("example_value", "val"):
+        if key in a.meta:
+            return isinstance(a.meta[key], _torch.Tensor)
+    if "tensor_meta" in a.meta:
+        return True
+    while a.op == "call_function" and a.target is operator.getitem and \
+            isinstance(a.args[0], _torch.fx.Node):
+        a = a.args[0]
+    return not (a.op == "call_method" and a.target in ("size", "dim", "numel") or
+                a.op == "call_function" and a.target in (len, getattr))
 
 
 def _writes_in_place(node):
     """Whether node writes a tensor in place (aten's mutable schemas, the
-    trailing underscore of torch's in-place methods, setitem)."""
+    trailing underscore of torch's in-place methods, setitem, an augmented
+    assignment on a tensor: not on a size)."""
     if node.op == "call_function":
         schema = getattr(node.target, "_schema", None)
         if schema is not None:
             return schema.is_mutable
+        if node.target in _AUGMENTED:
+            return _holds_tensor(node.args[0])
         return node.target is operator.setitem or \
             getattr(node.target, "__name__", "").endswith("_")
     return node.op == "call_method" and node.target.endswith("_")
@@ -1154,7 +1188,10 @@ _FRESH_KINDS = (UNARY | BINARY | {
 
 def makes_fresh(node):
     """Whether node's result is a tensor of its own (a factory's, an
-    arithmetic op's), so that a write on it reaches none of its inputs."""
+    arithmetic op's), so that a write on it reaches none of its inputs: an
+    in-place op on a tensor made for it alone is its functional op."""
+    if writes_fresh(node):
+        return True
     if node.op not in ("call_function", "call_method") or _writes_in_place(node) or \
             node.kwargs.get("inplace"):
         return False
