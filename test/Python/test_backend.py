@@ -818,6 +818,30 @@ def test_augmented_assignments_write_tensors_not_sizes():
     assert not opgraph.mutates(on_size) and not opgraph.mutates(on_item)
 
 
+def test_in_place_aten_ops_on_an_ops_own_result_are_functional():
+    """make_fx's graph of a ResNet block: relu_ on a batch norm's result and
+    add_ on another are their functional ops; native_batch_norm writes its
+    running statistics in training only."""
+    import torchvision
+    from torch.fx.experimental.proxy_tensor import make_fx
+    torch.manual_seed(0)
+    block = torchvision.models.resnet.BasicBlock(4, 4).eval()
+    x = torch.randn(2, 4, 5, 5)
+    with torch.no_grad():
+        gm = make_fx(block)(x)
+    norms = [n for n in gm.graph.nodes if "batch_norm" in str(n.target)]
+    in_place = [n for n in gm.graph.nodes if n.op == "call_function" and
+                getattr(n.target, "__name__", "").split(".")[0].endswith("_")]
+    assert norms and not any(opgraph.mutates(n) for n in norms), gm.graph
+    assert in_place and all(opgraph.writes_fresh(n) for n in in_place), gm.graph
+    g = torch.fx.Graph()
+    args = [g.placeholder(name) for name in "xwbmv"]
+    training = g.call_function(torch.ops.aten.native_batch_norm.default,
+                               (*args, True, 0.1, 1e-5))
+    assert opgraph.mutates(training)
+    run_aten(block, x)
+
+
 def test_regions_do_not_span_an_in_place_op():
     def f(x):
         y = torch.relu(x) * 2.0

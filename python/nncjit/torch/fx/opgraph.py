@@ -1085,18 +1085,23 @@ def _name(node):
 
 
 def writes_fresh(node):
-    """An in-place op whose tensor a factory made for it alone (torch 2's
-    MultiheadAttention makes its float mask as zeros_like(mask).masked_fill_(
-    mask, -inf)), or an augmented assignment on an op's own result that
-    nothing else reads (torchvision's `result += input` after a batch norm):
-    nothing else sees the write, and it is the functional op."""
+    """An in-place op (or augmented assignment) on a tensor an op made for
+    it alone: a factory's (torch 2's MultiheadAttention makes its float mask
+    as zeros_like(mask).masked_fill_(mask, -inf)) or an op's own result that
+    nothing else reads (torchvision's `result += input` after a batch norm,
+    make_fx's relu_ after a convolution): nothing else sees the write, and
+    it is the functional op."""
     a = node.args[0] if node.args else None
     if not (_writes_in_place(node) and isinstance(a, _torch.fx.Node) and len(a.users) == 1):
         return False
-    if node.target in _AUGMENTED:
+    if node.target in _AUGMENTED or _name(node).endswith("_"):
         return makes_fresh(a)
-    return a.op in ("call_function", "call_method") and _name(a) in _FRESH
+    return False
 
+
+# Ops whose schemas write their running statistics, which they do only in
+# training: the position of that flag.
+_TRAINING_ARG = {"native_batch_norm": 5, "_native_batch_norm_legit": 5}
 
 # Augmented assignments (`x += y`) on a tensor, in place, and their
 # functional ops.
@@ -1129,6 +1134,11 @@ def _writes_in_place(node):
     if node.op == "call_function":
         schema = getattr(node.target, "_schema", None)
         if schema is not None:
+            # native_batch_norm writes its running statistics in training
+            # only.
+            training = _TRAINING_ARG.get(_name(node))
+            if training is not None and len(node.args) > training:
+                return node.args[training] is not False
             return schema.is_mutable
         if node.target in _AUGMENTED:
             return _holds_tensor(node.args[0])
@@ -1192,6 +1202,10 @@ def makes_fresh(node):
     in-place op on a tensor made for it alone is its functional op."""
     if writes_fresh(node):
         return True
+    if node.op == "call_function" and node.target is operator.getitem and \
+            isinstance(node.args[0], _torch.fx.Node):
+        # A result of an op of several (native_batch_norm's normalized x).
+        return _tuple_kind(node.args[0]) in _FRESH_KINDS
     if node.op not in ("call_function", "call_method") or _writes_in_place(node) or \
             node.kwargs.get("inplace"):
         return False
