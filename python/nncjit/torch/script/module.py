@@ -164,8 +164,8 @@ def _optimize_dynamic(module, example_inputs, dynamic, given):
                 len(spec), len(inputs)))
     # The lowering takes CNNs too where their sizes vary: it keeps their
     # activations channels-last and their convolutions' primitives are made
-    # per batch size at run time (about 0.85-1.05x of the fusion groups
-    # compiled per shape, docs/performance.md).
+    # per batch size at run time (0.71-1.08x of the fusion groups compiled
+    # per shape, docs/performance.md "Dynamic CNNs").
     lowering = given.pop("lowering") is not False
     sm = _script(module)
     defaults = _argument_defaults(sm)
