@@ -13,7 +13,7 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)"
 if [ "${NNC_TORCH2:-1}" != 0 ]; then
   ROOT=$PWD
   VENV=$(realpath "${NNC_VENV:-.venv}")
-  "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation .
+  "$VENV/bin/pip" install -q --no-cache-dir --disable-pip-version-check --no-build-isolation .
   # From outside the checkout, so that the installed package is imported;
   # its tools (nnc-jit, nnc-torch-run) come first on PATH.
   mkdir -p "$BUILD_DIR/test-torch2"
