@@ -155,15 +155,18 @@ public:
       auto It = Uses.find(S.A->Buf.get());
       if (It == Uses.end())
         continue;
+      // Uses at or after the statement that holds the Allocate (the verifier
+      // allows none before it).
+      auto Lo = std::lower_bound(It->second.begin(), It->second.end(),
+                                 S.Top + (S.Direct ? 1 : 0));
+      ArenaSlot Slot{S.Top, S.Top, 0};
+      if (Lo != It->second.end()) {
+        Slot.First = S.Direct ? *Lo : S.Top;
+        Slot.Last = It->second.back();
+      }
       if (!Planned[S.A->Buf.get()]) {
-        ArenaSlot Range{S.Top, S.Top, 0};
-        auto Lo = std::upper_bound(It->second.begin(), It->second.end(), S.Top);
-        if (Lo != It->second.end()) {
-          Range.First = *Lo;
-          Range.Last = It->second.back();
-        }
         UnplannedSites.push_back(&S);
-        Narrowed.push_back(Range);
+        Narrowed.push_back(Slot);
         continue;
       }
       if (Slots.size() == kMaxPlannedTemps) {
@@ -173,15 +176,7 @@ public:
                              " temporaries are");
         continue;
       }
-      // Uses at or after the statement that holds the Allocate (the verifier
-      // allows none before it).
-      auto Lo = std::lower_bound(It->second.begin(), It->second.end(),
-                                 S.Top + (S.Direct ? 1 : 0));
-      ArenaSlot Slot{S.Top, S.Top, *constantStorageBytes(*S.A->Buf)};
-      if (Lo != It->second.end()) {
-        Slot.First = S.Direct ? *Lo : S.Top;
-        Slot.Last = It->second.back();
-      }
+      Slot.Bytes = *constantStorageBytes(*S.A->Buf);
       Sites.push_back(&S);
       Slots.push_back(Slot);
     }
@@ -262,10 +257,13 @@ private:
     std::vector<bool> Moved(Stmts.size(), false);
     std::unordered_map<const Allocate *, int64_t> Nested;
     std::vector<bool> HasNested(Stmts.size(), false);
-    auto Move = [&](const Allocate *A, const ArenaSlot &R) {
+    // A top-level Allocate to its first use, its Free (if at the top level)
+    // after its last.
+    auto Move = [&](const AllocateFinder::Site &S, const ArenaSlot &R) {
+      const Allocate *A = S.A;
+      Moved[S.Top] = true;
       Before[R.First].push_back(
           Allocate::make(A->Buf, A->Loc, A->ZeroFill, R.Offset));
-      // Its Free, if it is at the top level.
       auto F = Frees.find(A->Buf.get());
       if (F == Frees.end())
         return;
@@ -273,19 +271,15 @@ private:
       After[R.Last].push_back(Stmts[F->second]);
     };
     for (size_t I = 0; I < Slots.size(); ++I) {
-      const Allocate *A = Sites[I]->A;
-      if (!Sites[I]->Direct) {
-        Nested[A] = Slots[I].Offset;
-        HasNested[Sites[I]->Top] = true;
+      if (Sites[I]->Direct) {
+        Move(*Sites[I], Slots[I]);
         continue;
       }
-      Moved[Sites[I]->Top] = true;
-      Move(A, Slots[I]);
+      Nested[Sites[I]->A] = Slots[I].Offset;
+      HasNested[Sites[I]->Top] = true;
     }
-    for (size_t I = 0; I < Narrowed.size(); ++I) {
-      Moved[Unplanned[I]->Top] = true;
-      Move(Unplanned[I]->A, Narrowed[I]);
-    }
+    for (size_t I = 0; I < Narrowed.size(); ++I)
+      Move(*Unplanned[I], Narrowed[I]);
     SetOffsets Setter(Nested);
     std::vector<Stmt> Out;
     Out.reserve(Stmts.size());
