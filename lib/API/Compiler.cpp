@@ -502,6 +502,14 @@ llvm::Expected<Kernel> Compiler::pipeline(
   PO.Options = Opts;
   PO.Options.Threads = Threads;
   PO.Options.Remarks = RemarkPasses;
+  // Generated convolutions are blocked for the target's vector registers:
+  // the passes see the width the JIT resolved, never 0.
+  if (Opts.Conv == ConvImpl::Generated) {
+    auto J = P->jit(Opts);
+    if (!J)
+      return J.takeError();
+    PO.Options.VectorWidth = (*J)->vectorBits();
+  }
   // Warnings and remarks go to the sink as each pass makes them, so that
   // they interleave with the IR printed after the passes.
   size_t Sent = 0;

@@ -56,8 +56,14 @@ Precision expectedPrecision(const Function &Fn, unsigned *ExternalCalls) {
   for (const auto &T : tasksOf(K))
     if (T->Body)
       F.visit(T->Body);
+  // The program's external calls, which passes may have turned into loops
+  // of their own summation order (generate-convs).
+  Finder Source(false);
+  if (Fn.kernel().Body)
+    Source.visit(Fn.kernel().Body);
+  F.raise(Source.P);
   if (ExternalCalls)
-    *ExternalCalls = F.Calls;
+    *ExternalCalls = std::max(F.Calls, Source.Calls);
   return F.P;
 }
 

@@ -267,8 +267,17 @@ void KernelLowering::emitLoop(const For *Op, Value *Start, Value *Stop) {
     Metadata *Ops[] = {MDString::get(Ctx, Name), ConstantAsMetadata::get(V)};
     Hints.push_back(MDNode::get(Ctx, Ops));
   };
-  if (Op->Options.Vectorize)
+  if (Op->Options.Vectorize || Op->Options.Lanes)
     Hint("llvm.loop.vectorize.enable", ConstantInt::getTrue(Ctx));
+  // One vector of the trip count's lanes (the verifier checked it): not
+  // unrolled first, which would leave scalars (the JIT has no SLP
+  // vectorizer), so that the loop vectorizer makes its single iteration.
+  if (Op->Options.Lanes) {
+    Hint("llvm.loop.vectorize.width",
+         B.getInt32(*getConstInt(Op->Stop) - *getConstInt(Op->Start)));
+    Hints.push_back(
+        MDNode::get(Ctx, MDString::get(Ctx, "llvm.loop.unroll.disable")));
+  }
   // The JIT does not interleave loops (JIT.cpp); a reassociated reduction
   // needs several vector accumulators to hide the add's latency. Those are
   // all the unrolling it needs: fully unrolled (a row of 1024 floats is 16

@@ -282,12 +282,15 @@ public:
       OS << "; " << F->Var << " < ";
       expr(F->Stop);
       OS << "; " << F->Var << "++) ";
-      if (F->Options.Parallel || F->Options.Vectorize) {
-        OS << "/* ";
-        if (F->Options.Parallel)
-          OS << (F->Options.Vectorize ? "parallel, " : "parallel");
-        if (F->Options.Vectorize)
-          OS << "vectorize";
+      if (F->Options.Parallel || F->Options.Vectorize || F->Options.Lanes) {
+        const char *Sep = "/* ";
+        for (auto [On, Word] : {std::pair{F->Options.Parallel, "parallel"},
+                                {F->Options.Vectorize, "vectorize"},
+                                {F->Options.Lanes, "lanes"}})
+          if (On) {
+            OS << Sep << Word;
+            Sep = ", ";
+          }
         OS << " */ ";
       }
       OS << "{\n";

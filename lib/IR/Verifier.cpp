@@ -395,12 +395,34 @@ private:
                              " but '" + Op->Var + "' is " +
                              typeStr(Op->VarType));
     checkFreshName(Op->Var, Op->Loc, "loop variable");
+    if (Op->Options.Lanes)
+      checkLanes(*Op);
     Scopes.emplace_back();
     Scopes.back()[Op->Var] = Op->VarType;
     ++Loops;
     scoped(Op->Body, "the loop");
     --Loops;
     Scopes.pop_back();
+  }
+
+  /// A `lanes` loop is one vector: innermost, serial, and as many
+  /// iterations as a vector register file can hold lanes of.
+  void checkLanes(const For &Op) {
+    std::string Name = "'lanes' loop '" + Op.Var + "'";
+    auto Lo = getConstInt(Op.Start), Hi = getConstInt(Op.Stop);
+    int64_t Trip = Lo && Hi ? *Hi - *Lo : 0;
+    if (!Lo || !Hi || Trip < 2 || Trip > 64 || (Trip & (Trip - 1)))
+      error(Op.Loc, Name + " must run a constant power of two from 2 to 64 "
+                           "iterations");
+    if (Op.Options.Parallel)
+      error(Op.Loc, Name + " cannot also be parallel");
+    struct LoopFinder : IRVisitor {
+      bool Found = false;
+      void visitFor(const For *) override { Found = true; }
+    } Inner;
+    Inner.visit(Op.Body);
+    if (Inner.Found)
+      error(Op.Loc, Name + " must be innermost");
   }
 
   void visitStore(const Store *Op) override {

@@ -100,6 +100,8 @@ public:
   /// JITOptions::VectorWidth resolved for the target: the
   /// "prefer-vector-width" of every function; 0 leaves LLVM's choice.
   unsigned VectorWidth = 0;
+  /// The widest vectors the kernels' loops use, in bits (vectorBits()).
+  unsigned VectorBits = 128;
   /// Target features this CPU lacks ("+avx512fp16, ..."); empty if none.
   std::string Foreign;
   /// The persistent cache (JITOptions::CacheDir).
@@ -394,6 +396,9 @@ Expected<std::unique_ptr<KernelJIT>> KernelJIT::create(JITOptions Opts) {
       return makeError("a vector width of 512 bits needs AVX-512, which the "
                        "target CPU lacks");
     I->VectorWidth = Opts.VectorWidth ? Opts.VectorWidth : Has512 ? 512 : 0;
+    unsigned Widest = Has512 ? 512 : STI.checkFeatures("+avx") ? 256 : 128;
+    I->VectorBits =
+        Opts.VectorWidth ? std::min(Opts.VectorWidth, Widest) : Widest;
     if (!Opts.CPU.empty() && !STI.isCPUStringValid(Opts.CPU))
       return makeError("unknown CPU '" + Opts.CPU + "'");
     // Instruction-set features the target has and this CPU lacks: code for
@@ -454,6 +459,7 @@ KernelJIT::~KernelJIT() {
 const std::string &KernelJIT::cpuName() const { return P->CPU; }
 const std::string &KernelJIT::features() const { return P->Features; }
 bool KernelJIT::fpContract() const { return P->Contract; }
+unsigned KernelJIT::vectorBits() const { return P->VectorBits; }
 const std::string &KernelJIT::cacheWarning() const { return P->Disk.warning(); }
 
 Expected<std::shared_ptr<const CompiledKernel>>

@@ -420,9 +420,11 @@ private:
           Opts.Parallel = true;
         else if (Word == "vectorize")
           Opts.Vectorize = true;
+        else if (Word == "lanes")
+          Opts.Lanes = true;
         else
           fail(File.locOf(B), "unknown loop option '" + Word +
-                                  "' (known: parallel, vectorize)");
+                                  "' (known: parallel, vectorize, lanes)");
       }
     }
     return Opts;

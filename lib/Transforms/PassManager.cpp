@@ -39,6 +39,9 @@ std::vector<std::string> buildDefaultPipeline() {
       // any pass that moves loops, so that Compiler::interpret, which
       // makes only this rewrite, rounds as the compiled kernel does.
       "reciprocals",
+      // With --conv=generated, convolutions as loop nests, their post-ops
+      // (folded just before) applied as they store.
+      "generate-convs",
       // Then the temporaries left to convolutions alone can be blocked.
       "conv-layouts",
       // Which temporaries are written in full before being read.

@@ -196,7 +196,8 @@ TEST(Compiler, CompileErrorsCarryTheToolsDiagnostics) {
   Compiler C;
   expectError(C.irAfter(kernelOf(Saxpy), "vectorize").takeError(),
               "error: unknown pass 'vectorize' (the pipeline: "
-              "dead-temporaries, fuse-conv-post-ops, reciprocals, conv-layouts, "
+              "dead-temporaries, fuse-conv-post-ops, reciprocals, generate-convs, "
+              "conv-layouts, "
               "elide-zero-fill, reductions, fuse-loops, parallelize, "
               "stream-stores, plan-memory, outline-parallel)");
   CompileOptions Bad;
@@ -879,7 +880,7 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
   expectError(Compiler(O).compile(K).takeError(),
               "error: CompileOptions::Passes: unknown pass 'parallelise'; did "
               "you mean 'parallelize'? (known: conv-layouts, dead-temporaries, elide-zero-fill, "
-              "fuse-conv-post-ops, fuse-loops, outline-parallel, "
+              "fuse-conv-post-ops, fuse-loops, generate-convs, outline-parallel, "
               "parallelize, plan-memory, reciprocals, reductions, "
               "stream-stores)");
   O = {};
@@ -887,14 +888,14 @@ TEST(Compiler, InstrumentationNamesAndInterpreterArgumentsAreChecked) {
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::PrintAfter: unknown pass 'outline' "
               "(known: conv-layouts, dead-temporaries, elide-zero-fill, fuse-conv-post-ops, fuse-loops, "
-              "outline-parallel, parallelize, plan-memory, reciprocals, "
+              "generate-convs, outline-parallel, parallelize, plan-memory, reciprocals, "
               "reductions, stream-stores)");
   O = {};
   O.Remarks = {"outline-parallel"};
   expectError(Compiler(O).lower(K).takeError(),
               "error: CompileOptions::Remarks: no remarks from "
               "'outline-parallel' (known: conv-layouts, dead-temporaries, elide-zero-fill, "
-              "fuse-conv-post-ops, fuse-loops, onednn, parallelize, "
+              "fuse-conv-post-ops, fuse-loops, generate-convs, onednn, parallelize, "
               "plan-memory, reciprocals, reductions, stream-stores)");
   std::vector<float> X(4), Y(4);
   expectError(Compiler().interpret(K, {BufferArg::of(X.data(), {4}),

@@ -387,8 +387,15 @@ struct LoopOptions {
   /// A request to vectorize the loop (LLVM's llvm.loop.vectorize.enable):
   /// a hint about speed, never about meaning.
   bool Vectorize = false;
+  /// The iterations are the lanes of one vector (generated convolutions'
+  /// channel blocks): code generation makes each statement of the body one
+  /// vector operation as wide as the trip count, a constant power of two
+  /// from 2 to 64, and never unrolls the loop. A hint about speed, never
+  /// about meaning; only an innermost loop may have it (the verifier checks).
+  bool Lanes = false;
   bool operator==(const LoopOptions &O) const {
-    return Parallel == O.Parallel && Vectorize == O.Vectorize;
+    return Parallel == O.Parallel && Vectorize == O.Vectorize &&
+           Lanes == O.Lanes;
   }
 };
 

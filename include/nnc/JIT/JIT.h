@@ -99,6 +99,9 @@ public:
   const std::string &cpuName() const;
   const std::string &features() const;
   bool fpContract() const;
+  /// The widest vectors the kernels' loops use, in bits: 512, 256 (AVX,
+  /// AVX2, or AVX-512 at --vector-width=256) or 128.
+  unsigned vectorBits() const;
   /// Why the cache directory is not used (it is not a directory, others
   /// can write to it, its key is not private), or empty.
   const std::string &cacheWarning() const;

@@ -59,6 +59,14 @@ enum class VectorMath : uint8_t {
 
 /// Smallest work, in innermost iterations, worth a parallel region; measured
 /// in docs/performance.md.
+enum class ConvImpl : uint8_t {
+  /// Every convolution calls oneDNN (docs/Runtime.md). The default.
+  OneDNN,
+  /// Convolutions the generate-convs pass covers become loop nests that
+  /// nnc-jit compiles itself (docs/Passes.md); the others call oneDNN.
+  Generated,
+};
+
 constexpr int64_t kDefaultParallelGrain = 16384;
 /// The most threads a kernel may run on (CompileOptions::Threads).
 constexpr unsigned kMaxThreads = 1024;

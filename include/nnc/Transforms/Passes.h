@@ -84,6 +84,8 @@ bool removeDeadTemporaries(Kernel &K, const PassOptions &Opts,
 bool elideZeroFill(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 /// conv-layouts: temporaries that only convolutions write and read get
 /// `layout=blocked` views (lib/Transforms/ConvLayouts.cpp).
+bool generateConvs(Kernel &K, const PassOptions &Opts,
+                   PassDiagnostics &Diags);
 bool convLayouts(Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags);
 /// fuse-loops: fuses each top-level loop into the one before it where it
 /// reads what that one reduces into, fusing is legal and the fused loop

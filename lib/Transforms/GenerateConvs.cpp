@@ -1,0 +1,461 @@
+//===- GenerateConvs.cpp - Convolutions as loop nests nnc-jit compiles ----===//
+//
+// Pass `generate-convs`, with --conv=generated only. Runs after
+// fuse-conv-post-ops (whose post-ops it applies as it stores) and before
+// conv-layouts.
+//
+// Each nnc_aten_conv2d call it covers becomes a direct convolution written
+// as loop nests, in the register-blocked form of hand-written ones (and of
+// oneDNN's jit kernels):
+//
+//   wr[cb, kh, kw, ic, o] = w[cb * B + o, ic, kh, kw]     weights, blocked
+//   xp[n, h, w, c] = x, zero-padded (only where there is padding)
+//   for n, cb, oh:                                       (parallel)
+//     for each block of P output pixels (ow0 .. ow0 + P) of the row:
+//       acc[p, o] = bias
+//       for kh, kw, ic:
+//         for p < P:  for o < B /* lanes */:
+//           acc[p, o] += xp[n, oh*s + kh*d, (ow0+p)*s + kw*d, ic] * wr[cb, kh, kw, ic, o]
+//       y[n, cb*B + o, oh, ow0 + p] = post-ops(acc[p, o])
+//
+// B output channels (one or two vectors) times P pixels of accumulators fit
+// the target's vector registers (16 of them with AVX2, 32 with AVX-512): the
+// `lanes` loop is one vector operation (LowerLoops.cpp), LLVM unrolls the
+// pixel loop and keeps acc in registers, so the inner loop is P * B / lanes
+// FMAs on B / lanes weight vectors and P broadcast inputs. The vector width
+// is the JIT's (PassOptions::VectorWidth, resolved by Compiler::pipeline).
+//
+// Covered: f32; input and output channels-last (channel stride 1, constant
+// strides); one group; output channels a multiple of 8; any kernel size,
+// stride, padding and dilation; a symbolic batch. Every covered call is
+// generated. The weights are laid out again at every call: where an image
+// has few output pixels (resnet18's 7x7 and 14x14 layers) that copy costs
+// more than the arithmetic saved. `--remarks=generate-convs` says what it
+// did with each call and why.
+//
+//===----------------------------------------------------------------------===//
+#include "LoopRewriting.h"
+
+#include "nnc/IR/Equality.h"
+#include "nnc/IR/ExternalFunctions.h"
+#include "nnc/IR/IRVisitor.h"
+#include "nnc/Transforms/Passes.h"
+
+#include <algorithm>
+
+namespace nnc {
+
+namespace {
+
+/// Accumulator pixels at most in one register block.
+constexpr int64_t kMaxBlockPixels = 14;
+
+Expr i64(int64_t V) { return IntImm::make(DType::I64, V); }
+Expr f32(double V) { return FloatImm::make(DType::F32, V); }
+Expr add(Expr A, Expr B) { return foldBinary(BinOp::Add, A, B); }
+Expr mul(Expr A, Expr B) { return foldBinary(BinOp::Mul, A, B); }
+Expr fadd(Expr A, Expr B) { return Binary::make(BinOp::Add, A, B); }
+Expr fmul(Expr A, Expr B) { return Binary::make(BinOp::Mul, A, B); }
+Expr call(IntrinsicOp Op, Expr A) { return Intrinsic::make(Op, {A}); }
+/// `A < B ? T : F`.
+Expr lessSelect(Expr A, Expr B, Expr T, Expr F) {
+  return CompareSelect::make(CmpOp::LT, A, B, T, F);
+}
+
+/// A channels-last tensor as the loops index it: sizes [N, C, H, W] and the
+/// element strides of N, H and W (C's is 1).
+struct Tensor {
+  Buffer Buf;
+  Expr N;
+  int64_t C = 0, H = 0, W = 0;
+  int64_t SN = 0, SH = 0, SW = 0;
+  /// The view is the buffer as declared: loads and stores index it one
+  /// index per dim, which the dependence analysis takes apart (a flat
+  /// offset of several loops' variables, it may not).
+  bool Declared = false;
+  /// The indices of the element [n, c, h, w].
+  std::vector<Expr> at(Expr Nv, Expr Cv, Expr Hv, Expr Wv) const {
+    if (Declared)
+      return {Nv, Cv, Hv, Wv};
+    return {add(add(add(mul(Nv, i64(SN)), mul(Hv, i64(SH))), mul(Wv, i64(SW))),
+                Cv)};
+  }
+};
+
+/// The view as a channels-last tensor, or why it is not one.
+std::optional<Tensor> channelsLast(const BufferView &V, std::string &Why) {
+  if (V.Type != DType::F32 || V.Buf->Type != DType::F32) {
+    Why = "'" + V.Buf->Name + "' is not f32";
+    return std::nullopt;
+  }
+  if (V.Blocked || V.rank() != 4) {
+    Why = "'" + V.Buf->Name + "' is not a 4-d tensor";
+    return std::nullopt;
+  }
+  auto C = getConstInt(V.Sizes[1]), H = getConstInt(V.Sizes[2]),
+       W = getConstInt(V.Sizes[3]);
+  auto SN = getConstInt(V.Strides[0]), SC = getConstInt(V.Strides[1]),
+       SH = getConstInt(V.Strides[2]), SW = getConstInt(V.Strides[3]);
+  if (!C || !H || !W) {
+    Why = "'" + V.Buf->Name + "' has sizes other than its batch that are not "
+                              "constants";
+    return std::nullopt;
+  }
+  if (!SN || !SC || !SH || !SW || *SC != 1) {
+    Why = "'" + V.Buf->Name + "' is not channels-last";
+    return std::nullopt;
+  }
+  bool Declared = V.Buf->rank() == 4;
+  for (unsigned D = 0; D < 4 && Declared; ++D)
+    Declared = equal(V.Sizes[D], V.Buf->Dims[D]) &&
+               equal(V.Strides[D], V.Buf->Strides[D]);
+  return Tensor{V.Buf, V.Sizes[0], *C, *H, *W, *SN, *SH, *SW, Declared};
+}
+
+class Generator {
+public:
+  Generator(const Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags)
+      : Used(kernelNames(K)), Diags(Diags),
+        Lanes(std::max(4u, Opts.VectorWidth / 32)),
+        Registers(Opts.VectorWidth >= 512 ? 32 : 16) {}
+
+  /// The statements that replace Call, or nothing (with a remark) where
+  /// the pass does not cover it.
+  std::optional<std::vector<Stmt>> generate(const ExternalCall &Call) {
+    std::string Why;
+    auto R = tryGenerate(Call, Why);
+    if (!R)
+      Diags.remark(Call.Loc, "convolution left to oneDNN: " + Why);
+    return R;
+  }
+
+private:
+  std::set<std::string> Used;
+  PassDiagnostics &Diags;
+  const int64_t Lanes, Registers;
+
+  std::string fresh(const std::string &Base) { return freshName(Used, Base); }
+
+  /// `for (int64_t v = 0; v < Trip; v++) Body(v)`.
+  Stmt loop(const std::string &Base, int64_t Trip,
+            const std::function<std::vector<Stmt>(Expr)> &Body,
+            LoopOptions O = {}) {
+    return loop(Base, i64(Trip), Body, O);
+  }
+  Stmt loop(const std::string &Base, Expr Trip,
+            const std::function<std::vector<Stmt>(Expr)> &Body,
+            LoopOptions O = {}) {
+    std::string V = fresh(Base);
+    return For::make(V, DType::I64, i64(0), Trip,
+                     Block::make(Body(Var::make(DType::I64, V))), O);
+  }
+
+  std::optional<std::vector<Stmt>> tryGenerate(const ExternalCall &Call,
+                                               std::string &Why) {
+    std::vector<int64_t> Args;
+    for (const Expr &E : Call.ScalarArgs) {
+      auto V = getConstInt(E);
+      if (!V) {
+        Why = "its parameters are not constants";
+        return std::nullopt;
+      }
+      Args.push_back(*V);
+    }
+    Conv2dParams P;
+    if (!decodeConv2dParams(Args, P)) {
+      Why = "its parameters are not a convolution's";
+      return std::nullopt;
+    }
+    if (P.Groups != 1) {
+      Why = "it has " + std::to_string(P.Groups) +
+            " groups (generated convolutions are direct, with one group)";
+      return std::nullopt;
+    }
+    auto X = channelsLast(Call.Args[0], Why);
+    auto Y = X ? channelsLast(Call.Out, Why) : std::nullopt;
+    if (!Y)
+      return std::nullopt;
+    const BufferView &WV = Call.Args[1];
+    std::vector<int64_t> WS, WSt;
+    for (unsigned D = 0; D < WV.rank(); ++D) {
+      auto S = getConstInt(WV.Sizes[D]), St = getConstInt(WV.Strides[D]);
+      if (!S || !St) {
+        Why = "its weights' sizes or strides are not constants";
+        return std::nullopt;
+      }
+      WS.push_back(*S);
+      WSt.push_back(*St);
+    }
+    if (WV.Type != DType::F32 || WS.size() != 4) {
+      Why = "its weights are not a 4-d f32 tensor";
+      return std::nullopt;
+    }
+    int64_t OC = WS[0], IC = WS[1], KH = WS[2], KW = WS[3];
+    Expr BiasStride = i64(1);
+    if (Call.Args.size() > 2) {
+      const BufferView &BV = Call.Args[2];
+      if (BV.Type != DType::F32 || BV.rank() != 1 ||
+          !getConstInt(BV.Strides[0])) {
+        Why = "its bias is not a 1-d f32 tensor of constant stride";
+        return std::nullopt;
+      }
+      BiasStride = BV.Strides[0];
+    }
+    if (OC % 8) {
+      Why = "it has " + std::to_string(OC) +
+            " output channels, not a multiple of 8";
+      return std::nullopt;
+    }
+    if (Y->H * Y->W == 0) {
+      Why = "its output is empty";
+      return std::nullopt;
+    }
+    std::vector<std::optional<Tensor>> Others;
+    for (const PostOp &Op : Call.PostOps)
+      if (Op.Other) {
+        Others.push_back(channelsLast(*Op.Other, Why));
+        if (!Others.back())
+          return std::nullopt;
+      }
+
+    // The register block: B output channels (two vectors, else one, else
+    // half of one) by Pix pixels, with room for B's weight vectors, the
+    // broadcast input and one spare.
+    int64_t B = OC % (2 * Lanes) == 0 ? 2 * Lanes
+                : OC % Lanes == 0     ? Lanes
+                                      : 8;
+    int64_t Vectors = std::max<int64_t>(1, B / Lanes);
+    int64_t Pix = std::min({kMaxBlockPixels, Y->W,
+                            (Registers - Vectors - 2) / Vectors});
+
+    std::vector<Stmt> Out;
+    // The weights, blocked: wr[cb, kh, kw, ic, o] = w[cb * B + o, ic, kh, kw].
+    Buffer WR = BufferNode::make(
+        fresh(WV.Buf->Name + "_blocked"), DType::F32,
+        {i64(OC / B), i64(KH), i64(KW), i64(IC), i64(B)}, BufferRole::Temp);
+    Out.push_back(Allocate::make(WR, Call.Loc));
+    Out.push_back(loop("cb", OC / B, [&](Expr Cb) {
+      return std::vector<Stmt>{loop("kh", KH, [&](Expr Kh) {
+        return std::vector<Stmt>{loop("kw", KW, [&](Expr Kw) {
+          return std::vector<Stmt>{loop("ic", IC, [&](Expr Ic) {
+            return std::vector<Stmt>{loop("o", B, [&](Expr O) {
+              Expr Src = add(add(add(mul(add(mul(Cb, i64(B)), O), i64(WSt[0])),
+                                     mul(Ic, i64(WSt[1]))),
+                                 mul(Kh, i64(WSt[2]))),
+                             mul(Kw, i64(WSt[3])));
+              return std::vector<Stmt>{Store::make(
+                  WR, {Cb, Kh, Kw, Ic, O}, Load::make(WV.Buf, {Src}))};
+            })};
+          })};
+        })};
+      })};
+    }));
+
+    // The input, zero-padded where the convolution pads.
+    Tensor In = *X;
+    Buffer XP;
+    if (P.PadH || P.PadW) {
+      int64_t HP = X->H + 2 * P.PadH, WP = X->W + 2 * P.PadW;
+      XP = BufferNode::make(fresh(X->Buf->Name + "_padded"), DType::F32,
+                            {X->N, i64(IC), i64(HP), i64(WP)},
+                            BufferRole::Temp, LayoutKind::ChannelsLast);
+      In = Tensor{XP, X->N, IC, HP, WP, HP * WP * IC, WP * IC, IC, true};
+      Out.push_back(Allocate::make(XP, Call.Loc));
+      // Every element written (so no zero fill): x where the padded pixel
+      // is inside it, read at an index clamped into it, else 0.
+      Out.push_back(loop("n", X->N, [&](Expr N) {
+        return std::vector<Stmt>{loop("h", HP, [&](Expr H) {
+          return std::vector<Stmt>{loop("w", WP, [&](Expr W) {
+            Expr Hs = add(H, i64(-P.PadH)), Ws = add(W, i64(-P.PadW));
+            auto Clamp = [](Expr V, int64_t Hi) {
+              return Binary::make(BinOp::Min,
+                                  Binary::make(BinOp::Max, V, i64(0)),
+                                  i64(Hi - 1));
+            };
+            auto Inside = [](Expr V, int64_t Hi) {
+              return CompareSelect::make(
+                  CmpOp::LT, V, i64(0), i64(0),
+                  CompareSelect::make(CmpOp::LT, V, i64(Hi), i64(1), i64(0)));
+            };
+            Expr In2 = Binary::make(BinOp::And, Inside(Hs, X->H),
+                                    Inside(Ws, X->W));
+            Expr HC = Clamp(Hs, X->H), WC = Clamp(Ws, X->W);
+            return std::vector<Stmt>{loop("c", IC, [&](Expr C) {
+              Expr V = Load::make(X->Buf, X->at(N, C, HC, WC));
+              return std::vector<Stmt>{Store::make(
+                  XP, {N, C, H, W},
+                  CompareSelect::make(CmpOp::NE, In2, i64(0), V, f32(0)))};
+            })};
+          })};
+        })};
+      }));
+    }
+
+    // The convolution: rows of full pixel blocks, then the row's rest.
+    const BufferView *Bias = Call.Args.size() > 2 ? &Call.Args[2] : nullptr;
+    int64_t Full = Y->W / Pix, Rest = Y->W % Pix;
+    auto PixelBlock = [&](Expr N, Expr Cb, Expr Oh, Expr Ow0, int64_t Pixels) {
+      Buffer Acc = BufferNode::make(fresh("acc"), DType::F32,
+                                    {i64(Pixels), i64(B)}, BufferRole::Temp);
+      std::vector<Stmt> S;
+      S.push_back(Allocate::make(Acc, Call.Loc));
+      LoopOptions Vec;
+      Vec.Lanes = B >= 2;
+      S.push_back(loop("p", Pixels, [&](Expr Px) {
+        return std::vector<Stmt>{loop(
+            "o", B,
+            [&](Expr O) {
+              Expr Init =
+                  Bias ? Load::make(Bias->Buf,
+                                    {mul(add(mul(Cb, i64(B)), O), BiasStride)})
+                       : f32(0);
+              return std::vector<Stmt>{Store::make(Acc, {Px, O}, Init)};
+            },
+            Vec)};
+      }));
+      S.push_back(loop("kh", KH, [&](Expr Kh) {
+        return std::vector<Stmt>{loop("kw", KW, [&](Expr Kw) {
+          return std::vector<Stmt>{loop("ic", IC, [&](Expr Ic) {
+            return std::vector<Stmt>{loop("p", Pixels, [&](Expr Px) {
+              Expr Ih = add(mul(Oh, i64(P.StrideH)), mul(Kh, i64(P.DilationH)));
+              Expr Iw = add(mul(add(Ow0, Px), i64(P.StrideW)),
+                            mul(Kw, i64(P.DilationW)));
+              Expr XV = Load::make(In.Buf, In.at(N, Ic, Ih, Iw));
+              return std::vector<Stmt>{loop(
+                  "o", B,
+                  [&](Expr O) {
+                    Expr Sum = fadd(Load::make(Acc, {Px, O}),
+                                    fmul(XV, Load::make(WR, {Cb, Kh, Kw, Ic, O})));
+                    return std::vector<Stmt>{Store::make(Acc, {Px, O}, Sum)};
+                  },
+                  Vec)};
+            })};
+          })};
+        })};
+      }));
+      S.push_back(loop("p", Pixels, [&](Expr Px) {
+        return std::vector<Stmt>{loop(
+            "o", B,
+            [&](Expr O) {
+              Expr C = add(mul(Cb, i64(B)), O), Ow = add(Ow0, Px);
+              std::vector<Stmt> Body;
+              Expr V = Load::make(Acc, {Px, O});
+              size_t NextOther = 0;
+              for (const PostOp &Op : Call.PostOps) {
+                std::string Name = fresh("v");
+                Body.push_back(Let::make(Name, DType::F32,
+                                         postOp(Op, V, [&] {
+                                           const Tensor &T =
+                                               *Others[NextOther++];
+                                           return Load::make(
+                                               T.Buf, T.at(N, C, Oh, Ow));
+                                         })));
+                V = Var::make(DType::F32, Name);
+              }
+              Body.push_back(Store::make(Y->Buf, Y->at(N, C, Oh, Ow), V));
+              return Body;
+            },
+            Vec)};
+      }));
+      S.push_back(Free::make(Acc, Call.Loc));
+      return S;
+    };
+    if (Call.DeclaresOut)
+      Out.push_back(Allocate::make(Y->Buf, Call.Loc));
+    Out.push_back(loop("n", X->N, [&](Expr N) {
+      return std::vector<Stmt>{loop("oh", Y->H, [&](Expr Oh) {
+        return std::vector<Stmt>{loop("cb", OC / B, [&](Expr Cb) {
+          std::vector<Stmt> Row;
+          if (Full)
+            Row.push_back(loop("ob", Full, [&](Expr Ob) {
+              return PixelBlock(N, Cb, Oh, mul(Ob, i64(Pix)), Pix);
+            }));
+          if (Rest) {
+            std::vector<Stmt> R =
+                PixelBlock(N, Cb, Oh, i64(Full * Pix), Rest);
+            Row.insert(Row.end(), R.begin(), R.end());
+          }
+          return Row;
+        })};
+      })};
+    }));
+    if (XP)
+      Out.push_back(Free::make(XP, Call.Loc));
+    Out.push_back(Free::make(WR, Call.Loc));
+    Diags.remark(Call.Loc,
+                 "convolution generated: blocks of " + std::to_string(Pix) +
+                     (Pix == 1 ? " pixel x " : " pixels x ") +
+                     std::to_string(B) + " channels, " +
+                     std::to_string(Lanes) + "-lane vectors" +
+                     (XP ? ", input padded" : ""));
+    return Out;
+  }
+
+  /// Op applied to V, as the reference does (ReferenceExternals.cpp).
+  static Expr postOp(const PostOp &Op, const Expr &V,
+                     const std::function<Expr()> &Other) {
+    Expr A = f32(Op.Alpha), Bt = f32(Op.Beta), Zero = f32(0), One = f32(1);
+    switch (Op.Kind) {
+    case PostOpKind::Relu:
+      return lessSelect(V, Zero, Zero, V);
+    case PostOpKind::LeakyRelu:
+      return lessSelect(V, Zero, fmul(A, V), V);
+    case PostOpKind::Clamp: {
+      Expr Lo = lessSelect(V, A, A, V);
+      return lessSelect(Bt, Lo, Bt, Lo);
+    }
+    case PostOpKind::Sigmoid:
+      return call(IntrinsicOp::Sigmoid, V);
+    case PostOpKind::Tanh:
+      return call(IntrinsicOp::Tanh, V);
+    case PostOpKind::GeluErf:
+      return fmul(fmul(f32(0.5), V),
+                  fadd(One, call(IntrinsicOp::Erf, fmul(V, f32(0.70710678)))));
+    case PostOpKind::GeluTanh: {
+      Expr Cube = fmul(fmul(V, V), V);
+      Expr In = fmul(f32(0.7978845608), fadd(V, fmul(f32(0.044715), Cube)));
+      return fmul(fmul(f32(0.5), V), fadd(One, call(IntrinsicOp::Tanh, In)));
+    }
+    case PostOpKind::Silu:
+      return fmul(V, call(IntrinsicOp::Sigmoid, V));
+    case PostOpKind::Hardswish: {
+      Expr T = fadd(V, f32(3));
+      Expr Lo = lessSelect(T, Zero, Zero, T);
+      Expr Hi = lessSelect(f32(6), Lo, f32(6), Lo);
+      return Binary::make(BinOp::Div, fmul(V, Hi), f32(6));
+    }
+    case PostOpKind::Add:
+      return fadd(V, Other());
+    }
+    return V;
+  }
+};
+
+class Finder : public IRVisitor {
+public:
+  std::vector<const ExternalCall *> Convs;
+  void visitExternalCall(const ExternalCall *Op) override {
+    if (Op->Func == "nnc_aten_conv2d")
+      Convs.push_back(Op);
+  }
+};
+
+} // namespace
+
+bool generateConvs(Kernel &K, const PassOptions &Opts,
+                   PassDiagnostics &Diags) {
+  if (!K.Body || Opts.Conv != ConvImpl::Generated)
+    return true;
+  Finder F;
+  F.visit(K.Body);
+  Generator G(K, Opts, Diags);
+  std::map<const StmtNode *, std::vector<Stmt>> With;
+  for (const ExternalCall *C : F.Convs)
+    if (auto R = G.generate(*C))
+      With[C] = std::move(*R);
+  if (!With.empty())
+    K.Body = detail::replace(K.Body, std::move(With));
+  return true;
+}
+
+} // namespace nnc
