@@ -1,5 +1,6 @@
 //===- Compiler.cpp - Compile kernels and call them ------------------------===//
 #include "nnc/API/Compiler.h"
+#include "ConvTiming.h"
 #include "nnc/Support/Format.h"
 #include "nnc/API/Error.h"
 #include "nnc/IR/Printer.h"
@@ -504,11 +505,17 @@ llvm::Expected<Kernel> Compiler::pipeline(
   PO.Options.Remarks = RemarkPasses;
   // Generated convolutions are blocked for the target's vector registers:
   // the passes see the width the JIT resolved, never 0.
-  if (Opts.Conv == ConvImpl::Generated) {
+  if (Opts.Conv != ConvImpl::OneDNN) {
     auto J = P->jit(Opts);
     if (!J)
       return J.takeError();
     PO.Options.VectorWidth = (*J)->vectorBits();
+  }
+  if (Opts.Conv == ConvImpl::Auto) {
+    CompileOptions Timing = PO.Options;
+    PO.Options.TimeConv = [Timing](const ExternalCall &Call) {
+      return timeConvolution(Call, Timing);
+    };
   }
   // Warnings and remarks go to the sink as each pass makes them, so that
   // they interleave with the IR printed after the passes.

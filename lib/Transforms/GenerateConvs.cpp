@@ -42,6 +42,7 @@
 #include "nnc/Transforms/Passes.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace nnc {
 
@@ -92,10 +93,10 @@ std::optional<Tensor> channelsLast(const BufferView &V, std::string &Why) {
     Why = "'" + V.Buf->Name + "' is not a 4-d tensor";
     return std::nullopt;
   }
-  auto C = getConstInt(V.Sizes[1]), H = getConstInt(V.Sizes[2]),
-       W = getConstInt(V.Sizes[3]);
-  auto SN = getConstInt(V.Strides[0]), SC = getConstInt(V.Strides[1]),
-       SH = getConstInt(V.Strides[2]), SW = getConstInt(V.Strides[3]);
+  auto C = evaluateConstant(V.Sizes[1]), H = evaluateConstant(V.Sizes[2]),
+       W = evaluateConstant(V.Sizes[3]);
+  auto SN = evaluateConstant(V.Strides[0]), SC = evaluateConstant(V.Strides[1]),
+       SH = evaluateConstant(V.Strides[2]), SW = evaluateConstant(V.Strides[3]);
   if (!C || !H || !W) {
     Why = "'" + V.Buf->Name + "' has sizes other than its batch that are not "
                               "constants";
@@ -105,26 +106,48 @@ std::optional<Tensor> channelsLast(const BufferView &V, std::string &Why) {
     Why = "'" + V.Buf->Name + "' is not channels-last";
     return std::nullopt;
   }
+  auto Same = [](const Expr &A, const Expr &B) {
+    auto VA = evaluateConstant(A), VB = evaluateConstant(B);
+    return VA && VB ? *VA == *VB : equal(A, B);
+  };
   bool Declared = V.Buf->rank() == 4;
   for (unsigned D = 0; D < 4 && Declared; ++D)
-    Declared = equal(V.Sizes[D], V.Buf->Dims[D]) &&
-               equal(V.Strides[D], V.Buf->Strides[D]);
+    Declared = Same(V.Sizes[D], V.Buf->Dims[D]) &&
+               Same(V.Strides[D], V.Buf->Strides[D]);
   return Tensor{V.Buf, V.Sizes[0], *C, *H, *W, *SN, *SH, *SW, Declared};
 }
 
 class Generator {
 public:
   Generator(const Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags)
-      : Used(kernelNames(K)), Diags(Diags),
+      : Used(kernelNames(K)), Diags(Diags), Opts(Opts),
         Lanes(std::max(4u, Opts.VectorWidth / 32)),
         Registers(Opts.VectorWidth >= 512 ? 32 : 16) {}
 
   /// The statements that replace Call, or nothing (with a remark) where
   /// the pass does not cover it.
   std::optional<std::vector<Stmt>> generate(const ExternalCall &Call) {
-    std::string Why;
-    auto R = tryGenerate(Call, Why);
-    if (!R)
+    std::string Why, How;
+    auto R = tryGenerate(Call, Why, How);
+    if (R && Opts.Conv == ConvImpl::Auto) {
+      auto T = Opts.TimeConv ? Opts.TimeConv(Call) : std::nullopt;
+      if (!T) {
+        Why = "it could not be timed alone";
+        R.reset();
+      } else {
+        std::string Times = "generated " + formatMs(T->GeneratedMs) +
+                            ", oneDNN " + formatMs(T->OneDNNMs);
+        if (T->GeneratedMs < T->OneDNNMs) {
+          How += " [timed: " + Times + "]";
+        } else {
+          Why = "oneDNN measured faster (" + Times + ")";
+          R.reset();
+        }
+      }
+    }
+    if (R)
+      Diags.remark(Call.Loc, "convolution generated: " + How);
+    else
       Diags.remark(Call.Loc, "convolution left to oneDNN: " + Why);
     return R;
   }
@@ -132,6 +155,7 @@ public:
 private:
   std::set<std::string> Used;
   PassDiagnostics &Diags;
+  const PassOptions &Opts;
   const int64_t Lanes, Registers;
 
   std::string fresh(const std::string &Base) { return freshName(Used, Base); }
@@ -150,11 +174,20 @@ private:
                      Block::make(Body(Var::make(DType::I64, V))), O);
   }
 
+  static std::string formatMs(double Ms) {
+    char Buf[32];
+    std::snprintf(Buf, sizeof(Buf), "%.3f ms", Ms);
+    return Buf;
+  }
+
+  /// The statements that compute Call, and How (the blocking), or nothing
+  /// and Why not.
   std::optional<std::vector<Stmt>> tryGenerate(const ExternalCall &Call,
-                                               std::string &Why) {
+                                               std::string &Why,
+                                               std::string &How) {
     std::vector<int64_t> Args;
     for (const Expr &E : Call.ScalarArgs) {
-      auto V = getConstInt(E);
+      auto V = evaluateConstant(E);
       if (!V) {
         Why = "its parameters are not constants";
         return std::nullopt;
@@ -178,7 +211,7 @@ private:
     const BufferView &WV = Call.Args[1];
     std::vector<int64_t> WS, WSt;
     for (unsigned D = 0; D < WV.rank(); ++D) {
-      auto S = getConstInt(WV.Sizes[D]), St = getConstInt(WV.Strides[D]);
+      auto S = evaluateConstant(WV.Sizes[D]), St = evaluateConstant(WV.Strides[D]);
       if (!S || !St) {
         Why = "its weights' sizes or strides are not constants";
         return std::nullopt;
@@ -195,11 +228,11 @@ private:
     if (Call.Args.size() > 2) {
       const BufferView &BV = Call.Args[2];
       if (BV.Type != DType::F32 || BV.rank() != 1 ||
-          !getConstInt(BV.Strides[0])) {
+          !evaluateConstant(BV.Strides[0])) {
         Why = "its bias is not a 1-d f32 tensor of constant stride";
         return std::nullopt;
       }
-      BiasStride = BV.Strides[0];
+      BiasStride = i64(*evaluateConstant(BV.Strides[0]));
     }
     if (OC % 8) {
       Why = "it has " + std::to_string(OC) +
@@ -382,12 +415,10 @@ private:
     if (XP)
       Out.push_back(Free::make(XP, Call.Loc));
     Out.push_back(Free::make(WR, Call.Loc));
-    Diags.remark(Call.Loc,
-                 "convolution generated: blocks of " + std::to_string(Pix) +
-                     (Pix == 1 ? " pixel x " : " pixels x ") +
-                     std::to_string(B) + " channels, " +
-                     std::to_string(Lanes) + "-lane vectors" +
-                     (XP ? ", input padded" : ""));
+    How = "blocks of " + std::to_string(Pix) +
+          (Pix == 1 ? " pixel x " : " pixels x ") + std::to_string(B) +
+          " channels, " + std::to_string(Lanes) + "-lane vectors" +
+          (XP ? ", input padded" : "");
     return Out;
   }
 
@@ -444,7 +475,7 @@ public:
 
 bool generateConvs(Kernel &K, const PassOptions &Opts,
                    PassDiagnostics &Diags) {
-  if (!K.Body || Opts.Conv != ConvImpl::Generated)
+  if (!K.Body || Opts.Conv == ConvImpl::OneDNN)
     return true;
   Finder F;
   F.visit(K.Body);

@@ -65,7 +65,17 @@ enum class ConvImpl : uint8_t {
   /// Convolutions the generate-convs pass covers become loop nests that
   /// nnc-jit compiles itself (docs/Passes.md); the others call oneDNN.
   Generated,
+  /// Each convolution generate-convs covers is timed both ways as the
+  /// kernel is compiled (CompileOptions::TimeConv); the faster runs.
+  Auto,
 };
+
+/// A convolution's time generated and through oneDNN, in milliseconds.
+struct ConvTimes {
+  double GeneratedMs = 0, OneDNNMs = 0;
+};
+
+class ExternalCall;
 
 constexpr int64_t kDefaultParallelGrain = 16384;
 /// The most threads a kernel may run on (CompileOptions::Threads).
@@ -95,6 +105,9 @@ struct CompileOptions {
   /// tool prints it (`file:line:col: remark: ...`); without it they are
   /// dropped. Errors are returned, never sent here.
   std::function<void(const std::string &Text)> OnDiagnostic;
+  /// With --conv=auto, times a convolution call both ways (set by the
+  /// Compiler for its passes; nothing: it could not be timed).
+  std::function<std::optional<ConvTimes>(const ExternalCall &)> TimeConv;
 };
 
 /// How an option's values are written.
