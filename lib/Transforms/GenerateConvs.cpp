@@ -174,6 +174,26 @@ private:
                      Block::make(Body(Var::make(DType::I64, V))), O);
   }
 
+  /// The pixels of a block along a row of Width that fill the FMA units
+  /// best: a block of P pixels issues P * Vectors independent FMAs per
+  /// input channel, and takes at least kChains' time (an FMA's latency
+  /// times the FMAs a core starts per cycle, 4 x 2 on current x86 cores,
+  /// with some slack: at exactly 8 chains, blocks of 4 x 2 vectors ran 2-4%
+  /// slower than 6 x 2 on a Zen 4). A row of 7 in blocks of at most 6 runs
+  /// as 5 + 2 (2 x 10 slots), not 6 + 1 (12 + 10).
+  static int64_t blockPixels(int64_t Width, int64_t Vectors, int64_t Most) {
+    constexpr int64_t kChains = 10;
+    auto Slots = [&](int64_t P) {
+      return Width / P * std::max(P * Vectors, kChains) +
+             (Width % P ? std::max(Width % P * Vectors, kChains) : 0);
+    };
+    int64_t Best = std::max<int64_t>(1, std::min(Most, Width));
+    for (int64_t P = Best - 1; P >= 1; --P)
+      if (Slots(P) < Slots(Best))
+        Best = P;
+    return Best;
+  }
+
   static std::string formatMs(double Ms) {
     char Buf[32];
     std::snprintf(Buf, sizeof(Buf), "%.3f ms", Ms);
@@ -258,8 +278,9 @@ private:
                 : OC % Lanes == 0     ? Lanes
                                       : 8;
     int64_t Vectors = std::max<int64_t>(1, B / Lanes);
-    int64_t Pix = std::min({kMaxBlockPixels, Y->W,
-                            (Registers - Vectors - 2) / Vectors});
+    int64_t Pix = blockPixels(Y->W, Vectors,
+                              std::min(kMaxBlockPixels,
+                                       (Registers - Vectors - 2) / Vectors));
 
     std::vector<Stmt> Out;
     // The weights, blocked: wr[cb, kh, kw, ic, o] = w[cb * B + o, ic, kh, kw].
