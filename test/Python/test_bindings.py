@@ -245,7 +245,7 @@ def test_option_errors():
         "unknown compile option 'thread'; the options are: opt_level, cpu, "
         "features, fp_contract, reassociate, reciprocal, vector_math, "
         "vector_width, bounds, cache_dir, threads, parallel, grain, "
-        "trust_parallel, streaming, streaming_threshold, winograd, passes")
+        "trust_parallel, streaming, streaming_threshold, winograd, conv, passes")
     with pytest.raises(nncjit.Error) as e:
         nncjit.compile(SCALE, opt_level=4)
     assert message(e) == "opt_level expects 0 to 3, got '4'"
@@ -277,8 +277,32 @@ def test_option_errors():
         reassociate=False, reciprocal=True, vector_math="libm", vector_width=0,
         bounds="all", threads=2, parallel="outputs", grain=1,
         trust_parallel=False, streaming="off", streaming_threshold=0,
-        winograd=False, passes=None)
+        winograd=False, conv="generated", passes=None)
     assert (kernel(x, 2.0) == 2 * x).all()
+    with pytest.raises(nncjit.Error) as e:
+        nncjit.compile(SCALE, conv="fast")
+    assert message(e) == "conv expects onednn, generated or auto, got 'fast'"
+
+
+CONV_3X3 = """
+kernel conv(in x: f32[2, 32, 15, 15] channels_last, in w: f32[48, 32, 3, 3], in b: f32[48],
+    out y: f32[2, 48, 15, 15] channels_last) {
+  y = nnc_aten_conv2d(buf_args={x, w, b}, args={1ll, 1ll, 1ll, 1ll, 1ll, 1ll, 1ll}, post_ops={relu})
+}
+"""
+
+
+def test_convolutions_generated_or_timed_give_onednns_result():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 15, 15, 32), np.float32).transpose(0, 3, 1, 2)
+    w = rng.standard_normal((48, 32, 3, 3), np.float32)
+    b = rng.standard_normal(48, np.float32)
+    want = nncjit.compile(CONV_3X3)(x, w, b)
+    for conv in ("generated", "auto"):
+        got = nncjit.compile(CONV_3X3, conv=conv)(x, w, b)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    assert "convolution generated: blocks of" in nncjit.remarks(
+        CONV_3X3, conv="generated", vector_width=256)
 
 
 def test_more_argument_errors(scale):
