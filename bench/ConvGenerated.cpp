@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 using namespace nnc;
@@ -34,7 +35,10 @@ namespace {
 struct Case {
   const char *Name;
   int64_t C, O, H, K, Stride;
-  const char *Tail; // "relu", "add_relu", "none" or "seed" (relu(a+b) first)
+  /// "relu", "relu6", "add_relu", "add", "none", or "seed" (relu(a+b)
+  /// first, no tail).
+  const char *Tail;
+  int64_t Groups = 1;
 };
 
 const Case Cases[] = {
@@ -48,7 +52,19 @@ const Case Cases[] = {
     {"resnet 3x3 256 +res", 256, 256, 14, 3, 1, "add_relu"},
     {"resnet 3x3 s2 256->512", 256, 512, 14, 3, 2, "relu"},
     {"resnet 3x3 512 +res", 512, 512, 7, 3, 1, "add_relu"},
+    {"mbv2 1x1 expand 24->144", 24, 144, 56, 1, 1, "relu6"},
+    {"mbv2 3x3 dw 144", 144, 144, 56, 3, 1, "relu6", 144},
+    {"mbv2 3x3 dw s2 144", 144, 144, 56, 3, 2, "relu6", 144},
+    {"mbv2 1x1 project 144->24", 144, 24, 56, 1, 1, "add"},
+    {"mbv2 3x3 dw 576 (14x14)", 576, 576, 14, 3, 1, "relu6", 576},
 };
+
+/// Whether the hand-written convolution computes C: one group, blocks of
+/// 16 output channels, a tail it applies.
+bool handCovers(const Case &C) {
+  std::string T = C.Tail;
+  return C.Groups == 1 && C.O % 16 == 0 && T != "relu6" && T != "add";
+}
 
 bench::HandConvShape shapeOf(const Case &C) {
   return {C.C, C.O, C.H, C.H, C.K, C.Stride, C.K / 2};
@@ -69,12 +85,15 @@ std::string kernelText(const Case &C) {
   };
   std::string Tail = C.Tail, S1 = std::to_string(C.Stride),
               P = std::to_string(C.K / 2);
-  bool Seed = Tail == "seed", Residual = Tail == "add_relu";
+  bool Seed = Tail == "seed", Residual = Tail == "add_relu" || Tail == "add";
   std::string Ins = Seed ? "in a: " + Img(C.C, C.H) + ", in b: " + Img(C.C, C.H)
                          : "in x: " + Img(C.C, C.H);
   std::string Post = Tail == "relu"       ? ", post_ops={relu}"
-                     : Residual           ? ", post_ops={add(" +
+                     : Tail == "relu6"    ? ", post_ops={clamp(0.f, 6.f)}"
+                     : Tail == "add_relu" ? ", post_ops={add(" +
                                                 View("r", C.O, OH) + "), relu}"
+                     : Tail == "add"      ? ", post_ops={add(" +
+                                                View("r", C.O, OH) + ")}"
                                           : "";
   std::string Body;
   if (Seed)
@@ -86,11 +105,11 @@ std::string kernelText(const Case &C) {
   Body += "  y = nnc_aten_conv2d(buf_args={" +
           (Seed ? View("t", C.C, C.H) : std::string("x")) +
           ", w, bias}, args={" + S1 + "ll, " + S1 + "ll, " + P + "ll, " + P +
-          "ll, 1ll, 1ll, 1ll}" + Post + ")\n";
+          "ll, 1ll, 1ll, " + std::to_string(C.Groups) + "ll}" + Post + ")\n";
   if (Seed)
     Body += "  Free(t);\n";
   return "kernel k(" + Ins + ", in w: f32[" + std::to_string(C.O) + ", " +
-         std::to_string(C.C) + ", " + std::to_string(C.K) + ", " +
+         std::to_string(C.C / C.Groups) + ", " + std::to_string(C.K) + ", " +
          std::to_string(C.K) + "], in bias: f32[" + std::to_string(C.O) +
          "], " + (Residual ? "in r: " + Img(C.O, OH) + ", " : "") +
          "out y: " + Img(C.O, OH) + ") {\n" + Body + "}\n";
@@ -136,26 +155,31 @@ int main(int Argc, char **Argv) {
     auto OneDNN = bench::bindKernel(K, O);
     O.Conv = ConvImpl::Generated;
     auto Generated = bench::bindKernel(K, O);
-    bool Seed = std::string(C.Tail) == "seed";
+    bool Seed = std::string(C.Tail) == "seed", Hand = handCovers(C);
     bench::HandConvShape S = shapeOf(C);
-    bench::HandConv Hand(S, bufferOf(*OneDNN, "w"));
-    std::vector<float> HandY(S.OC * S.outH() * S.outW());
+    std::optional<bench::HandConv> HandConv;
+    if (Hand)
+      HandConv.emplace(S, bufferOf(*OneDNN, "w"));
+    size_t Elems = size_t(S.OC) * S.outH() * S.outW();
+    std::vector<float> HandY(Elems);
     auto RunHand = [&] {
-      Hand.run(bufferOf(*OneDNN, Seed ? "a" : "x"),
-               Seed ? bufferOf(*OneDNN, "b") : nullptr,
-               bufferOf(*OneDNN, "bias"), bufferOf(*OneDNN, "r"),
-               std::string(C.Tail) != "none" && !Seed, HandY.data());
+      HandConv->run(bufferOf(*OneDNN, Seed ? "a" : "x"),
+                    Seed ? bufferOf(*OneDNN, "b") : nullptr,
+                    bufferOf(*OneDNN, "bias"), bufferOf(*OneDNN, "r"),
+                    std::string(C.Tail) != "none" && !Seed, HandY.data());
     };
-    // The three agree (sums of products in other orders).
+    // They agree (sums of products in other orders).
     OneDNN->run();
     Generated->run();
-    RunHand();
+    if (Hand)
+      RunHand();
     const float *Ref = bufferOf(*OneDNN, "y"), *Gen = bufferOf(*Generated, "y");
     double Scale = 0, ErrGen = 0, ErrHand = 0;
-    for (size_t I = 0; I < HandY.size(); ++I) {
+    for (size_t I = 0; I < Elems; ++I) {
       Scale = std::max(Scale, double(std::fabs(Ref[I])));
       ErrGen = std::max(ErrGen, double(std::fabs(Gen[I] - Ref[I])));
-      ErrHand = std::max(ErrHand, double(std::fabs(HandY[I] - Ref[I])));
+      if (Hand)
+        ErrHand = std::max(ErrHand, double(std::fabs(HandY[I] - Ref[I])));
     }
     if (ErrGen > 1e-4 * Scale || ErrHand > 1e-4 * Scale)
       bench::die(std::string(C.Name) + ": the results differ (generated " +
@@ -165,20 +189,25 @@ int main(int Argc, char **Argv) {
     for (unsigned R = 0; R < Rounds + 2; ++R) {
       double A = bench::timeMs([&] { OneDNN->run(); });
       double G = bench::timeMs([&] { Generated->run(); });
-      double H = bench::timeMs(RunHand);
+      double H = Hand ? bench::timeMs(RunHand) : 0;
       if (R >= 2) { // Two warm-up rounds.
         TO.push_back(A);
         TG.push_back(G);
         TH.push_back(H);
       }
     }
-    double GFlop = 2.0 * S.OC * S.outH() * S.outW() * S.IC * S.K * S.K / 1e6;
+    double GFlop = 2.0 * S.OC * S.outH() * S.outW() * (S.IC / C.Groups) *
+                   S.K * S.K / 1e6;
     double MO = bench::median(TO), MG = bench::median(TG),
            MH = bench::median(TH);
-    double Ratio = std::min(MO, MH) / MG;
+    double Ratio = (Hand ? std::min(MO, MH) : MO) / MG;
     Worst = std::min(Worst, Ratio);
-    std::printf("%-26s %8.4f (%5.0f) %8.4f (%5.0f) %8.4f (%5.0f) %8.3f\n",
-                C.Name, MO, GFlop / MO, MG, GFlop / MG, MH, GFlop / MH, Ratio);
+    char HandText[32] = "               -";
+    if (Hand)
+      std::snprintf(HandText, sizeof(HandText), "%8.4f (%5.0f)", MH,
+                    GFlop / MH);
+    std::printf("%-26s %8.4f (%5.0f) %8.4f (%5.0f) %s %8.3f\n", C.Name, MO,
+                GFlop / MO, MG, GFlop / MG, HandText, Ratio);
   }
   std::printf("worst generated / best %.3f\n", Worst);
   return 0;

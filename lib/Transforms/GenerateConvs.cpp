@@ -25,8 +25,13 @@
 // FMAs on B / lanes weight vectors and P broadcast inputs. The vector width
 // is the JIT's (PassOptions::VectorWidth, resolved by Compiler::pipeline).
 //
+// Depthwise convolutions (a group per channel) are the same loops, each
+// output channel reading its own input channel (a vector load, not a
+// broadcast), over a single input channel per block.
+//
 // Covered: f32; input and output channels-last (channel stride 1, constant
-// strides); one group; output channels a multiple of 8; any kernel size,
+// strides); one group, or one per channel; output channels a multiple of 8;
+// any kernel size,
 // stride, padding and dilation; a symbolic batch. Every covered call is
 // generated. The weights are laid out again at every call: where an image
 // has few output pixels (resnet18's 7x7 and 14x14 layers) that copy costs
@@ -219,15 +224,17 @@ private:
       Why = "its parameters are not a convolution's";
       return std::nullopt;
     }
-    if (P.Groups != 1) {
-      Why = "it has " + std::to_string(P.Groups) +
-            " groups (generated convolutions are direct, with one group)";
-      return std::nullopt;
-    }
     auto X = channelsLast(Call.Args[0], Why);
     auto Y = X ? channelsLast(Call.Out, Why) : std::nullopt;
     if (!Y)
       return std::nullopt;
+    // Depthwise: a group per channel, one output channel each.
+    bool Depthwise = P.Groups > 1 && P.Groups == X->C && Y->C == X->C;
+    if (P.Groups != 1 && !Depthwise) {
+      Why = "it has " + std::to_string(P.Groups) +
+            " groups (generated convolutions have one, or one per channel)";
+      return std::nullopt;
+    }
     const BufferView &WV = Call.Args[1];
     std::vector<int64_t> WS, WSt;
     for (unsigned D = 0; D < WV.rank(); ++D) {
@@ -310,10 +317,11 @@ private:
     Buffer XP;
     if (P.PadH || P.PadW) {
       int64_t HP = X->H + 2 * P.PadH, WP = X->W + 2 * P.PadW;
+      int64_t C = X->C;
       XP = BufferNode::make(fresh(X->Buf->Name + "_padded"), DType::F32,
-                            {X->N, i64(IC), i64(HP), i64(WP)},
+                            {X->N, i64(C), i64(HP), i64(WP)},
                             BufferRole::Temp, LayoutKind::ChannelsLast);
-      In = Tensor{XP, X->N, IC, HP, WP, HP * WP * IC, WP * IC, IC, true};
+      In = Tensor{XP, X->N, C, HP, WP, HP * WP * C, WP * C, C, true};
       Out.push_back(Allocate::make(XP, Call.Loc));
       // Every element written (so no zero fill): x where the padded pixel
       // is inside it, read at an index clamped into it, else 0.
@@ -334,7 +342,7 @@ private:
             Expr In2 = Binary::make(BinOp::And, Inside(Hs, X->H),
                                     Inside(Ws, X->W));
             Expr HC = Clamp(Hs, X->H), WC = Clamp(Ws, X->W);
-            return std::vector<Stmt>{loop("c", IC, [&](Expr C) {
+            return std::vector<Stmt>{loop("c", X->C, [&](Expr C) {
               Expr V = Load::make(X->Buf, X->at(N, C, HC, WC));
               return std::vector<Stmt>{Store::make(
                   XP, {N, C, H, W},
@@ -374,10 +382,14 @@ private:
               Expr Ih = add(mul(Oh, i64(P.StrideH)), mul(Kh, i64(P.DilationH)));
               Expr Iw = add(mul(add(Ow0, Px), i64(P.StrideW)),
                             mul(Kw, i64(P.DilationW)));
-              Expr XV = Load::make(In.Buf, In.at(N, Ic, Ih, Iw));
               return std::vector<Stmt>{loop(
                   "o", B,
                   [&](Expr O) {
+                    // Broadcast an input channel to the block's outputs, or
+                    // (depthwise) take each output's own channel.
+                    Expr XV = Load::make(
+                        In.Buf, In.at(N, Depthwise ? add(mul(Cb, i64(B)), O) : Ic,
+                                      Ih, Iw));
                     Expr Sum = fadd(Load::make(Acc, {Px, O}),
                                     fmul(XV, Load::make(WR, {Cb, Kh, Kw, Ic, O})));
                     return std::vector<Stmt>{Store::make(Acc, {Px, O}, Sum)};
@@ -436,7 +448,8 @@ private:
     if (XP)
       Out.push_back(Free::make(XP, Call.Loc));
     Out.push_back(Free::make(WR, Call.Loc));
-    How = "blocks of " + std::to_string(Pix) +
+    How = std::string(Depthwise ? "depthwise, " : "") + "blocks of " +
+          std::to_string(Pix) +
           (Pix == 1 ? " pixel x " : " pixels x ") + std::to_string(B) +
           " channels, " + std::to_string(Lanes) + "-lane vectors" +
           (XP ? ", input padded" : "");

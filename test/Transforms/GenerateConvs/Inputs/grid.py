@@ -8,7 +8,8 @@ and a block that is neither), with and without bias, and every post-op."""
 POST_OPS = ["", "relu", "leaky_relu(0.1f)", "clamp(-0.5f, 0.5f)", "sigmoid",
             "tanh", "gelu_erf", "gelu_tanh", "silu", "hardswish", "add", "add, relu"]
 
-# (IC, OC, H, W, KH, KW, stride, pad, dilation), H and W pairs as (h, w).
+# (IC, OC, H, W, KH, KW, stride, pad, dilation[, groups]), H and W pairs as
+# (h, w); depthwise cases (groups = channels) last.
 CASES = [
     (16, 16, 56, 56, 3, 3, (1, 1), (1, 1), (1, 1)),
     (3, 64, 35, 33, 7, 7, (2, 2), (3, 3), (1, 1)),
@@ -26,6 +27,11 @@ CASES = [
     (32, 72, 20, 20, 1, 1, (1, 1), (0, 0), (1, 1)),
     (8, 16, 6, 6, 2, 2, (2, 2), (0, 0), (1, 1)),
     (9, 8, 5, 40, 3, 3, (1, 1), (0, 0), (1, 1)),
+    (32, 32, 56, 56, 3, 3, (1, 1), (1, 1), (1, 1), 32),
+    (144, 144, 28, 28, 3, 3, (2, 2), (1, 1), (1, 1), 144),
+    (24, 24, 9, 13, 5, 5, (1, 1), (2, 2), (1, 1), 24),
+    (8, 8, 1, 1, 3, 3, (1, 1), (1, 1), (1, 1), 8),
+    (40, 40, 15, 15, 3, 3, (1, 2), (2, 1), (2, 1), 40),
 ]
 
 
@@ -38,13 +44,14 @@ def view(name, c, h, w):
             f"strides=[{c * h * w}ll, 1ll, {w * c}ll, {c}ll])")
 
 
-for i, (ic, oc, h, w, kh, kw, s, p, d) in enumerate(CASES):
+for i, (ic, oc, h, w, kh, kw, s, p, d, *g) in enumerate(CASES):
+    groups = g[0] if g else 1
     oh = out_size(h, kh, s[0], p[0], d[0])
     ow = out_size(w, kw, s[1], p[1], d[1])
     post = POST_OPS[i % len(POST_OPS)]
     bias = i % 3 != 1
     ins = [f"in x: f32[N, {ic}, {h}, {w}] channels_last",
-           f"in w: f32[{oc}, {ic}, {kh}, {kw}]"]
+           f"in w: f32[{oc}, {ic // groups}, {kh}, {kw}]"]
     bufs = ["x", "w"]
     if bias:
         ins.append(f"in b: f32[{oc}]")
@@ -56,12 +63,13 @@ for i, (ic, oc, h, w, kh, kw, s, p, d) in enumerate(CASES):
             posts.append(f"add({view('r', oc, oh, ow)})")
         else:
             posts.append(op)
-    args = ", ".join(f"{v}ll" for v in (s[0], s[1], p[0], p[1], d[0], d[1], 1))
+    args = ", ".join(f"{v}ll" for v in (s[0], s[1], p[0], p[1], d[0], d[1], groups))
     post_text = f", post_ops={{{', '.join(posts)}}}" if posts else ""
     if i:
         print("// -----")
     print(f"// case {i}: {ic}->{oc} {h}x{w}, kernel {kh}x{kw}, stride {s}, "
-          f"pad {p}, dilation {d}, bias {bias}, post-ops {post or 'none'}")
+          f"pad {p}, dilation {d}, groups {groups}, bias {bias}, "
+          f"post-ops {post or 'none'}")
     print(f"kernel case{i}({', '.join(ins)}, "
           f"out y: f32[N, {oc}, {oh}, {ow}] channels_last, N: i64) {{")
     print(f"  {view('y', oc, oh, ow)} = nnc_aten_conv2d(buf_args={{"
