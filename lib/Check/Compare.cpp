@@ -40,8 +40,10 @@ Precision expectedPrecision(const Function &Fn, unsigned *ExternalCalls) {
       IRVisitor::visitStore(Op);
     }
     void visitExternalCall(const ExternalCall *Op) override {
-      raise(Precision::Accumulation);
-      ++Calls;
+      if (Op->Func != "nnc_conv_pack_weights") { // A copy: exact.
+        raise(Precision::Accumulation);
+        ++Calls;
+      }
       IRVisitor::visitExternalCall(Op);
     }
   };

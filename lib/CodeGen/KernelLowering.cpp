@@ -61,6 +61,7 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
   Scopes.clear();
   Bufs.clear();
   HeapSlots.clear();
+  PackedSlots.clear();
   Arena = nullptr;
   StackBytes = 0;
   Streams.clear();
@@ -132,14 +133,19 @@ Function *KernelLowering::lowerBody(const Kernel &Kn, const std::string &Name) {
 
   // Heap temporaries are freed on every exit (free(nullptr) is a no-op).
   B.SetInsertPoint(EntryBlock);
-  for (AllocaInst *Slot : HeapSlots)
-    B.CreateStore(ConstantPointerNull::get(B.getPtrTy()), Slot);
+  for (auto *Slots : {&HeapSlots, &PackedSlots})
+    for (AllocaInst *Slot : *Slots)
+      B.CreateStore(ConstantPointerNull::get(B.getPtrTy()), Slot);
   B.CreateBr(Start);
   B.SetInsertPoint(Cleanup);
   if (HasStreams) // Error exits too: the caller may look at the outputs.
     fenceStreams();
   for (AllocaInst *Slot : HeapSlots)
     B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {B.getPtrTy()}),
+                 {B.CreateLoad(B.getPtrTy(), Slot)});
+  for (AllocaInst *Slot : PackedSlots)
+    B.CreateCall(runtimeFn("nnc_runtime_release_packed", B.getVoidTy(),
+                           {B.getPtrTy()}),
                  {B.CreateLoad(B.getPtrTy(), Slot)});
   if (Arena) // The runtime ignores the null of a failed acquisition.
     B.CreateCall(runtimeFn("nnc_runtime_arena_release", B.getVoidTy(),

@@ -112,6 +112,9 @@ struct BufInfo {
   Value *Base = nullptr;
   std::vector<Value *> Dims, Strides; // i64
   AllocaInst *HeapSlot = nullptr;     // Holds the heap pointer, if any.
+  /// Holds the runtime's handle of packed weights (nnc_conv_pack_weights),
+  /// released with nnc_runtime_release_packed, if any.
+  AllocaInst *PackedSlot = nullptr;
   AllocaInst *Stack = nullptr;        // Stack storage, if any.
   Value *Extent = nullptr;            // Elements spanned (bounds checks).
 };
@@ -282,6 +285,9 @@ private:
   void acquireArena(const Kernel &Kn, const std::string &Name, int64_t Bytes);
   void releaseTemp(const Buffer &Buf);
   void lowerExternalCall(const ExternalCall *Op);
+  /// nnc_conv_pack_weights: the output's storage is the runtime's packed
+  /// copy of the weights, shared across calls (docs/Runtime.md).
+  void lowerPackedWeights(const ExternalCall *Op);
   void lowerParallelCall(const ParallelCall *Op);
   Function *lowerBody(const Kernel &Kn, const std::string &Name);
   void loadArgs(const Kernel &Kn, size_t First, Value *Args,
@@ -310,7 +316,7 @@ private:
   std::vector<ErrorSite> Sites;
   std::vector<std::unordered_map<std::string, Value *>> Scopes;
   std::unordered_map<const BufferNode *, BufInfo> Bufs;
-  std::vector<AllocaInst *> HeapSlots;
+  std::vector<AllocaInst *> HeapSlots, PackedSlots;
   /// Reduction stores whose element lives in a register (a slot mem2reg
   /// promotes) while the loops it reduces over run, and the accumulator
   /// loads that read the register instead of memory.

@@ -44,7 +44,52 @@ std::optional<std::pair<int64_t, Expr>> grainWork(const Expr &Grain) {
 
 } // namespace
 
+void KernelLowering::lowerPackedWeights(const ExternalCall *Op) {
+  const BufferView &W = Op->Args[0];
+  Type *I64 = B.getInt64Ty();
+  PointerType *P = B.getPtrTy();
+  AllocaInst *Sizes = entryAlloca(I64, 4, "pack.sizes");
+  AllocaInst *Strides = entryAlloca(I64, 4, "pack.strides");
+  Value *Over = B.getFalse();
+  std::vector<Value *> Dims, Steps;
+  for (unsigned D = 0; D < 4; ++D) {
+    Dims.push_back(lowerSize(W.Sizes[D], Over));
+    Steps.push_back(lowerSize(W.Strides[D], Over));
+    B.CreateStore(Dims.back(), B.CreateConstGEP1_64(I64, Sizes, D));
+    B.CreateStore(Steps.back(), B.CreateConstGEP1_64(I64, Strides, D));
+  }
+  checkError(B.CreateOr(Over, B.CreateICmpUGT(spannedElements(Dims, Steps, &Over),
+                                              storageExtent(W.Buf))),
+             ErrorKind::Message, Op->Loc,
+             Op->Func + ": the description of '" + W.Buf->Name +
+                 "' does not fit in its storage");
+  BufInfo &BI = Bufs[Op->Out.Buf.get()];
+  BI.Dims.clear();
+  BI.Strides.clear();
+  for (const Expr &E : Op->Out.Sizes)
+    BI.Dims.push_back(lowerSize(E, Over));
+  for (const Expr &E : Op->Out.Strides)
+    BI.Strides.push_back(lowerSize(E, Over));
+  BI.Extent = spannedElements(BI.Dims, BI.Strides, &Over);
+  if (!BI.PackedSlot) {
+    BI.PackedSlot = entryAlloca(P, 1, Op->Out.Buf->Name + ".packed");
+    PackedSlots.push_back(BI.PackedSlot);
+  }
+  // A call that runs again (in a loop) first lets go of the last copy.
+  B.CreateCall(runtimeFn("nnc_runtime_release_packed", B.getVoidTy(), {P}),
+               {B.CreateLoad(P, BI.PackedSlot)});
+  Value *Data = B.CreateCall(
+      runtimeFn("nnc_runtime_pack_conv_weights", P, {P, P, P, I64, P}),
+      {Bufs.at(W.Buf.get()).Base, Sizes, Strides,
+       toI64(lower(Op->ScalarArgs[0]), Op->ScalarArgs[0]->Type), BI.PackedSlot});
+  checkError(B.CreateIsNull(Data), ErrorKind::AllocationTooLarge, Op->Loc,
+             Op->Out.Buf->Name);
+  BI.Base = Data;
+}
+
 void KernelLowering::lowerExternalCall(const ExternalCall *Op) {
+  if (Op->Func == "nnc_conv_pack_weights")
+    return lowerPackedWeights(Op);
   // The callee writes every element of its output: storage without gaps
   // needs no zero-fill.
   if (Op->DeclaresOut)

@@ -217,12 +217,17 @@ void KernelLowering::allocateTemp(const Buffer &Buf,
 
 void KernelLowering::releaseTemp(const Buffer &Buf) {
   auto It = Bufs.find(Buf.get());
-  if (It == Bufs.end() || !It->second.HeapSlot)
+  if (It == Bufs.end())
     return;
   PointerType *P = B.getPtrTy();
-  B.CreateCall(runtimeFn("nnc_runtime_free", B.getVoidTy(), {P}),
-               {B.CreateLoad(P, It->second.HeapSlot)});
-  B.CreateStore(ConstantPointerNull::get(P), It->second.HeapSlot);
+  for (auto [Slot, Release] :
+       {std::pair{It->second.HeapSlot, "nnc_runtime_free"},
+        {It->second.PackedSlot, "nnc_runtime_release_packed"}})
+    if (Slot) {
+      B.CreateCall(runtimeFn(Release, B.getVoidTy(), {P}),
+                   {B.CreateLoad(P, Slot)});
+      B.CreateStore(ConstantPointerNull::get(P), Slot);
+    }
 }
 
 void KernelLowering::acquireArena(const Kernel &Kn, const std::string &Name,

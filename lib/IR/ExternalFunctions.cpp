@@ -1,6 +1,8 @@
 //===- ExternalFunctions.cpp - Registry and compile-time checks -----------===//
 #include "nnc/IR/ExternalFunctions.h"
 
+#include <algorithm>
+
 namespace nnc {
 
 namespace {
@@ -9,6 +11,7 @@ bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags);
 bool verifyMatmul(const ExternalCall &Call, DiagnosticEngine &Diags);
 bool verifyAddmm(const ExternalCall &Call, DiagnosticEngine &Diags);
 bool verifyAttention(const ExternalCall &Call, DiagnosticEngine &Diags);
+bool verifyPackConvWeights(const ExternalCall &Call, DiagnosticEngine &Diags);
 
 constexpr ExternalFunctionInfo Table[] = {
 #define NNC_EXTERNAL(Enum, Name, Verifier, FloatArgs, Purpose)                 \
@@ -132,6 +135,43 @@ bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags) {
                     " does not match the convolution"))
       return false;
   }
+  return C.ok();
+}
+
+bool verifyPackConvWeights(const ExternalCall &Call, DiagnosticEngine &Diags) {
+  CallChecker C(Call, Diags);
+  if (!C.bufCount(1, 1) || !C.view(Call.Args[0], "weight", 4) ||
+      !C.view(Call.Out, "output", 5))
+    return false;
+  int64_t B = 0;
+  if (Call.ScalarArgs.size() == 1)
+    B = getConstInt(Call.ScalarArgs[0]).value_or(0);
+  auto W = C.sizes(Call.Args[0]), O = C.sizes(Call.Out);
+  if (B < 1)
+    return C.fail("takes one scalar argument, the block of output channels, "
+                  "a positive integer constant");
+  if (std::count(W.begin(), W.end(), -1) || std::count(O.begin(), O.end(), -1))
+    return C.fail("sizes must be constants");
+  if (W[0] % B)
+    return C.fail("the block (" + std::to_string(B) +
+                  ") does not divide the output channels (" +
+                  std::to_string(W[0]) + ")");
+  std::vector<int64_t> Want = {W[0] / B, W[2], W[3], W[1], B};
+  if (O != Want)
+    return C.fail("the output must be [O / B, KH, KW, I, B] = [" +
+                  std::to_string(Want[0]) + ", " + std::to_string(Want[1]) +
+                  ", " + std::to_string(Want[2]) + ", " +
+                  std::to_string(Want[3]) + ", " + std::to_string(Want[4]) +
+                  "]");
+  int64_t Dense = 1;
+  for (int D = 4; D >= 0; --D) {
+    if (getConstInt(Call.Out.Strides[D]) != Dense)
+      return C.fail("the output's strides must be dense, row-major");
+    Dense *= Want[D];
+  }
+  if (!Call.DeclaresOut)
+    return C.fail("its output must be a temporary it declares (the runtime "
+                  "provides the storage)");
   return C.ok();
 }
 

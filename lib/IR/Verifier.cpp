@@ -425,7 +425,16 @@ private:
       error(Op.Loc, Name + " must be innermost");
   }
 
+  /// Packed weights (nnc_conv_pack_weights) are the runtime's copy, shared
+  /// by every call: nothing may write them.
+  void checkNotPacked(const Buffer &B, SourceLoc Loc) {
+    if (Packed.count(B.get()))
+      error(Loc, "'" + B->Name + "' holds packed weights "
+                 "(nnc_conv_pack_weights), which nothing may write");
+  }
+
   void visitStore(const Store *Op) override {
+    checkNotPacked(Op->Buf, Op->Loc);
     PlainUse.emplace(Op->Buf.get(), Op->Loc);
     visit(Op->Value);
     checkAccess(Op->Buf, Op->Indices, Op->Loc, true);
@@ -527,6 +536,8 @@ private:
   /// Where each buffer is first seen through a `layout=blocked` view, and
   /// first used as plain memory (a load, a store, a plain view, a task).
   std::map<const BufferNode *, SourceLoc> BlockedUse, PlainUse;
+  /// Buffers declared by nnc_conv_pack_weights (checkNotPacked).
+  std::set<const BufferNode *> Packed;
   /// The sizes and strides of each buffer's first blocked view: the others
   /// must be the same (the blocked layout keeps the elements' logical order,
   /// not their strides).
@@ -653,6 +664,9 @@ private:
         error(V.Loc.isValid() ? V.Loc : Op->Loc,
               Op->Func + " reads '" + V.Buf->Name +
                   "', which it writes: its output must be another buffer");
+    checkNotPacked(Op->Out.Buf, Op->Loc);
+    if (Op->Func == "nnc_conv_pack_weights")
+      Packed.insert(Op->Out.Buf.get());
     if (Op->DeclaresOut) {
       declareTemp(Op->Out.Buf, Op->Out.Loc.isValid() ? Op->Out.Loc : Op->Loc);
     } else if (checkLive(Op->Out.Buf, Op->Loc) && !Op->Out.Buf->isWritable()) {

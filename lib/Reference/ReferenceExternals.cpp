@@ -109,6 +109,25 @@ std::string matmul(const TensorRef &Out, const TensorRef &A, const TensorRef &Bm
   return {};
 }
 
+/// out[cb, kh, kw, i, o] = w[cb * B + o, i, kh, kw].
+std::string packConvWeights(const TensorRef &Out, const TensorRef &W,
+                            int64_t B) {
+  const std::vector<int64_t> &S = W.Sizes;
+  if (B < 1 || S[0] % B ||
+      Out.Sizes != std::vector<int64_t>{S[0] / B, S[2], S[3], S[1], B})
+    return "shapes do not match: weight " + shapeText(S) + ", block " +
+           std::to_string(B) + ", output " + shapeText(Out.Sizes);
+  forEachIndex(Out.Sizes, [&](const std::vector<int64_t> &I) {
+    int64_t To = 0, From = (I[0] * B + I[4]) * W.Strides[0] +
+                           I[3] * W.Strides[1] + I[1] * W.Strides[2] +
+                           I[2] * W.Strides[3];
+    for (size_t D = 0; D < I.size(); ++D)
+      To += I[D] * Out.Strides[D];
+    Out.Data[To] = W.Data[From];
+  });
+  return {};
+}
+
 } // namespace
 
 void applyReferencePostOps(const TensorRef &Out,
@@ -234,6 +253,8 @@ std::string runReferenceExternal(ExternalFunc Func, const TensorRef &Out,
                      FloatArgs.size() == 2 && FloatArgs[1] != 0);
   case ExternalFunc::Conv2d:
     return conv2d(Out, Ins, IntArgs);
+  case ExternalFunc::PackConvWeights:
+    return packConvWeights(Out, Ins[0], IntArgs.at(0));
   case ExternalFunc::Matmul:
     return matmul(Out, Ins[0], Ins[1], nullptr, 0, 1);
   case ExternalFunc::Addmm: {

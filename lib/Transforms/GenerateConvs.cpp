@@ -8,9 +8,9 @@
 // as loop nests, in the register-blocked form of hand-written ones (and of
 // oneDNN's jit kernels):
 //
-//   wr[cb, kh, kw, ic, o] = w[cb * B + o, ic, kh, kw]     weights, blocked
+//   wr = nnc_conv_pack_weights(w, B)   wr[cb, kh, kw, ic, o] = w[cb * B + o, ic, kh, kw]
 //   xp[n, h, w, c] = x, zero-padded (only where there is padding)
-//   for n, cb, oh:                                       (parallel)
+//   for n, oh, cb:                                       (parallel)
 //     for each block of P output pixels (ow0 .. ow0 + P) of the row:
 //       acc[p, o] = bias
 //       for kh, kw, ic:
@@ -29,14 +29,15 @@
 // output channel reading its own input channel (a vector load, not a
 // broadcast), over a single input channel per block.
 //
+// The weights are constants (as they are to oneDNN): the runtime packs them
+// once and every call reads its copy (lib/Runtime/PackedWeights.cpp).
+//
 // Covered: f32; input and output channels-last (channel stride 1, constant
 // strides); one group, or one per channel; output channels a multiple of 8;
-// any kernel size,
-// stride, padding and dilation; a symbolic batch. Every covered call is
-// generated. The weights are laid out again at every call: where an image
-// has few output pixels (resnet18's 7x7 and 14x14 layers) that copy costs
-// more than the arithmetic saved. `--remarks=generate-convs` says what it
-// did with each call and why.
+// any kernel size, stride, padding and dilation; a symbolic batch. With
+// --conv=generated every covered call is generated; with --conv=auto, those
+// that measure faster than oneDNN (CompileOptions::TimeConv).
+// `--remarks=generate-convs` says what it did with each call and why.
 //
 //===----------------------------------------------------------------------===//
 #include "LoopRewriting.h"
@@ -290,27 +291,16 @@ private:
                                        (Registers - Vectors - 2) / Vectors));
 
     std::vector<Stmt> Out;
-    // The weights, blocked: wr[cb, kh, kw, ic, o] = w[cb * B + o, ic, kh, kw].
-    Buffer WR = BufferNode::make(
-        fresh(WV.Buf->Name + "_blocked"), DType::F32,
-        {i64(OC / B), i64(KH), i64(KW), i64(IC), i64(B)}, BufferRole::Temp);
-    Out.push_back(Allocate::make(WR, Call.Loc));
-    Out.push_back(loop("cb", OC / B, [&](Expr Cb) {
-      return std::vector<Stmt>{loop("kh", KH, [&](Expr Kh) {
-        return std::vector<Stmt>{loop("kw", KW, [&](Expr Kw) {
-          return std::vector<Stmt>{loop("ic", IC, [&](Expr Ic) {
-            return std::vector<Stmt>{loop("o", B, [&](Expr O) {
-              Expr Src = add(add(add(mul(add(mul(Cb, i64(B)), O), i64(WSt[0])),
-                                     mul(Ic, i64(WSt[1]))),
-                                 mul(Kh, i64(WSt[2]))),
-                             mul(Kw, i64(WSt[3])));
-              return std::vector<Stmt>{Store::make(
-                  WR, {Cb, Kh, Kw, Ic, O}, Load::make(WV.Buf, {Src}))};
-            })};
-          })};
-        })};
-      })};
-    }));
+    // The weights in blocks of B output channels, wr[cb, kh, kw, ic, o] =
+    // w[cb * B + o, ic, kh, kw]: packed once by the runtime, as constants.
+    std::vector<Expr> WRDims = {i64(OC / B), i64(KH), i64(KW), i64(IC), i64(B)};
+    Buffer WR = BufferNode::make(fresh(WV.Buf->Name + "_blocked"), DType::F32,
+                                 WRDims, BufferRole::Temp);
+    BufferView WRView = BufferView::of(WR, Call.Loc);
+    WRView.Explicit = true;
+    Out.push_back(ExternalCall::make(WRView, "nnc_conv_pack_weights", {WV},
+                                     {i64(B)}, /*DeclaresOut=*/true,
+                                     Call.Loc));
 
     // The input, zero-padded where the convolution pads.
     Tensor In = *X;
@@ -447,7 +437,7 @@ private:
     }));
     if (XP)
       Out.push_back(Free::make(XP, Call.Loc));
-    Out.push_back(Free::make(WR, Call.Loc));
+    Out.push_back(FreeExt::make({WR}, Call.Loc));
     How = std::string(Depthwise ? "depthwise, " : "") + "blocks of " +
           std::to_string(Pix) +
           (Pix == 1 ? " pixel x " : " pixels x ") + std::to_string(B) +

@@ -861,3 +861,60 @@ TEST(OneDNNMatmul, WeightsServeEveryNumberOfRows) {
     EXPECT_EQ(Taken, Dense ? 0 : 3) << "the timed layout is taken at the others";
   }
 }
+
+namespace {
+
+/// w[o, i, kh, kw] as nnc_runtime_pack_conv_weights lays it out in blocks
+/// of B output channels: [O / B, KH, KW, I, B].
+float packedAt(const std::vector<float> &P, int64_t I, int64_t KH, int64_t KW,
+               int64_t B, int64_t O, int64_t Ic, int64_t Kh, int64_t Kw) {
+  return P[(((O / B * KH + Kh) * KW + Kw) * I + Ic) * B + O % B];
+}
+
+} // namespace
+
+TEST(PackedWeights, PackedOncePerWeightsAndBlockAndFreshWhenTheyChange) {
+  retainMemoryCaches(); // As a compiled kernel does while it lives.
+  const int64_t O = 32, I = 3, KH = 3, KW = 2;
+  int64_t Sizes[4] = {O, I, KH, KW}, Strides[4] = {I * KH * KW, KH * KW, KW, 1};
+  std::vector<float> W(O * I * KH * KW);
+  for (size_t K = 0; K < W.size(); ++K)
+    W[K] = static_cast<float>(K);
+  void *H1 = nullptr, *H2 = nullptr, *H3 = nullptr, *H4 = nullptr;
+  float *P1 = nnc_runtime_pack_conv_weights(W.data(), Sizes, Strides, 16, &H1);
+  ASSERT_NE(P1, nullptr);
+  std::vector<float> Got(P1, P1 + W.size());
+  for (int64_t Oc = 0; Oc < O; ++Oc)
+    for (int64_t Ic = 0; Ic < I; ++Ic)
+      for (int64_t Kh = 0; Kh < KH; ++Kh)
+        for (int64_t Kw = 0; Kw < KW; ++Kw)
+          ASSERT_EQ(packedAt(Got, I, KH, KW, 16, Oc, Ic, Kh, Kw),
+                    W[((Oc * I + Ic) * KH + Kh) * KW + Kw]);
+  // The same weights and block: the same copy. Another block: another.
+  EXPECT_EQ(nnc_runtime_pack_conv_weights(W.data(), Sizes, Strides, 16, &H2),
+            P1);
+  float *P8 = nnc_runtime_pack_conv_weights(W.data(), Sizes, Strides, 8, &H3);
+  ASSERT_NE(P8, nullptr);
+  EXPECT_NE(P8, P1);
+  EXPECT_EQ(P8[1], W[I * KH * KW]); // Output channel 1, at lane 1.
+  // New values at the same address: a new copy, of the new values.
+  for (float &V : W)
+    V = -V - 1.f;
+  float *P2 = nnc_runtime_pack_conv_weights(W.data(), Sizes, Strides, 16, &H4);
+  ASSERT_NE(P2, nullptr);
+  EXPECT_NE(P2, P1);
+  EXPECT_EQ(P2[0], W[0]);
+  // A block that does not divide the output channels fails, with a reason.
+  void *H5 = nullptr;
+  EXPECT_EQ(nnc_runtime_pack_conv_weights(W.data(), Sizes, Strides, 5, &H5),
+            nullptr);
+  EXPECT_EQ(H5, nullptr);
+  EXPECT_NE(std::string(nnc_runtime_last_error()).find("does not divide"),
+            std::string::npos);
+  // Emptied with the caches, while handles keep their copies readable.
+  releaseMemoryCaches();
+  EXPECT_EQ(Got[0], P1[0]);
+  for (void *H : {H1, H2, H3, H4})
+    nnc_runtime_release_packed(H);
+  nnc_runtime_release_packed(nullptr);
+}

@@ -34,6 +34,19 @@ void nnc_runtime_arena_release(void **Slot, void *Arena);
 /// Frees the pool and its arenas (no call may be running); the JIT calls it
 /// when the compiled kernel goes. Slot is null afterwards.
 void nnc_runtime_arena_pool_destroy(void **Slot);
+/// The storage of nnc_conv_pack_weights: weights W ([O, I, KH, KW] f32 with
+/// strides Strides) in blocks of Block output channels, [O / Block, KH, KW,
+/// I, Block], a copy made once per weights and block and shared by the
+/// calls that ask for it (lib/Runtime/PackedWeights.cpp). *Handle receives
+/// what keeps the copy alive for the caller, which hands it to
+/// nnc_runtime_release_packed when it is done. Null on failure (the
+/// reason is nnc_runtime_last_error()).
+float *nnc_runtime_pack_conv_weights(const float *W, const int64_t *Sizes,
+                                     const int64_t *Strides, int64_t Block,
+                                     void **Handle);
+/// Lets go of the copy a handle of nnc_runtime_pack_conv_weights holds;
+/// null is ignored.
+void nnc_runtime_release_packed(void *Handle);
 /// Writes Bytes zeros at P; large ranges are split over the threads in
 /// contiguous parts, in the order nnc_parallel_for gives them out.
 void nnc_runtime_zero(void *P, int64_t Bytes);
