@@ -9,8 +9,8 @@
 //    nnc-jit compiles (generate-convs);
 //  - hand: a hand-written AVX2 direct convolution (HandConv.h), weights
 //    packed once, input padded at each call with the prologue applied.
-// It prints medians and GFLOP/s, and generated / the best of the other two
-// (above 1: generated is faster). Both ISA paths:
+// It prints medians and GFLOP/s, and the best of the other two's time over
+// generated's (above 1: generated is faster). Both ISA paths:
 //
 //   build/bin/nnc-bench-conv-gen [--threads=N] [--rounds=R]
 //   ONEDNN_MAX_CPU_ISA=AVX2 build/bin/nnc-bench-conv-gen --avx2 ...
@@ -144,7 +144,7 @@ int main(int Argc, char **Argv) {
               Threads, Rounds, AVX2 ? "without AVX-512" : "for the host",
               Isa ? Isa : "(all)");
   std::printf("%-26s %16s %16s %16s %8s\n", "convolution", "onednn",
-              "generated", "hand AVX2", "gen/best");
+              "generated", "hand AVX2", "best/gen");
   double Worst = 1e9;
   for (const Case &C : Cases) {
     Kernel K = bench::kernelOf(kernelText(C), "k");
@@ -209,6 +209,6 @@ int main(int Argc, char **Argv) {
     std::printf("%-26s %8.4f (%5.0f) %8.4f (%5.0f) %s %8.3f\n", C.Name, MO,
                 GFlop / MO, MG, GFlop / MG, HandText, Ratio);
   }
-  std::printf("worst generated / best %.3f\n", Worst);
+  std::printf("worst best / generated %.3f\n", Worst);
   return 0;
 }

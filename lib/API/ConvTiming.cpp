@@ -114,15 +114,17 @@ std::optional<ConvTimes> timeConvolution(const ExternalCall &Call,
   auto K = standalone(Call);
   if (!K)
     return std::nullopt;
-  CompileOptions O;
-  O.OptLevel = Opts.OptLevel;
-  O.CPU = Opts.CPU;
-  O.Features = Opts.Features;
-  O.FPContract = Opts.FPContract;
-  O.VectorWidth = Opts.VectorWidth;
-  O.Math = Opts.Math;
-  O.Threads = Opts.Threads;
-  O.Winograd = Opts.Winograd;
+  // The kernel's options, for the default pipeline and without the
+  // observers of the kernel's own compile.
+  CompileOptions O = Opts;
+  O.Passes.reset();
+  O.Remarks.clear();
+  O.PrintAfter.clear();
+  O.PrintAfterAll = false;
+  O.OnPrint = nullptr;
+  O.OnDiagnostic = nullptr;
+  O.TimeConv = nullptr;
+  O.CacheDir.clear();
   std::string Key = toString(K->Body) + "|" + cacheKeyOptions(O) + "|" +
                     std::to_string(O.Threads);
   static std::mutex Mu;

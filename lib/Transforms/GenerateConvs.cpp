@@ -352,7 +352,7 @@ private:
       std::vector<Stmt> S;
       S.push_back(Allocate::make(Acc, Call.Loc));
       LoopOptions Vec;
-      Vec.Lanes = B >= 2;
+      Vec.Lanes = true;
       S.push_back(loop("p", Pixels, [&](Expr Px) {
         return std::vector<Stmt>{loop(
             "o", B,
