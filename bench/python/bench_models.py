@@ -11,6 +11,7 @@ process), interleaved round by round (docs/performance.md).
     ONEDNN_MAX_CPU_ISA=AVX2 PYTHONPATH=build/python /usr/bin/python3 \\
         bench/python/bench_models.py --features=-avx512f      # the AVX2 path
     ... bench_models.py --avx2-machine        # PyTorch at AVX2 too (benchutil)
+    ... bench_models.py --conv auto   # also nnc-jit with its own convolutions
 """
 import argparse
 import os
@@ -51,15 +52,24 @@ def measure(arch, layout, args):
                     "nncjit": lambda: fast(x)}
         want = zoo.first(m(x))
         err = float((zoo.first(fast(x)) - want).abs().max() / want.abs().max())
+        if args.conv:
+            own = nt.optimize(torch.jit.freeze(torch.jit.script(m)), [x],
+                              threads=args.threads, features=nnc_features(args),
+                              conv=args.conv)
+            variants["conv"] = lambda: own(x)
+            err = max(err, float((zoo.first(own(x)) - want).abs().max() /
+                                 want.abs().max()))
         best = interleaved(variants, args.rounds, args.budget)
     # On the lowering, the ops it leaves to PyTorch by design (paddings,
     # rolls) are counted apart from its regions.
     entries = [r for r in fast.report if not r.uncovered]
     on = sum(r.on_nncjit and not r.reason for r in entries)
     left = len(fast.report) - len(entries)
+    conv = ((best["conv"], best["optimize_for_inference"] / best["conv"])
+            if args.conv else ())
     return (arch, layout, best["eager"], best["optimize_for_inference"], best["nncjit"],
-            best["optimize_for_inference"] / best["nncjit"], err,
-            "%d/%d" % (on, len(entries)) + (" (%d ops left)" % left if left else ""),
+            best["optimize_for_inference"] / best["nncjit"]) + conv + (
+            err, "%d/%d" % (on, len(entries)) + (" (%d ops left)" % left if left else ""),
             optimize_s)
 
 
@@ -73,6 +83,8 @@ def main():
     ap.add_argument("--size", type=int, default=224, help="the images' height and width")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--layouts", default="nchw,cl")
+    ap.add_argument("--conv", choices=["generated", "auto"],
+                    help="also time nncjit with conv= this (its own convolutions)")
     add_isa_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -90,13 +102,18 @@ def main():
         for layout in args.layouts.split(","):
             row = pool.submit(measure, arch, layout, args).result()
             rows.append(row)
-            print("%-18s %-4s eager %7.2f  ofi %7.2f  nncjit %7.2f ms  %.2fx ofi  "
-                  "rel err %.1e  on nnc-jit %s  optimize %.1f s" % row, flush=True)
+            print("%-18s %-4s eager %7.2f  ofi %7.2f  nncjit %7.2f ms  %.2fx ofi  " % row[:6] +
+                  ("conv=%s %7.2f ms  %.2fx ofi  " % ((args.conv,) + row[6:8])
+                   if args.conv else "") +
+                  "rel err %.1e  on nnc-jit %s  optimize %.1f s" % row[-3:], flush=True)
     pool.shutdown()
+    conv_columns = (["nncjit conv=%s ms" % args.conv, "conv=%s vs optimize_for_inference"
+                     % args.conv] if args.conv else [])
     print_table(["model", "layout", "eager ms", "optimize_for_inference ms", "nncjit ms",
-                 "vs optimize_for_inference", "max rel error", "groups+ops on nnc-jit",
-                 "optimize s"],
-                "| %s | %s | %.2f | %.2f | %.2f | %.2fx | %.1e | %s | %.1f |", rows, 5,
+                 "vs optimize_for_inference"] + conv_columns +
+                ["max rel error", "groups+ops on nnc-jit", "optimize s"],
+                "| %s | %s | %.2f | %.2f | %.2f | %.2fx | " +
+                ("%.2f | %.2fx | " if args.conv else "") + "%.1e | %s | %.1f |", rows, 5,
                 "optimize_for_inference")
 
 

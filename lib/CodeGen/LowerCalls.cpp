@@ -75,9 +75,11 @@ void KernelLowering::lowerPackedWeights(const ExternalCall *Op) {
     BI.PackedSlot = entryAlloca(P, 1, Op->Out.Buf->Name + ".packed");
     PackedSlots.push_back(BI.PackedSlot);
   }
-  // A call that runs again (in a loop) first lets go of the last copy.
+  // A call that runs again (in a loop) first lets go of the last copy (and
+  // of its handle: the call below leaves the slot alone when it fails).
   B.CreateCall(runtimeFn("nnc_runtime_release_packed", B.getVoidTy(), {P}),
                {B.CreateLoad(P, BI.PackedSlot)});
+  B.CreateStore(ConstantPointerNull::get(P), BI.PackedSlot);
   Value *Data = B.CreateCall(
       runtimeFn("nnc_runtime_pack_conv_weights", P, {P, P, P, I64, P}),
       {Bufs.at(W.Buf.get()).Base, Sizes, Strides,
