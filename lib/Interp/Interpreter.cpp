@@ -819,15 +819,16 @@ StmtFn Compiler::compileExternalCall(const ExternalCall *Op, State &S) {
       IA.push_back(IsFloat[I] ? static_cast<int64_t>(V.F) : V.I);
       FA.push_back(IsFloat[I] ? V.F : static_cast<double>(V.I));
     }
+    std::vector<TensorRef> Ops;
+    for (const ViewFns &V : Others)
+      Ops.push_back(Ref(V));
+    std::vector<std::vector<float>> Kept;
+    keepAliasedOperands(O, Ops, Kept);
     std::string Err = runReferenceExternal(Id, O, In, IA, FA);
     if (!Err.empty())
       fail(L, Func + ": " + Err);
-    if (!Posts.empty()) {
-      std::vector<TensorRef> Ops;
-      for (const ViewFns &V : Others)
-        Ops.push_back(Ref(V));
+    if (!Posts.empty())
       applyReferencePostOps(O, Posts, Ops);
-    }
   };
 }
 

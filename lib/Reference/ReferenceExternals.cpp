@@ -183,6 +183,28 @@ void applyReferencePostOps(const TensorRef &Out,
   });
 }
 
+void keepAliasedOperands(const TensorRef &Out, std::vector<TensorRef> &Others,
+                         std::vector<std::vector<float>> &Keep) {
+  auto Span = [](const TensorRef &T) {
+    int64_t N = 1;
+    for (size_t D = 0; D < T.Sizes.size(); ++D) {
+      if (T.Sizes[D] == 0)
+        return int64_t(0);
+      N += (T.Sizes[D] - 1) * T.Strides[D];
+    }
+    return N;
+  };
+  int64_t OutSpan = Span(Out);
+  for (TensorRef &T : Others) {
+    int64_t N = Span(T);
+    if (N == 0 || OutSpan == 0 || T.Data >= Out.Data + OutSpan ||
+        Out.Data >= T.Data + N)
+      continue;
+    Keep.emplace_back(T.Data, T.Data + N);
+    T.Data = Keep.back().data();
+  }
+}
+
 /// out[b, h, i, :] = sum_j p_j v[b, h, j, :] with p = softmax_j(scale * q[b,
 /// h, i, :] . k[b, h, j, :] + mask[b, h, i, j]), in double; where the mask
 /// is -inf the score is -inf whatever q . k is (a NaN too). A row whose

@@ -213,6 +213,8 @@ int32_t callExternal(nnc::ExternalFunc Func, int64_t BufsNum, void **BufData,
         PBufs[0] = Plain(Bufs[0], XBlocked, true);
         for (size_t I = 0; I < POthers.size(); ++I)
           POthers[I] = Plain(OtherRefs[I], I < 60 && (Mask >> (2 + I) & 1), true);
+        std::vector<std::vector<float>> Kept;
+        nnc::keepAliasedOperands(POut, POthers, Kept);
         bool Done = false;
         if (AloneOnOneDNN) {
           int32_t Winograd = nnc_runtime_set_thread_winograd(0);

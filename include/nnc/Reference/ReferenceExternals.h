@@ -37,6 +37,13 @@ void applyReferencePostOps(const TensorRef &Out,
                            const std::vector<PostOp> &PostOps,
                            const std::vector<TensorRef> &Others);
 
+/// An add operand that shares storage with the output (an in-place
+/// residual, `y = conv(x) + y`) adds what the output held before the call,
+/// as oneDNN's `sum` does: call this before the call writes Out. Each such
+/// operand of Others then views a copy, which Keep holds.
+void keepAliasedOperands(const TensorRef &Out, std::vector<TensorRef> &Others,
+                         std::vector<std::vector<float>> &Keep);
+
 } // namespace nnc
 
 #endif // NNC_REFERENCE_REFERENCEEXTERNALS_H
