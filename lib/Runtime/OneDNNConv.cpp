@@ -168,12 +168,14 @@ using BuildFn = std::function<dnnl::convolution_forward::primitive_desc(
 /// keeps the implementation of the convolution alone runs fused; E records
 /// it. Each Add is tried as binary_add first (no copy of the residual: on
 /// AVX2 both forms keep jit:avx2, and the copy costs 2-3%), then as `sum`,
-/// which keeps brgconv. Rejected says why the fully fused variants were not
-/// taken.
+/// which keeps brgconv; with InPlace (the Add's operand is the output) as
+/// `sum` first, which reads the destination before the convolution writes
+/// it, where a binary_add would read it after (runConv then copies the
+/// operand). Rejected says why the fully fused variants were not taken.
 dnnl::convolution_forward::primitive_desc
 fuseLongestPrefix(ConvEntry &E, const BuildFn &Build,
                   const std::vector<PostOp> &Ops, int SumAt, size_t MaxFused,
-                  std::string &Rejected) {
+                  bool InPlace, std::string &Rejected) {
   std::vector<memory::desc> None;
   auto PD = Build(0, -1, None);
   E.AloneImpl = PD.impl_info_str();
@@ -181,7 +183,7 @@ fuseLongestPrefix(ConvEntry &E, const BuildFn &Build,
   for (size_t N = std::min(Ops.size(), MaxFused); N > 0 && !Found; --N) {
     std::vector<int> Sums = {-1};
     if (SumAt >= 0 && SumAt < static_cast<int>(N))
-      Sums.push_back(SumAt);
+      Sums.insert(InPlace ? Sums.begin() : Sums.end(), SumAt);
     for (int Sum : Sums) {
       std::vector<memory::desc> Binary;
       std::string Impl;
@@ -346,13 +348,14 @@ bool exactFor(const ConvEntry &E, const Tensor &Out, const Tensor &X,
 /// A convolution primitive for the shapes of Out, X, W and Bias with
 /// algorithm Alg, on the buffers' own layouts or (OneDNNLayouts) on the layouts
 /// oneDNN chooses, with at most MaxFused of the post-ops fused (direct
-/// only). Throws dnnl::error where oneDNN has none.
+/// only; InPlace: an Add's operand is the output, see fuseLongestPrefix).
+/// Throws dnnl::error where oneDNN has none.
 std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
                                     const Tensor &W, const Tensor *Bias,
                                     const Conv2dParams &P,
                                     const std::vector<PostOp> &Ops,
                                     dnnl::algorithm Alg, bool OneDNNLayouts,
-                                    size_t MaxFused = SIZE_MAX) {
+                                    bool InPlace, size_t MaxFused = SIZE_MAX) {
   auto E = std::make_shared<ConvEntry>();
   E->Alg = Alg;
   E->OneDNNLayouts = OneDNNLayouts;
@@ -390,7 +393,7 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
     E->SumAt = SumAt;
     E->Fused = Ops.size();
   } else {
-    PD = fuseLongestPrefix(*E, Build, Ops, SumAt, MaxFused, Rejected);
+    PD = fuseLongestPrefix(*E, Build, Ops, SumAt, MaxFused, InPlace, Rejected);
     addStepsAfter(*E, Out, Ops);
   }
   E->Src = PD.src_desc();
@@ -427,11 +430,44 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
   return E;
 }
 
+/// Copies of the Add operands that overlap Out, so that each gives what Out
+/// held before the call: a binary add (fused, or after the convolution)
+/// reads its operand after the convolution writes Out. A `sum` reads it
+/// before, into a blocked destination or, where the operand is Out itself in
+/// Out's layout, by not moving it at all; any other overlap would be an
+/// in-place reorder. Others' entries are redirected to the copies, which
+/// Keep owns.
+void keepOverlappingOperands(const ConvEntry &E, const Tensor &Out,
+                             const std::vector<PostOp> &Ops,
+                             std::vector<const float *> &Others,
+                             std::vector<std::unique_ptr<Temp>> &Keep) {
+  auto Begin = reinterpret_cast<const char *>(Out.Data);
+  const char *End = Begin + E.UserDst.get_size();
+  for (size_t I = 0, Other = 0; I < Ops.size(); ++I) {
+    if (Ops[I].K != PostOpKind::Add)
+      continue;
+    const float *P = Others[Other];
+    size_t Bytes = descOf(operandOf(Out, Ops[I], P)).get_size();
+    auto From = reinterpret_cast<const char *>(P);
+    bool ReadBefore = static_cast<int>(I) == E.SumAt &&
+                      (E.DstReordered ||
+                       (P == Out.Data && E.Residual == E.UserDst));
+    if (!ReadBefore && Bytes && From < End && Begin < From + Bytes) {
+      Keep.push_back(std::make_unique<Temp>(Bytes));
+      std::memcpy(Keep.back()->P, P, Bytes);
+      Others[Other] = static_cast<const float *>(Keep.back()->P);
+    }
+    ++Other;
+  }
+}
+
 /// Out = the convolution of E on X (and the post-ops' Others).
 void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
              const Tensor *Bias, const std::vector<PostOp> &Ops,
-             const std::vector<const float *> &Others) {
+             std::vector<const float *> Others) {
   thread_local dnnl::stream S(engine());
+  std::vector<std::unique_ptr<Temp>> Kept;
+  keepOverlappingOperands(E, Out, Ops, Others, Kept);
   // The primitive's own source and destination, for this call, where they
   // are not the buffers.
   Temp BSrc(E.SrcReordered ? E.Src.get_size() : 0),
@@ -533,7 +569,8 @@ std::shared_ptr<ConvEntry> makeEntry(const Tensor &Out, const Tensor &X,
   auto Make = [&](dnnl::algorithm Alg, bool OneDNNLayouts,
                   size_t MaxFused) -> std::shared_ptr<ConvEntry> {
     try {
-      return makeConv(Out, X, W, Bias, P, Ops, Alg, OneDNNLayouts, MaxFused);
+      return makeConv(Out, X, W, Bias, P, Ops, Alg, OneDNNLayouts, InPlace,
+                      MaxFused);
     } catch (const dnnl::error &) {
       return nullptr; // None with these layouts or post-ops.
     }
@@ -554,7 +591,7 @@ std::shared_ptr<ConvEntry> makeEntry(const Tensor &Out, const Tensor &X,
   std::shared_ptr<ConvEntry> E;
   try {
     E = makeConv(Out, X, W, Bias, P, Ops, dnnl::algorithm::convolution_direct,
-                 false);
+                 false, InPlace);
   } catch (const dnnl::error &Ex) {
     // Kept, so that later calls go straight to the reference.
     E = std::make_shared<ConvEntry>();

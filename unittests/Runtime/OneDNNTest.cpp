@@ -479,6 +479,55 @@ TEST(OneDNNConv, FusedPostOpsKeepTheConvolutionsImplementation) {
   EXPECT_EQ(Cases, 4 * 3 * 9);
 }
 
+// A residual add whose operand is the output's own memory (`y = relu(conv(x)
+// + y)`) adds what the output held before the call, whether oneDNN runs it
+// as `sum`, a fused binary_add or an add after the convolution: the operand
+// is the output itself, or the same memory read in another layout.
+TEST(OneDNNConv, AnAddOperandInTheOutputsMemoryReadsItBeforeTheCall) {
+  std::mt19937 R(17);
+  struct Shape {
+    int64_t C, O, K, G;
+  };
+  const Shape Shapes[] = {{16, 16, 3, 1}, {32, 32, 1, 1}, {16, 16, 3, 16}};
+  for (const Shape &Sh : Shapes)
+    for (bool OtherLayout : {false, true})
+      for (int Relu = 0; Relu < 2; ++Relu) {
+        const int64_t H = 12, Pad = Sh.K / 2;
+        Conv2dParams P{1, 1, Pad, Pad, 1, 1, Sh.G};
+        HostBuffer X = make({2, Sh.C, H, H}, true, R);
+        HostBuffer Wt = make({Sh.O, Sh.C / Sh.G, Sh.K, Sh.K}, true, R);
+        HostBuffer Got = make({2, Sh.O, H, H}, true, R);
+        // The operand: Got's memory, channels-last as Got or read as NCHW.
+        std::vector<int64_t> ResStrides =
+            OtherLayout ? rowMajor(Got.sizes()) : Got.strides();
+        HostBuffer Old = make(Got.sizes(), ResStrides, R);
+        std::memcpy(Old.data(), Got.data(), Got.storageBytes());
+        HostBuffer Want = make({2, Sh.O, H, H}, true, R);
+        ASSERT_EQ(runReferenceExternal(ExternalFunc::Conv2d, ref(Want),
+                                       {ref(X), ref(Wt)},
+                                       {1, 1, Pad, Pad, 1, 1, Sh.G}, {}),
+                  "");
+        std::vector<PostOp> IROps = {{PostOpKind::Add, 0, 0, {}}};
+        std::vector<onednn::PostOp> Ops = {
+            {PostOpKind::Add, 0, 0, ResStrides}};
+        if (Relu) {
+          IROps.push_back({PostOpKind::Relu, 0, 0, {}});
+          Ops.push_back({PostOpKind::Relu, 0, 0, {}});
+        }
+        applyReferencePostOps(ref(Want), IROps, {ref(Old)});
+        std::string Err;
+        ASSERT_EQ(onednn::conv2d(tensor(Got), tensor(X), tensor(Wt), nullptr, P,
+                                 Ops, {static_cast<const float *>(Got.data())},
+                                 Err),
+                  0)
+            << Err;
+        EXPECT_LT(relDiff(Got, Want), 1e-4)
+            << "C=" << Sh.C << " K=" << Sh.K << " G=" << Sh.G
+            << " other layout=" << OtherLayout << " relu=" << Relu << ": "
+            << onednn::cacheStats().LastDecision;
+      }
+}
+
 // Tensors in the blocked layout (conv-layouts temporaries) as the input, the
 // output and the residual, in every combination: the result, reordered back,
 // is the reference's, and no combination falls to oneDNN's reference kernel
