@@ -45,6 +45,7 @@
 #include "nnc/IR/Equality.h"
 #include "nnc/IR/ExternalFunctions.h"
 #include "nnc/IR/IRVisitor.h"
+#include "nnc/Support/Host.h"
 #include "nnc/Transforms/Passes.h"
 
 #include <algorithm>
@@ -128,7 +129,7 @@ public:
   Generator(const Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags)
       : Used(kernelNames(K)), Diags(Diags), Opts(Opts),
         Lanes(std::max(4u, Opts.VectorWidth / 32)),
-        Registers(Opts.VectorWidth >= 512 ? 32 : 16) {}
+        Registers(Opts.VectorWidth >= 512 ? 32 : 16), L2Bytes(hostCaches().L2) {}
 
   /// The statements that replace Call, or nothing (with a remark) where
   /// the pass does not cover it.
@@ -163,6 +164,7 @@ private:
   PassDiagnostics &Diags;
   const PassOptions &Opts;
   const int64_t Lanes, Registers;
+  const uint64_t L2Bytes; ///< A core's L2 (Support/Host.h).
 
   std::string fresh(const std::string &Base) { return freshName(Used, Base); }
 
@@ -418,21 +420,60 @@ private:
     };
     if (Call.DeclaresOut)
       Out.push_back(Allocate::make(Y->Buf, Call.Loc));
+    auto Row = [&](Expr N, Expr Cb, Expr Oh) {
+      std::vector<Stmt> R;
+      if (Full)
+        R.push_back(loop("ob", Full, [&](Expr Ob) {
+          return PixelBlock(N, Cb, Oh, mul(Ob, i64(Pix)), Pix);
+        }));
+      if (Rest) {
+        std::vector<Stmt> Last = PixelBlock(N, Cb, Oh, i64(Full * Pix), Rest);
+        R.insert(R.end(), Last.begin(), Last.end());
+      }
+      return R;
+    };
+    // Rows outside channel blocks, so that a row's input is read once for
+    // all of them, while every row reads all the weights from L2. Where
+    // they do not fit in half of it (resnet's 28x28 layers and deeper),
+    // every row read them from L3 (the 512-channel 7x7 layer ran at 0.6x
+    // oneDNN on a Zen 3): the rows are then cut into one band per thread,
+    // and channel blocks go outside the band's rows, so that a block's
+    // weights stay in L2 for all of them. The bands, not the channel
+    // blocks, are what runs in parallel: a temporary's channels-last view
+    // is stored through flat indices, where the channel block's stride is
+    // not larger than the span of what is inside it, and the dependence
+    // analysis cannot tell the blocks apart.
+    int64_t BandRows = (Y->H + Opts.Threads - 1) / std::max(1u, Opts.Threads);
+    // A band's rows past the last are skipped by a guard, which the
+    // dependence analysis does not read: it then sees the band reach into
+    // the next image's rows. With one image that is no overlap; otherwise
+    // the bands take a divisor of the rows.
+    auto One = evaluateConstant(Y->N);
+    if (!(One && *One == 1))
+      while (Y->H % BandRows)
+        --BandRows;
+    bool WeightsOuter =
+        !Depthwise && BandRows > 1 &&
+        OC * IC * KH * KW * 4 > static_cast<int64_t>(L2Bytes / 2);
+    int64_t Bands = (Y->H + BandRows - 1) / BandRows;
     Out.push_back(loop("n", X->N, [&](Expr N) {
-      return std::vector<Stmt>{loop("oh", Y->H, [&](Expr Oh) {
-        return std::vector<Stmt>{loop("cb", OC / B, [&](Expr Cb) {
-          std::vector<Stmt> Row;
-          if (Full)
-            Row.push_back(loop("ob", Full, [&](Expr Ob) {
-              return PixelBlock(N, Cb, Oh, mul(Ob, i64(Pix)), Pix);
-            }));
-          if (Rest) {
-            std::vector<Stmt> R =
-                PixelBlock(N, Cb, Oh, i64(Full * Pix), Rest);
-            Row.insert(Row.end(), R.begin(), R.end());
-          }
-          return Row;
+      if (WeightsOuter)
+        return std::vector<Stmt>{loop("band", Bands, [&](Expr Band) {
+          return std::vector<Stmt>{loop("cb", OC / B, [&](Expr Cb) {
+            return std::vector<Stmt>{loop("r", BandRows, [&](Expr R) {
+              Expr Oh = add(mul(Band, i64(BandRows)), R);
+              if (Y->H % BandRows == 0)
+                return Row(N, Cb, Oh);
+              return std::vector<Stmt>{Cond::make(
+                  lessSelect(Oh, i64(Y->H), i64(1), i64(0)),
+                  Block::make(Row(N, Cb, Oh)), nullptr,
+                  Call.Loc)};
+            })};
+          })};
         })};
+      return std::vector<Stmt>{loop("oh", Y->H, [&](Expr Oh) {
+        return std::vector<Stmt>{
+            loop("cb", OC / B, [&](Expr Cb) { return Row(N, Cb, Oh); })};
       })};
     }));
     if (XP)
@@ -442,7 +483,10 @@ private:
           std::to_string(Pix) +
           (Pix == 1 ? " pixel x " : " pixels x ") + std::to_string(B) +
           " channels, " + std::to_string(Lanes) + "-lane vectors" +
-          (XP ? ", input padded" : "");
+          (XP ? ", input padded" : "") +
+          (WeightsOuter ? ", channel blocks outside bands of " +
+                              std::to_string(BandRows) + " rows"
+                        : "");
     return Out;
   }
 
