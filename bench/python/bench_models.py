@@ -83,8 +83,10 @@ def main():
     ap.add_argument("--size", type=int, default=224, help="the images' height and width")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--layouts", default="nchw,cl")
-    ap.add_argument("--conv", choices=["generated", "auto"],
-                    help="also time nncjit with conv= this (its own convolutions)")
+    ap.add_argument("--conv", choices=["generated", "auto", "onednn"],
+                    help="also time nncjit with conv= this (its own convolutions; onednn: "
+                         "a second model as the first, which measures what a second model "
+                         "in the process costs the first)")
     add_isa_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
