@@ -215,7 +215,8 @@ private:
                                                std::string &How) {
     // The verifier has checked the call: its parameters are integer
     // constants that decode, its views have the ranks and dtype of a
-    // convolution's, and its output is not empty.
+    // convolution's, and its output has at least one row and column (no
+    // images or no channels run no iterations: GenerateConvs/empty.nnc).
     std::vector<int64_t> Args;
     for (const Expr &E : Call.ScalarArgs)
       Args.push_back(*evaluateConstant(E));
