@@ -48,6 +48,10 @@ struct ConvEntry {
   /// (where those differ), and the residual of a `sum` (Residual -> Dst).
   dnnl::reorder SrcIn, ResidualIn, DstOut;
   std::vector<memory::desc> Binary; // Fused Add operands.
+  /// The bytes each Add's operand spans, and whether the `sum`'s operand
+  /// has the output's layout (keepOverlappingOperands).
+  std::vector<size_t> AddBytes;
+  bool SumInOutputsLayout = false;
   /// oneDNN's implementation, and the one it has for the convolution alone.
   std::string Impl, AloneImpl;
   /// What was chosen and why, for the runtime's note.
@@ -413,7 +417,11 @@ std::shared_ptr<ConvEntry> makeConv(const Tensor &Out, const Tensor &X,
     E->Residual = descOf(operandOf(Out, Ops[E->SumAt], nullptr));
     E->ResidualIn = dnnl::reorder(dnnl::reorder::primitive_desc(
         engine(), E->Residual, engine(), E->Dst));
+    E->SumInOutputsLayout = E->Residual == E->UserDst;
   }
+  for (const PostOp &Op : Ops)
+    if (Op.K == PostOpKind::Add)
+      E->AddBytes.push_back(descOf(operandOf(Out, Op, nullptr)).get_size());
   E->Prim = dnnl::convolution_forward(PD);
   E->Scratch = PD.scratchpad_desc();
   E->Impl = PD.impl_info_str();
@@ -447,11 +455,11 @@ void keepOverlappingOperands(const ConvEntry &E, const Tensor &Out,
     if (Ops[I].K != PostOpKind::Add)
       continue;
     const float *P = Others[Other];
-    size_t Bytes = descOf(operandOf(Out, Ops[I], P)).get_size();
+    size_t Bytes = E.AddBytes[Other];
     auto From = reinterpret_cast<const char *>(P);
     bool ReadBefore = static_cast<int>(I) == E.SumAt &&
                       (E.DstReordered ||
-                       (P == Out.Data && E.Residual == E.UserDst));
+                       (P == Out.Data && E.SumInOutputsLayout));
     if (!ReadBefore && Bytes && From < End && Begin < From + Bytes) {
       Keep.push_back(std::make_unique<Temp>(Bytes));
       std::memcpy(Keep.back()->P, P, Bytes);
