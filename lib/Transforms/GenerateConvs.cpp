@@ -25,6 +25,13 @@
 // FMAs on B / lanes weight vectors and P broadcast inputs. The vector width
 // is the JIT's (PassOptions::VectorWidth, resolved by Compiler::pipeline).
 //
+// Where rows end in a short block or do not split evenly over the threads
+// (resnet's 7x7 layers: rows of 5 + 2 pixels, 4 rows and 3), and the
+// output's rows are dense, the blocks run on from one row into the next:
+// `for n, ob, cb` over the image's pixels in blocks of P (each pixel's row
+// and column divided out of its number), then the image's last, shorter
+// block.
+//
 // Depthwise convolutions (a group per channel) are the same loops, each
 // output channel reading its own input channel (a vector load, not a
 // broadcast), over a single input channel per block.
@@ -165,8 +172,13 @@ private:
   const PassOptions &Opts;
   const int64_t Lanes, Registers;
   const uint64_t L2Bytes; ///< A core's L2 (Support/Host.h).
+  /// The call being generated: its statements are reported at it.
+  SourceLoc At;
 
   std::string fresh(const std::string &Base) { return freshName(Used, Base); }
+  Expr load(Buffer B, std::vector<Expr> Indices) {
+    return Load::make(std::move(B), std::move(Indices), At);
+  }
 
   /// `for (int64_t v = 0; v < Trip; v++) Body(v)`.
   Stmt loop(const std::string &Base, int64_t Trip,
@@ -179,7 +191,7 @@ private:
             LoopOptions O = {}) {
     std::string V = fresh(Base);
     return For::make(V, DType::I64, i64(0), Trip,
-                     Block::make(Body(Var::make(DType::I64, V))), O);
+                     Block::make(Body(Var::make(DType::I64, V))), O, At);
   }
 
   /// The pixels of a block along a row of Width that fill the FMA units
@@ -190,17 +202,22 @@ private:
   /// slower than 6 x 2 on a Zen 4). A row of 7 in blocks of at most 6 runs
   /// as 5 + 2 (2 x 10 slots), not 6 + 1 (12 + 10).
   static int64_t blockPixels(int64_t Width, int64_t Vectors, int64_t Most) {
-    constexpr int64_t kChains = 10;
-    auto Slots = [&](int64_t P) {
-      return Width / P * std::max(P * Vectors, kChains) +
-             (Width % P ? std::max(Width % P * Vectors, kChains) : 0);
-    };
     int64_t Best = std::max<int64_t>(1, std::min(Most, Width));
     for (int64_t P = Best - 1; P >= 1; --P)
-      if (Slots(P) < Slots(Best))
+      if (rowSlots(Width, P, Vectors) < rowSlots(Width, Best, Vectors))
         Best = P;
     return Best;
   }
+  /// The FMA slots of a block of P pixels (blockPixels).
+  static int64_t slots(int64_t P, int64_t Vectors) {
+    constexpr int64_t kChains = 10;
+    return P ? std::max(P * Vectors, kChains) : 0;
+  }
+  /// Those of a row of Width pixels in blocks of P.
+  static int64_t rowSlots(int64_t Width, int64_t P, int64_t Vectors) {
+    return Width / P * slots(P, Vectors) + slots(Width % P, Vectors);
+  }
+  static int64_t ceilDiv(int64_t A, int64_t B) { return (A + B - 1) / B; }
 
   static std::string formatMs(double Ms) {
     char Buf[32];
@@ -217,6 +234,7 @@ private:
     // constants that decode, its views have the ranks and dtype of a
     // convolution's, and its output has at least one row and column (no
     // images or no channels run no iterations: GenerateConvs/empty.nnc).
+    At = Call.Loc;
     std::vector<int64_t> Args;
     for (const Expr &E : Call.ScalarArgs)
       Args.push_back(*evaluateConstant(E));
@@ -267,9 +285,41 @@ private:
                 : OC % Lanes == 0     ? Lanes
                                       : 8;
     int64_t Vectors = std::max<int64_t>(1, B / Lanes);
-    int64_t Pix = blockPixels(Y->W, Vectors,
-                              std::min(kMaxBlockPixels,
-                                       (Registers - Vectors - 2) / Vectors));
+    int64_t Most =
+        std::min(kMaxBlockPixels, (Registers - Vectors - 2) / Vectors);
+    int64_t Pix = blockPixels(Y->W, Vectors, Most);
+    // A row that is not a multiple of the block ends in a short one, and
+    // rows that the threads cannot share evenly leave one idle (7 rows on 2
+    // threads: 4 and 3). Where the output's rows are dense, and the
+    // post-ops' operands', blocks may run on from one row into the next:
+    // the image's pixels are then blocks of Pix in turn, which the threads
+    // share, and one short block at the image's end. Taken where that needs
+    // a tenth fewer FMA slots of the busiest thread or better: each pixel
+    // of such a block is found by a division, and on a Zen 3 the 56x56
+    // layers (5% fewer) ran 3-10% slower so; the 14x14 and 7x7 ones (15%
+    // and 27% fewer) ran faster.
+    int64_t Threads = std::max(1u, Opts.Threads);
+    auto ConstN = evaluateConstant(Y->N);
+    int64_t Images = ConstN ? *ConstN : 1, Pixels = Y->H * Y->W;
+    bool Dense = Y->SH == Y->W * Y->SW;
+    for (const auto &T : Others)
+      Dense = Dense && T->SH == T->W * T->SW;
+    int64_t InRows = ceilDiv(Images * Y->H, Threads) *
+                     rowSlots(Y->W, Pix, Vectors);
+    int64_t FlatPix = 0, Fewest = 0;
+    for (int64_t FP = 1; Dense && FP <= std::min(Most, Pixels); ++FP) {
+      int64_t Slots =
+          ceilDiv(Images * (Pixels / FP), Threads) * slots(FP, Vectors) +
+          ceilDiv(Images, Threads) * slots(Pixels % FP, Vectors);
+      if (!FlatPix || Slots < Fewest) {
+        FlatPix = FP;
+        Fewest = Slots;
+      }
+    }
+    bool Flat = FlatPix && Fewest * 10 <= InRows * 9;
+    if (Flat)
+      Pix = FlatPix;
+    int64_t FlatRest = Pixels % Pix;
 
     std::vector<Stmt> Out;
     // The weights in blocks of B output channels, wr[cb, kh, kw, ic, o] =
@@ -314,10 +364,11 @@ private:
                                     Inside(Ws, X->W));
             Expr HC = Clamp(Hs, X->H), WC = Clamp(Ws, X->W);
             return std::vector<Stmt>{loop("c", X->C, [&](Expr C) {
-              Expr V = Load::make(X->Buf, X->at(N, C, HC, WC));
+              Expr V = load(X->Buf, X->at(N, C, HC, WC));
               return std::vector<Stmt>{Store::make(
                   XP, {N, C, H, W},
-                  CompareSelect::make(CmpOp::NE, In2, i64(0), V, f32(0)))};
+                  CompareSelect::make(CmpOp::NE, In2, i64(0), V, f32(0)),
+                  At)};
             })};
           })};
         })};
@@ -327,7 +378,15 @@ private:
     // The convolution: rows of full pixel blocks, then the row's rest.
     const BufferView *Bias = Call.Args.size() > 2 ? &Call.Args[2] : nullptr;
     int64_t Full = Y->W / Pix, Rest = Y->W % Pix;
-    auto PixelBlock = [&](Expr N, Expr Cb, Expr Oh, Expr Ow0, int64_t Pixels) {
+    // A block of Pixels output pixels, numbered p = 0 .. Pixels - 1: Site
+    // says where each is, its row and column (which the input is read at)
+    // and the indices of its element [n, c] in a tensor of the output's
+    // shape (the output and the post-ops' operands).
+    struct Site {
+      std::function<std::pair<Expr, Expr>(Expr Px)> RowCol;
+      std::function<std::vector<Expr>(const Tensor &, Expr C, Expr Px)> At;
+    };
+    auto PixelBlock = [&](Expr N, Expr Cb, const Site &Where, int64_t Pixels) {
       Buffer Acc = BufferNode::make(fresh("acc"), DType::F32,
                                     {i64(Pixels), i64(B)}, BufferRole::Temp);
       std::vector<Stmt> S;
@@ -339,10 +398,10 @@ private:
             "o", B,
             [&](Expr O) {
               Expr Init =
-                  Bias ? Load::make(Bias->Buf,
+                  Bias ? load(Bias->Buf,
                                     {mul(add(mul(Cb, i64(B)), O), BiasStride)})
                        : f32(0);
-              return std::vector<Stmt>{Store::make(Acc, {Px, O}, Init)};
+              return std::vector<Stmt>{Store::make(Acc, {Px, O}, Init, At)};
             },
             Vec)};
       }));
@@ -350,20 +409,20 @@ private:
         return std::vector<Stmt>{loop("kw", KW, [&](Expr Kw) {
           return std::vector<Stmt>{loop("ic", IC, [&](Expr Ic) {
             return std::vector<Stmt>{loop("p", Pixels, [&](Expr Px) {
+              auto [Oh, Ow] = Where.RowCol(Px);
               Expr Ih = add(mul(Oh, i64(P.StrideH)), mul(Kh, i64(P.DilationH)));
-              Expr Iw = add(mul(add(Ow0, Px), i64(P.StrideW)),
-                            mul(Kw, i64(P.DilationW)));
+              Expr Iw = add(mul(Ow, i64(P.StrideW)), mul(Kw, i64(P.DilationW)));
               return std::vector<Stmt>{loop(
                   "o", B,
                   [&](Expr O) {
                     // Broadcast an input channel to the block's outputs, or
                     // (depthwise) take each output's own channel.
-                    Expr XV = Load::make(
+                    Expr XV = load(
                         In.Buf, In.at(N, Depthwise ? add(mul(Cb, i64(B)), O) : Ic,
                                       Ih, Iw));
-                    Expr Sum = fadd(Load::make(Acc, {Px, O}),
-                                    fmul(XV, Load::make(WR, {Cb, Kh, Kw, Ic, O})));
-                    return std::vector<Stmt>{Store::make(Acc, {Px, O}, Sum)};
+                    Expr Sum = fadd(load(Acc, {Px, O}),
+                                    fmul(XV, load(WR, {Cb, Kh, Kw, Ic, O})));
+                    return std::vector<Stmt>{Store::make(Acc, {Px, O}, Sum, At)};
                   },
                   Vec)};
             })};
@@ -374,9 +433,9 @@ private:
         return std::vector<Stmt>{loop(
             "o", B,
             [&](Expr O) {
-              Expr C = add(mul(Cb, i64(B)), O), Ow = add(Ow0, Px);
+              Expr C = add(mul(Cb, i64(B)), O);
               std::vector<Stmt> Body;
-              Expr V = Load::make(Acc, {Px, O});
+              Expr V = load(Acc, {Px, O});
               size_t NextOther = 0;
               for (const PostOp &Op : Call.PostOps) {
                 std::string Name = fresh("v");
@@ -384,12 +443,13 @@ private:
                                          postOp(Op, V, [&] {
                                            const Tensor &T =
                                                *Others[NextOther++];
-                                           return Load::make(
-                                               T.Buf, T.at(N, C, Oh, Ow));
-                                         })));
+                                           return load(
+                                               T.Buf, Where.At(T, C, Px));
+                                         }),
+                                         At));
                 V = Var::make(DType::F32, Name);
               }
-              Body.push_back(Store::make(Y->Buf, Y->at(N, C, Oh, Ow), V));
+              Body.push_back(Store::make(Y->Buf, Where.At(*Y, C, Px), V, At));
               return Body;
             },
             Vec)};
@@ -399,62 +459,95 @@ private:
     };
     if (Call.DeclaresOut)
       Out.push_back(Allocate::make(Y->Buf, Call.Loc));
-    auto Row = [&](Expr N, Expr Cb, Expr Oh) {
+    // The pixels [Q0, Q0 + Pixels) of the image in row-major order, a run
+    // that may go on from one row into the next: stored through flat
+    // offsets, which are affine in Q0 where the rows are dense.
+    auto Across = [&](Expr N, Expr Q0) {
+      return Site{[=, W = Y->W](Expr Px) {
+                    Expr Q = add(Q0, Px);
+                    return std::pair{Binary::make(BinOp::Div, Q, i64(W)),
+                                     Binary::make(BinOp::Mod, Q, i64(W))};
+                  },
+                  [=](const Tensor &T, Expr C, Expr Px) {
+                    return std::vector<Expr>{add(
+                        add(mul(N, i64(T.SN)), mul(add(Q0, Px), i64(T.SW))),
+                        C)};
+                  }};
+    };
+    // The pixels [Ow0, Ow0 + Pixels) of the row Oh.
+    auto InRow = [&](Expr N, Expr Oh, Expr Ow0) {
+      return Site{[=](Expr Px) { return std::pair{Oh, add(Ow0, Px)}; },
+                  [=](const Tensor &T, Expr C, Expr Px) {
+                    return T.at(N, C, Oh, add(Ow0, Px));
+                  }};
+    };
+    // What the loops below run in parallel, for one channel block: a row,
+    // in blocks of Pix pixels, or (Flat) one block of Pix pixels.
+    auto Unit = [&](Expr N, Expr Cb, Expr U) {
+      if (Flat)
+        return PixelBlock(N, Cb, Across(N, mul(U, i64(Pix))), Pix);
       std::vector<Stmt> R;
       if (Full)
         R.push_back(loop("ob", Full, [&](Expr Ob) {
-          return PixelBlock(N, Cb, Oh, mul(Ob, i64(Pix)), Pix);
+          return PixelBlock(N, Cb, InRow(N, U, mul(Ob, i64(Pix))), Pix);
         }));
       if (Rest) {
-        std::vector<Stmt> Last = PixelBlock(N, Cb, Oh, i64(Full * Pix), Rest);
+        std::vector<Stmt> Last =
+            PixelBlock(N, Cb, InRow(N, U, i64(Full * Pix)), Rest);
         R.insert(R.end(), Last.begin(), Last.end());
       }
       return R;
     };
-    // Rows outside channel blocks, so that a row's input is read once for
-    // all of them, while every row reads all the weights from L2. Where
-    // they do not fit in half of it (resnet's 28x28 layers and deeper),
-    // every row read them from L3 (the 512-channel 7x7 layer ran at 0.6x
-    // oneDNN on a Zen 3): the rows are then cut into one band per thread,
-    // and channel blocks go outside the band's rows, so that a block's
-    // weights stay in L2 for all of them. The bands, not the channel
-    // blocks, are what runs in parallel: a temporary's channels-last view
-    // is stored through flat indices, where the channel block's stride is
-    // not larger than the span of what is inside it, and the dependence
-    // analysis cannot tell the blocks apart.
-    int64_t BandRows = (Y->H + Opts.Threads - 1) / std::max(1u, Opts.Threads);
-    // A band's rows past the last are skipped by a guard, which the
+    // Units (rows, or blocks) outside channel blocks, so that a unit's
+    // input is read once for all of them, while every unit reads all the
+    // weights from L2. Where they do not fit in half of it (resnet's 28x28
+    // layers and deeper), every unit read them from L3 (the 512-channel
+    // 7x7 layer ran at 0.6x oneDNN on a Zen 3): the units are then cut
+    // into one band per thread, and channel blocks go outside the band's
+    // units, so that a block's weights stay in L2 for all of them. The
+    // bands, not the channel blocks, are what runs in parallel: a
+    // temporary's channels-last view is stored through flat indices, where
+    // the channel block's stride is not larger than the span of what is
+    // inside it, and the dependence analysis cannot tell the blocks apart.
+    int64_t Units = Flat ? Y->H * Y->W / Pix : Y->H;
+    int64_t PerBand = ceilDiv(Units, Threads);
+    // A band's units past the last are skipped by a guard, which the
     // dependence analysis does not read: it then sees the band reach into
-    // the next image's rows. With one image that is no overlap; otherwise
-    // the bands take a divisor of the rows.
-    auto One = evaluateConstant(Y->N);
-    if (!(One && *One == 1))
-      while (Y->H % BandRows)
-        --BandRows;
+    // the next image's pixels. With one image that is no overlap; otherwise
+    // the bands take a divisor of the units.
+    if (Images != 1 || !evaluateConstant(Y->N))
+      while (Units % PerBand)
+        --PerBand;
     bool WeightsOuter =
-        !Depthwise && BandRows > 1 &&
+        !Depthwise && PerBand > 1 &&
         OC * IC * KH * KW * 4 > static_cast<int64_t>(L2Bytes / 2);
-    int64_t Bands = (Y->H + BandRows - 1) / BandRows;
+    int64_t Bands = ceilDiv(Units, PerBand);
     Out.push_back(loop("n", X->N, [&](Expr N) {
       if (WeightsOuter)
         return std::vector<Stmt>{loop("band", Bands, [&](Expr Band) {
           return std::vector<Stmt>{loop("cb", OC / B, [&](Expr Cb) {
-            return std::vector<Stmt>{loop("r", BandRows, [&](Expr R) {
-              Expr Oh = add(mul(Band, i64(BandRows)), R);
-              if (Y->H % BandRows == 0)
-                return Row(N, Cb, Oh);
-              return std::vector<Stmt>{Cond::make(
-                  lessSelect(Oh, i64(Y->H), i64(1), i64(0)),
-                  Block::make(Row(N, Cb, Oh)), nullptr,
-                  Call.Loc)};
+            return std::vector<Stmt>{loop("r", PerBand, [&](Expr R) {
+              Expr U = add(mul(Band, i64(PerBand)), R);
+              if (Units % PerBand == 0)
+                return Unit(N, Cb, U);
+              return std::vector<Stmt>{
+                  Cond::make(lessSelect(U, i64(Units), i64(1), i64(0)),
+                             Block::make(Unit(N, Cb, U)), nullptr, Call.Loc)};
             })};
           })};
         })};
-      return std::vector<Stmt>{loop("oh", Y->H, [&](Expr Oh) {
+      return std::vector<Stmt>{loop(Flat ? "ob" : "oh", Units, [&](Expr U) {
         return std::vector<Stmt>{
-            loop("cb", OC / B, [&](Expr Cb) { return Row(N, Cb, Oh); })};
+            loop("cb", OC / B, [&](Expr Cb) { return Unit(N, Cb, U); })};
       })};
     }));
+    // The image's last, shorter block.
+    if (Flat && FlatRest)
+      Out.push_back(loop("n", X->N, [&](Expr N) {
+        return std::vector<Stmt>{loop("cb", OC / B, [&](Expr Cb) {
+          return PixelBlock(N, Cb, Across(N, i64(Units * Pix)), FlatRest);
+        })};
+      }));
     if (XP)
       Out.push_back(Free::make(XP, Call.Loc));
     Out.push_back(FreeExt::make({WR}, Call.Loc));
@@ -463,8 +556,10 @@ private:
           (Pix == 1 ? " pixel x " : " pixels x ") + std::to_string(B) +
           " channels, " + std::to_string(Lanes) + "-lane vectors" +
           (XP ? ", input padded" : "") +
+          (Flat ? ", blocks run on across rows" : "") +
           (WeightsOuter ? ", channel blocks outside bands of " +
-                              std::to_string(BandRows) + " rows"
+                              std::to_string(PerBand) +
+                              (Flat ? " blocks" : " rows")
                         : "");
     return Out;
   }
