@@ -534,20 +534,28 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
   }
 }
 
-/// Seconds of the fastest of five runs of E (the fastest, as other work on
-/// the machine only ever adds time).
-double fastestRun(ConvEntry &E, const Tensor &Out, const Tensor &X,
-                   const Tensor *Bias, const std::vector<PostOp> &Ops,
-                   const std::vector<const float *> &Others) {
-  double Best = 1e30;
-  for (int I = 0; I < 5; ++I) {
+/// Seconds of the fastest of five runs of each of A and B, run in turn:
+/// the fastest, as other work on the machine only ever adds time, and in
+/// turn, so that a change in the machine's speed while they run weighs on
+/// both alike (one after the other, a noisy host's drift decided).
+std::pair<double, double> fastestRuns(ConvEntry &A, ConvEntry &B,
+                                      const Tensor &Out, const Tensor &X,
+                                      const Tensor *Bias,
+                                      const std::vector<PostOp> &Ops,
+                                      const std::vector<const float *> &Others) {
+  auto Time = [&](ConvEntry &E, double &Best) {
     auto T0 = std::chrono::steady_clock::now();
     runConv(E, Out, X, Bias, Ops, Others);
     Best = std::min(Best, std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - T0)
                               .count());
+  };
+  double BestA = 1e30, BestB = 1e30;
+  for (int I = 0; I < 5; ++I) {
+    Time(A, BestA);
+    Time(B, BestB);
   }
-  return Best;
+  return {BestA, BestB};
 }
 
 /// The variant the timing chose for a convolution (by its site: its key
@@ -606,12 +614,11 @@ std::shared_ptr<ConvEntry> makeEntry(const Tensor &Out, const Tensor &X,
     E->Failure = std::string("oneDNN: ") + Ex.what();
   }
   // Other variants are timed against the one chosen so far, five runs
-  // each on this call's data, and the faster kept.
+  // each in turn on this call's data, and the faster kept.
   std::string Timing;
   auto Consider = [&](std::shared_ptr<ConvEntry> Other, const char *What,
                       const char *Current) {
-    double TO = fastestRun(*Other, Out, X, Bias, Ops, Others);
-    double TC = fastestRun(*E, Out, X, Bias, Ops, Others);
+    auto [TO, TC] = fastestRuns(*Other, *E, Out, X, Bias, Ops, Others);
     std::ostringstream OS;
     OS.precision(3);
     OS << " [timed: " << What << ' ' << TO * 1e3 << " ms, " << Current << ' '
