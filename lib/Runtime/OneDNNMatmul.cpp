@@ -146,19 +146,23 @@ void runMatmul(MatmulEntry &E, const Tensor &Out, const Tensor &A,
   runWith(E.Prim, Args, E.Scratch);
 }
 
-/// Seconds of the fastest of three runs after one (the fastest, as other
-/// work on the machine only ever adds time).
-double fastestRun(MatmulEntry &E, const Tensor &Out, const Tensor &A,
-                  const Tensor &B) {
-  runMatmul(E, Out, A, B);
-  double Best = 1e30;
-  for (int I = 0; I < 3; ++I) {
-    auto T0 = std::chrono::steady_clock::now();
-    runMatmul(E, Out, A, B);
-    Best = std::min(Best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - T0)
-                              .count());
-  }
+/// Seconds of the fastest of three runs of each of Es after one, run in
+/// turn: the fastest, as other work on the machine only ever adds time, and
+/// in turn, so that a drift in the machine's speed weighs on all alike.
+std::vector<double> fastestRuns(const std::vector<MatmulEntry *> &Es,
+                                const Tensor &Out, const Tensor &A,
+                                const Tensor &B) {
+  for (MatmulEntry *E : Es)
+    runMatmul(*E, Out, A, B);
+  std::vector<double> Best(Es.size(), 1e30);
+  for (int I = 0; I < 3; ++I)
+    for (size_t J = 0; J < Es.size(); ++J) {
+      auto T0 = std::chrono::steady_clock::now();
+      runMatmul(*Es[J], Out, A, B);
+      Best[J] = std::min(Best[J], std::chrono::duration<double>(
+                                      std::chrono::steady_clock::now() - T0)
+                                      .count());
+    }
   return Best;
 }
 
@@ -267,30 +271,36 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
       }
       if (Kept && W == MatmulWeights::Auto) {
         // The first weights of this shape: each layout timed on this call.
-        W = MatmulWeights::Plain;
-        double Best = fastestRun(*E, Out, A, B);
-        std::ostringstream Timing;
-        Timing.precision(3);
-        Timing << " [timed: the buffer's " << Best * 1e3 << " ms";
+        std::vector<MatmulWeights> Ws = {MatmulWeights::Plain};
+        std::vector<std::shared_ptr<MatmulEntry>> Candidates = {E};
         for (MatmulWeights Other : {MatmulWeights::Dense, MatmulWeights::Padded,
                                     MatmulWeights::OneDNN}) {
-          std::shared_ptr<MatmulEntry> O;
           try {
-            O = makeMatmul(Out, A, B, Other);
+            if (auto O = makeMatmul(Out, A, B, Other)) {
+              Ws.push_back(Other);
+              Candidates.push_back(std::move(O));
+            }
           } catch (const dnnl::error &) {
           }
-          if (!O)
-            continue;
-          double T = fastestRun(*O, Out, A, B);
-          Timing << ", " << layoutName(Other) << ' ' << T * 1e3 << " ms";
-          if (T < Best) {
-            Best = T;
-            E = std::move(O);
-            W = Other;
-          }
         }
-        Note += ", weights in " + std::string(layoutName(W)) + Timing.str() +
-                "]";
+        std::vector<MatmulEntry *> Es;
+        for (const auto &C : Candidates)
+          Es.push_back(C.get());
+        std::vector<double> Times = fastestRuns(Es, Out, A, B);
+        size_t Best = 0;
+        std::ostringstream Timing;
+        Timing.precision(3);
+        for (size_t J = 0; J < Times.size(); ++J) {
+          Timing << (J ? ", " : " [timed: ")
+                 << (J ? layoutName(Ws[J]) : "the buffer's") << ' '
+                 << Times[J] * 1e3 << " ms";
+          if (Times[J] < Times[Best])
+            Best = J;
+        }
+        Timing << "]";
+        E = Candidates[Best];
+        W = Ws[Best];
+        Note += ", weights in " + std::string(layoutName(W)) + Timing.str();
         std::lock_guard<std::mutex> L(cacheMutex());
         chosenLocked()[Shape] = W;
         chosenLocked().emplace(weightsKey(B), W);
