@@ -149,10 +149,10 @@ void runMatmul(MatmulEntry &E, const Tensor &Out, const Tensor &A,
 /// Seconds of the fastest of three runs of each of Es after one, run in
 /// turn: the fastest, as other work on the machine only ever adds time, and
 /// in turn, so that a drift in the machine's speed weighs on all alike.
-std::vector<double> fastestRuns(const std::vector<MatmulEntry *> &Es,
-                                const Tensor &Out, const Tensor &A,
-                                const Tensor &B) {
-  for (MatmulEntry *E : Es)
+std::vector<double>
+fastestRuns(const std::vector<std::shared_ptr<MatmulEntry>> &Es,
+            const Tensor &Out, const Tensor &A, const Tensor &B) {
+  for (const auto &E : Es)
     runMatmul(*E, Out, A, B);
   std::vector<double> Best(Es.size(), 1e30);
   for (int I = 0; I < 3; ++I)
@@ -270,7 +270,8 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
           E = makeMatmul(Out, A, B, MatmulWeights::Plain);
       }
       if (Kept && W == MatmulWeights::Auto) {
-        // The first weights of this shape: each layout timed on this call.
+        // The first weights of this shape: each layout timed on this call
+        // (each with its copy of the weights until the fastest is known).
         std::vector<MatmulWeights> Ws = {MatmulWeights::Plain};
         std::vector<std::shared_ptr<MatmulEntry>> Candidates = {E};
         for (MatmulWeights Other : {MatmulWeights::Dense, MatmulWeights::Padded,
@@ -283,10 +284,7 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
           } catch (const dnnl::error &) {
           }
         }
-        std::vector<MatmulEntry *> Es;
-        for (const auto &C : Candidates)
-          Es.push_back(C.get());
-        std::vector<double> Times = fastestRuns(Es, Out, A, B);
+        std::vector<double> Times = fastestRuns(Candidates, Out, A, B);
         size_t Best = 0;
         std::ostringstream Timing;
         Timing.precision(3);
