@@ -42,6 +42,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -101,6 +102,23 @@ std::string sizes(const Tensor &T) {
   for (size_t I = 0; I < T.Sizes.size(); ++I)
     S += (I ? ", " : "") + std::to_string(T.Sizes[I]);
   return S + "]";
+}
+
+std::vector<double> fastestInTurn(size_t Count, int Warmups, int Runs,
+                                  const std::function<void(size_t)> &Run) {
+  for (int I = 0; I < Warmups; ++I)
+    for (size_t J = 0; J < Count; ++J)
+      Run(J);
+  std::vector<double> Best(Count, 1e30);
+  for (int I = 0; I < Runs; ++I)
+    for (size_t J = 0; J < Count; ++J) {
+      auto T0 = std::chrono::steady_clock::now();
+      Run(J);
+      Best[J] = std::min(Best[J], std::chrono::duration<double>(
+                                      std::chrono::steady_clock::now() - T0)
+                                      .count());
+    }
+  return Best;
 }
 
 std::string shape(const Tensor &T, size_t From) {

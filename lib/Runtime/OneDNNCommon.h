@@ -51,6 +51,13 @@ bool allFinite(const Tensor &T);
 /// "[2, 3]": the sizes, for messages.
 std::string sizes(const Tensor &T);
 
+/// Seconds of the fastest of Runs runs of each of Count candidates, after
+/// Warmups runs each: Run(J) runs candidate J. The candidates run in turn,
+/// so that a drift in a shared machine's speed weighs on all alike, and the
+/// fastest run counts, as other work on the machine only ever adds time.
+std::vector<double> fastestInTurn(size_t Count, int Warmups, int Runs,
+                                  const std::function<void(size_t)> &Run);
+
 /// Sizes and strides (or "blocked") of dims From on, for cache keys.
 std::string shape(const Tensor &T, size_t From = 0);
 

@@ -15,7 +15,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -534,30 +533,6 @@ void runConv(ConvEntry &E, const Tensor &Out, const Tensor &X,
   }
 }
 
-/// Seconds of the fastest of five runs of each of A and B, run in turn:
-/// the fastest, as other work on the machine only ever adds time, and in
-/// turn, so that a change in the machine's speed while they run weighs on
-/// both alike (one after the other, a noisy host's drift decided).
-std::pair<double, double> fastestRuns(ConvEntry &A, ConvEntry &B,
-                                      const Tensor &Out, const Tensor &X,
-                                      const Tensor *Bias,
-                                      const std::vector<PostOp> &Ops,
-                                      const std::vector<const float *> &Others) {
-  auto Time = [&](ConvEntry &E, double &Best) {
-    auto T0 = std::chrono::steady_clock::now();
-    runConv(E, Out, X, Bias, Ops, Others);
-    Best = std::min(Best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - T0)
-                              .count());
-  };
-  double BestA = 1e30, BestB = 1e30;
-  for (int I = 0; I < 5; ++I) {
-    Time(A, BestA);
-    Time(B, BestB);
-  }
-  return {BestA, BestB};
-}
-
 /// The variant the timing chose for a convolution (by its site: its key
 /// without the batch size), and the batch size it was timed at.
 struct ConvVariant {
@@ -618,7 +593,10 @@ std::shared_ptr<ConvEntry> makeEntry(const Tensor &Out, const Tensor &X,
   std::string Timing;
   auto Consider = [&](std::shared_ptr<ConvEntry> Other, const char *What,
                       const char *Current) {
-    auto [TO, TC] = fastestRuns(*Other, *E, Out, X, Bias, Ops, Others);
+    std::vector<double> T = fastestInTurn(2, 0, 5, [&](size_t J) {
+      runConv(J ? *E : *Other, Out, X, Bias, Ops, Others);
+    });
+    double TO = T[0], TC = T[1];
     std::ostringstream OS;
     OS.precision(3);
     OS << " [timed: " << What << ' ' << TO * 1e3 << " ms, " << Current << ' '

@@ -35,7 +35,6 @@
 #include "nnc/Runtime/Runtime.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -145,27 +144,6 @@ void runMatmul(MatmulEntry &E, const Tensor &Out, const Tensor &A,
       {DNNL_ARG_DST, memory(E.C, engine(), Out.Data)}};
   runWith(E.Prim, Args, E.Scratch);
 }
-
-/// Seconds of the fastest of three runs of each of Es after one, run in
-/// turn: the fastest, as other work on the machine only ever adds time, and
-/// in turn, so that a drift in the machine's speed weighs on all alike.
-std::vector<double>
-fastestRuns(const std::vector<std::shared_ptr<MatmulEntry>> &Es,
-            const Tensor &Out, const Tensor &A, const Tensor &B) {
-  for (const auto &E : Es)
-    runMatmul(*E, Out, A, B);
-  std::vector<double> Best(Es.size(), 1e30);
-  for (int I = 0; I < 3; ++I)
-    for (size_t J = 0; J < Es.size(); ++J) {
-      auto T0 = std::chrono::steady_clock::now();
-      runMatmul(*Es[J], Out, A, B);
-      Best[J] = std::min(Best[J], std::chrono::duration<double>(
-                                      std::chrono::steady_clock::now() - T0)
-                                      .count());
-    }
-  return Best;
-}
-
 
 /// Whether T is [rows, n] with dense rows.
 bool denseRows(const Tensor &T) {
@@ -284,7 +262,10 @@ int32_t matmul(const Tensor &Out, const Tensor &A, const Tensor &B,
           } catch (const dnnl::error &) {
           }
         }
-        std::vector<double> Times = fastestRuns(Candidates, Out, A, B);
+        std::vector<double> Times =
+            fastestInTurn(Candidates.size(), 1, 3, [&](size_t J) {
+              runMatmul(*Candidates[J], Out, A, B);
+            });
         size_t Best = 0;
         std::ostringstream Timing;
         Timing.precision(3);

@@ -137,7 +137,8 @@ public:
   Generator(const Kernel &K, const PassOptions &Opts, PassDiagnostics &Diags)
       : Used(kernelNames(K)), Diags(Diags), Opts(Opts),
         Lanes(std::max(4u, Opts.VectorWidth / 32)),
-        Registers(Opts.VectorWidth >= 512 ? 32 : 16), L2Bytes(hostCaches().L2) {}
+        Registers(Opts.VectorWidth >= 512 ? 32 : 16), L2Bytes(hostCaches().L2),
+        Threads(std::max(1u, Opts.Threads)) {}
 
   /// The statements that replace Call, or nothing (with a remark) where
   /// the pass does not cover it.
@@ -173,6 +174,7 @@ private:
   const PassOptions &Opts;
   const int64_t Lanes, Registers;
   const uint64_t L2Bytes; ///< A core's L2 (Support/Host.h).
+  const int64_t Threads;  ///< Those the kernel runs on (at least 1).
   /// The call being generated: its statements are reported at it.
   SourceLoc At;
 
@@ -229,6 +231,58 @@ private:
     char Buf[32];
     std::snprintf(Buf, sizeof(Buf), "%.3f ms", Ms);
     return Buf;
+  }
+
+  /// A register block's pixels, and whether the blocks run on across rows.
+  struct Blocking {
+    int64_t Pix;
+    bool Flat;
+  };
+  /// The blocking of Y's pixels for OC output channels in blocks of
+  /// Vectors vectors.
+  Blocking chooseBlocking(const Tensor &Y,
+                          const std::vector<std::optional<Tensor>> &Others,
+                          int64_t OC, int64_t Vectors) const {
+    int64_t Most =
+        std::min(kMaxBlockPixels, (Registers - Vectors - 2) / Vectors);
+    int64_t Pix = blockPixels(Y.W, Vectors, Most);
+    // A row that is not a multiple of the block ends in a short one, and
+    // rows that the threads cannot share evenly leave one idle (7 rows on 2
+    // threads: 4 and 3). Where the output's rows are dense, and the
+    // post-ops' operands', blocks may run on from one row into the next:
+    // the image's pixels are then blocks of Pix in turn, which the threads
+    // share, and one short block at the image's end. Taken where that needs
+    // a tenth fewer FMA slots of the busiest thread or better: each pixel
+    // of such a block is found by a division, and on a Zen 3 the 56x56
+    // layers (5% fewer) ran 3-10% slower so; the 7x7 ones (27% fewer) ran
+    // 1.2x faster. Not for an empty output: it has nothing to share out.
+    auto ConstN = evaluateConstant(Y.N);
+    int64_t Images = ConstN ? *ConstN : 1, Pixels = 0;
+    auto RowsDense = [](const Tensor &T) {
+      int64_t Row;
+      return !__builtin_mul_overflow(T.W, T.SW, &Row) && T.SH == Row;
+    };
+    bool Dense = OC > 0 && Images > 0 &&
+                 !__builtin_mul_overflow(Y.H, Y.W, &Pixels) && RowsDense(Y);
+    for (const auto &T : Others)
+      Dense = Dense && RowsDense(*T);
+    double InRows = busiest(double(Images) * double(Y.H), Threads,
+                            rowSlots(Y.W, Pix, Vectors));
+    int64_t FlatPix = 0;
+    double Fewest = 0;
+    for (int64_t FP = 1; Dense && FP <= std::min(Most, Pixels); ++FP) {
+      double Slots =
+          busiest(double(Images) * double(Pixels / FP), Threads,
+                  slots(FP, Vectors)) +
+          busiest(double(Images), Threads, slots(Pixels % FP, Vectors));
+      if (!FlatPix || Slots < Fewest) {
+        FlatPix = FP;
+        Fewest = Slots;
+      }
+    }
+    if (FlatPix && Fewest <= 0.9 * InRows)
+      return {FlatPix, true};
+    return {Pix, false};
   }
 
   /// The statements that compute Call, and How (the blocking), or nothing
@@ -291,49 +345,10 @@ private:
                 : OC % Lanes == 0     ? Lanes
                                       : 8;
     int64_t Vectors = std::max<int64_t>(1, B / Lanes);
-    int64_t Most =
-        std::min(kMaxBlockPixels, (Registers - Vectors - 2) / Vectors);
-    int64_t Pix = blockPixels(Y->W, Vectors, Most);
-    // A row that is not a multiple of the block ends in a short one, and
-    // rows that the threads cannot share evenly leave one idle (7 rows on 2
-    // threads: 4 and 3). Where the output's rows are dense, and the
-    // post-ops' operands', blocks may run on from one row into the next:
-    // the image's pixels are then blocks of Pix in turn, which the threads
-    // share, and one short block at the image's end. Taken where that needs
-    // a tenth fewer FMA slots of the busiest thread or better: each pixel
-    // of such a block is found by a division, and on a Zen 3 the 56x56
-    // layers (5% fewer) ran 3-10% slower so; the 7x7 ones (27% fewer) ran
-    // 1.2x faster. Not for an empty output, whose other sizes may be any
-    // (their product could overflow); a non-empty one's fit in its storage.
-    int64_t Threads = std::max(1u, Opts.Threads);
-    auto ConstN = evaluateConstant(Y->N);
-    int64_t Images = ConstN ? *ConstN : 1, Pixels = 0;
-    auto RowsDense = [](const Tensor &T) {
-      int64_t Row;
-      return !__builtin_mul_overflow(T.W, T.SW, &Row) && T.SH == Row;
-    };
-    bool Dense = OC > 0 && Images > 0 &&
-                 !__builtin_mul_overflow(Y->H, Y->W, &Pixels) && RowsDense(*Y);
-    for (const auto &T : Others)
-      Dense = Dense && RowsDense(*T);
-    double InRows = busiest(double(Images) * double(Y->H), Threads,
-                            rowSlots(Y->W, Pix, Vectors));
-    int64_t FlatPix = 0;
-    double Fewest = 0;
-    for (int64_t FP = 1; Dense && FP <= std::min(Most, Pixels); ++FP) {
-      double Slots =
-          busiest(double(Images) * double(Pixels / FP), Threads,
-                  slots(FP, Vectors)) +
-          busiest(double(Images), Threads, slots(Pixels % FP, Vectors));
-      if (!FlatPix || Slots < Fewest) {
-        FlatPix = FP;
-        Fewest = Slots;
-      }
-    }
-    bool Flat = FlatPix && Fewest <= 0.9 * InRows;
-    if (Flat)
-      Pix = FlatPix;
-    int64_t FlatRest = Pixels % Pix;
+    Blocking Blk = chooseBlocking(*Y, Others, OC, Vectors);
+    int64_t Pix = Blk.Pix;
+    bool Flat = Blk.Flat;
+    int64_t FlatRest = Flat ? Y->H * Y->W % Pix : 0;
 
     std::vector<Stmt> Out;
     // The weights in blocks of B output channels, wr[cb, kh, kw, ic, o] =
@@ -529,6 +544,7 @@ private:
     // dependence analysis does not read: it then sees the band reach into
     // the next image's pixels. With one image that is no overlap; otherwise
     // the bands take a divisor of the units.
+    auto ConstN = evaluateConstant(Y->N);
     if (!(ConstN && *ConstN == 1))
       while (Units % PerBand)
         --PerBand;
