@@ -21,7 +21,8 @@
 // function grows faster than its size (scalar evolution and the scheduler
 // walk what comes before), so many small functions compile several times
 // faster than one huge one (docs/performance.md: vit_b_16's region at one
-// thread, 6.5-7.0 s against 2.5 s).
+// thread, 6.5-7.0 s against 2.5 s). In any kernel, a serial nest that reads
+// packed weights becomes such a task (outlineSerialNests says why).
 //
 // Before:
 //   for (int64_t i = 0ll; i < N; i++) /* parallel */ {
@@ -44,6 +45,8 @@
 #include "nnc/Analysis/Work.h"
 #include "nnc/Transforms/Passes.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -135,7 +138,25 @@ public:
   /// as serial tasks, where there are more than kMaxInlineNests; called
   /// after mutate.
   Stmt outlineSerialNests(const Stmt &Body) {
-    return countNests(Body) > kMaxInlineNests ? serialNests(Body) : Body;
+    if (countNests(Body) > kMaxInlineNests)
+      return serialNests(Body, [](const For &) { return true; });
+    // A nest that reads packed weights (nnc_conv_pack_weights, a generated
+    // convolution's) becomes a task too: in the kernel's function their
+    // storage is a runtime call's result, which LLVM does not tell apart
+    // from the accumulators' stack temporaries, so it vectorizes the
+    // accumulation with a check and a scalar fallback, and keeps the
+    // accumulators in memory (a 3x3 convolution at one thread ran 5x
+    // slower); a task's buffers are parameters that alias nothing.
+    std::set<const BufferNode *> Packed = packedBuffers(Body);
+    if (Packed.empty())
+      return Body;
+    return serialNests(Body, [&](const For &F) {
+      Closure C;
+      C.visit(F.Body);
+      return std::any_of(C.Bufs.begin(), C.Bufs.end(), [&](const Buffer &B) {
+        return Packed.count(B.get()) > 0;
+      });
+    });
   }
 
 protected:
@@ -166,14 +187,28 @@ private:
     return isa<For>(S) ? 1 : 0;
   }
 
-  Stmt serialNests(const Stmt &S) {
+  /// The buffers that nnc_conv_pack_weights declares in S.
+  static std::set<const BufferNode *> packedBuffers(const Stmt &S) {
+    struct Finder : IRVisitor {
+      std::set<const BufferNode *> Found;
+      void visitExternalCall(const ExternalCall *Op) override {
+        if (Op->Func == "nnc_conv_pack_weights")
+          Found.insert(Op->Out.Buf.get());
+      }
+    } F;
+    F.visit(S);
+    return F.Found;
+  }
+
+  /// S with the top-level loop nests that Pred takes as serial tasks.
+  Stmt serialNests(const Stmt &S, const std::function<bool(const For &)> &Pred) {
     if (auto *B = dyn_cast<Block>(S)) {
       std::vector<Stmt> Stmts;
       for (const Stmt &C : B->Stmts)
-        Stmts.push_back(serialNests(C));
+        Stmts.push_back(serialNests(C, Pred));
       return Block::make(std::move(Stmts), B->Loc);
     }
-    if (auto *F = dyn_cast<For>(S))
+    if (auto *F = dyn_cast<For>(S); F && Pred(*F))
       return outline(*F, /*Serial=*/true);
     return S;
   }
