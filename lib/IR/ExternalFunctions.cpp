@@ -76,6 +76,20 @@ private:
   bool Ok = true;
 };
 
+/// Along one dim of a convolution: the padded input, In + 2 * Pad, and the
+/// kernel's span, Dil * (K - 1) + 1; nothing where either overflows int64
+/// (a hostile padding or dilation).
+std::optional<std::pair<int64_t, int64_t>>
+paddedAndSpan(int64_t In, int64_t K, int64_t Pad, int64_t Dil) {
+  int64_t Padded, Span;
+  if (__builtin_mul_overflow(Pad, 2, &Padded) ||
+      __builtin_add_overflow(In, Padded, &Padded) ||
+      __builtin_mul_overflow(Dil, K - 1, &Span) ||
+      __builtin_add_overflow(Span, 1, &Span))
+    return std::nullopt;
+  return std::pair{Padded, Span};
+}
+
 bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags) {
   CallChecker C(Call, Diags);
   if (!C.bufCount(2, 3) || !C.view(Call.Out, "output", 4) ||
@@ -123,13 +137,18 @@ bool verifyConv2d(const ExternalCall &Call, DiagnosticEngine &Diags) {
     int64_t In = X[2 + D], K = W[2 + D];
     if (In < 0 || K < 0)
       continue;
-    int64_t Span = Dils[D] * (K - 1) + 1;
-    if (In + 2 * Pads[D] < Span)
+    const char *Dim = D ? "width" : "height";
+    auto PS = paddedAndSpan(In, K, Pads[D], Dils[D]);
+    if (!PS)
+      return C.fail(std::string("the padded input or the kernel's dilated "
+                                "span overflows 64 bits in ") +
+                    Dim);
+    auto [Padded, Span] = *PS;
+    if (Padded < Span)
       return C.fail(std::string("the kernel (") + std::to_string(Span) +
                     ") is larger than the padded input (" +
-                    std::to_string(In + 2 * Pads[D]) + ") in " +
-                    (D ? "width" : "height"));
-    int64_t Expect = (In + 2 * Pads[D] - Span) / Strides[D] + 1;
+                    std::to_string(Padded) + ") in " + Dim);
+    int64_t Expect = (Padded - Span) / Strides[D] + 1;
     if (!C.same(O[2 + D], Expect,
                 std::string("output ") + (D ? "width" : "height") +
                     " does not match the convolution"))
@@ -313,12 +332,13 @@ conv2dOutputSizes(const std::vector<int64_t> &X, const std::vector<int64_t> &W,
   if (X.size() != 4 || W.size() != 4 || X[1] != W[1] * P.Groups ||
       W[0] % P.Groups != 0)
     return std::nullopt;
-  int64_t OH = (X[2] + 2 * P.PadH - P.DilationH * (W[2] - 1) - 1);
-  int64_t OW = (X[3] + 2 * P.PadW - P.DilationW * (W[3] - 1) - 1);
-  if (OH < 0 || OW < 0)
+  auto H = paddedAndSpan(X[2], W[2], P.PadH, P.DilationH);
+  auto Wd = paddedAndSpan(X[3], W[3], P.PadW, P.DilationW);
+  if (!H || !Wd || H->first < H->second || Wd->first < Wd->second)
     return std::nullopt;
-  return std::vector<int64_t>{X[0], W[0], OH / P.StrideH + 1,
-                              OW / P.StrideW + 1};
+  return std::vector<int64_t>{X[0], W[0],
+                              (H->first - H->second) / P.StrideH + 1,
+                              (Wd->first - Wd->second) / P.StrideW + 1};
 }
 
 bool decodeConv2dParams(const std::vector<int64_t> &Args, Conv2dParams &P) {
