@@ -330,6 +330,21 @@ private:
             " output channels, not a multiple of 8";
       return std::nullopt;
     }
+    // The sizes of the weights and of the padded input, in bytes, as the
+    // blocking and the padded temporary take them: a hostile kernel's may
+    // not fit 64 bits (the verifier has checked the padded rows and
+    // columns, X's own sizes are constants).
+    int64_t WeightBytes = 4, PaddedBytes = 4;
+    for (int64_t V : {OC, IC, KH, KW})
+      if (__builtin_mul_overflow(WeightBytes, V, &WeightBytes)) {
+        Why = "its weights' size overflows 64 bits";
+        return std::nullopt;
+      }
+    for (int64_t V : {X->H + 2 * P.PadH, X->W + 2 * P.PadW, X->C})
+      if (__builtin_mul_overflow(PaddedBytes, V, &PaddedBytes)) {
+        Why = "its padded input's size overflows 64 bits";
+        return std::nullopt;
+      }
     std::vector<std::optional<Tensor>> Others;
     for (const PostOp &Op : Call.PostOps)
       if (Op.Other) {
@@ -550,7 +565,7 @@ private:
         --PerBand;
     bool WeightsOuter =
         !Depthwise && PerBand > 1 &&
-        OC * IC * KH * KW * 4 > static_cast<int64_t>(L2Bytes / 2);
+        WeightBytes > static_cast<int64_t>(L2Bytes / 2);
     int64_t Bands = ceilDiv(Units, PerBand);
     Out.push_back(loop("n", X->N, [&](Expr N) {
       if (WeightsOuter)
