@@ -3,7 +3,14 @@ kernel per case, separated by '// -----', each a channels-last convolution
 with a symbolic batch N. The cases cover kernel sizes (square and not),
 strides, paddings and dilations (each of H and W apart), sizes of 1, odd and
 large, input channels from 1, output channels from 8 (one vector or two,
-and a block that is neither), with and without bias, and every post-op."""
+and a block that is neither), with and without bias, and every post-op.
+
+With --random COUNT [--seed S] it prints COUNT random cases instead, of the
+same kinds (a fuzzer's input: docs/Testing.md):
+  grid.py --random 200 --seed 1 > /tmp/r.nnc
+  nnc-jit --conv=generated --check --split-input-file --param N=2 /tmp/r.nnc"""
+import argparse
+import random
 
 POST_OPS = ["", "relu", "leaky_relu(0.1f)", "clamp(-0.5f, 0.5f)", "sigmoid",
             "tanh", "gelu_erf", "gelu_tanh", "silu", "hardswish", "add", "add, relu"]
@@ -39,6 +46,34 @@ def out_size(n, k, s, p, d):
     return (n + 2 * p - d * (k - 1) - 1) // s + 1
 
 
+def random_case(rng):
+    """A valid random case: sizes from 1, kernels up to 5x5, strides and
+    dilations up to 3, paddings up to 3, and a depthwise one in four."""
+    while True:
+        h, w = rng.randint(1, 40), rng.randint(1, 40)
+        kh, kw = rng.randint(1, 5), rng.randint(1, 5)
+        s = (rng.randint(1, 3), rng.randint(1, 3))
+        p = (rng.randint(0, 3), rng.randint(0, 3))
+        d = (rng.randint(1, 3), rng.randint(1, 3))
+        if (h + 2 * p[0] < d[0] * (kh - 1) + 1 or
+                w + 2 * p[1] < d[1] * (kw - 1) + 1):
+            continue
+        if rng.random() < 0.25:
+            c = 8 * rng.randint(1, 9)
+            return (c, c, h, w, kh, kw, s, p, d, c)
+        return (rng.randint(1, 40), 8 * rng.randint(1, 9), h, w, kh, kw, s,
+                p, d)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--random", type=int, default=0)
+parser.add_argument("--seed", type=int, default=1)
+opts = parser.parse_args()
+if opts.random:
+    rng = random.Random(opts.seed)
+    CASES = [random_case(rng) for _ in range(opts.random)]
+
+
 def view(name, c, h, w):
     return (f"{name}(dtype=float, sizes=[N, {c}ll, {h}ll, {w}ll], "
             f"strides=[{c * h * w}ll, 1ll, {w * c}ll, {c}ll])")
@@ -48,8 +83,9 @@ for i, (ic, oc, h, w, kh, kw, s, p, d, *g) in enumerate(CASES):
     groups = g[0] if g else 1
     oh = out_size(h, kh, s[0], p[0], d[0])
     ow = out_size(w, kw, s[1], p[1], d[1])
-    post = POST_OPS[i % len(POST_OPS)]
-    bias = i % 3 != 1
+    post = POST_OPS[(rng.randrange(len(POST_OPS)) if opts.random else i)
+                    % len(POST_OPS)]
+    bias = (rng.random() < 0.5) if opts.random else i % 3 != 1
     ins = [f"in x: f32[N, {ic}, {h}, {w}] channels_last",
            f"in w: f32[{oc}, {ic // groups}, {kh}, {kw}]"]
     bufs = ["x", "w"]
