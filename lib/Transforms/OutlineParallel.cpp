@@ -135,8 +135,8 @@ public:
   }
 
   /// Body with its top-level loop nests (in it and in the blocks it holds)
-  /// as serial tasks, where there are more than kMaxInlineNests; called
-  /// after mutate.
+  /// as serial tasks, where there are more than kMaxInlineNests, and else
+  /// those that read packed weights; called after mutate.
   Stmt outlineSerialNests(const Stmt &Body) {
     if (countNests(Body) > kMaxInlineNests)
       return serialNests(Body, [](const For &) { return true; });
@@ -145,7 +145,7 @@ public:
     // storage is a runtime call's result, which LLVM does not tell apart
     // from the accumulators' stack temporaries, so it vectorizes the
     // accumulation with a check and a scalar fallback, and keeps the
-    // accumulators in memory (a 3x3 convolution at one thread ran 5x
+    // accumulators in memory (a 3x3 convolution at one thread ran 2.6x
     // slower); a task's buffers are parameters that alias nothing.
     std::set<const BufferNode *> Packed = packedBuffers(Body);
     if (Packed.empty())
