@@ -334,13 +334,14 @@ private:
     // blocking and the padded temporary take them: a hostile kernel's may
     // not fit 64 bits (the verifier has checked the padded rows and
     // columns, X's own sizes are constants).
+    int64_t HP = X->H + 2 * P.PadH, WP = X->W + 2 * P.PadW;
     int64_t WeightBytes = 4, PaddedBytes = 4;
     for (int64_t V : {OC, IC, KH, KW})
       if (__builtin_mul_overflow(WeightBytes, V, &WeightBytes)) {
         Why = "its weights' size overflows 64 bits";
         return std::nullopt;
       }
-    for (int64_t V : {X->H + 2 * P.PadH, X->W + 2 * P.PadW, X->C})
+    for (int64_t V : {HP, WP, X->C})
       if (__builtin_mul_overflow(PaddedBytes, V, &PaddedBytes)) {
         Why = "its padded input's size overflows 64 bits";
         return std::nullopt;
@@ -381,12 +382,11 @@ private:
     Tensor In = *X;
     Buffer XP;
     if (P.PadH || P.PadW) {
-      int64_t HP = X->H + 2 * P.PadH, WP = X->W + 2 * P.PadW;
       int64_t C = X->C;
       XP = BufferNode::make(fresh(X->Buf->Name + "_padded"), DType::F32,
                             {X->N, i64(C), i64(HP), i64(WP)},
                             BufferRole::Temp, LayoutKind::ChannelsLast);
-      In = Tensor{XP, X->N, C, HP, WP, HP * WP * C, WP * C, C, true};
+      In = Tensor{XP, X->N, C, HP, WP, PaddedBytes / 4, WP * C, C, true};
       Out.push_back(Allocate::make(XP, Call.Loc));
       // Every element written (so no zero fill): x where the padded pixel
       // is inside it, read at an index clamped into it, else 0.
